@@ -1,0 +1,5 @@
+import sys
+
+from actune.cli import main
+
+sys.exit(main())

@@ -1,0 +1,49 @@
+"""The ``actune`` command. Each subcommand lives in its own module with a ``register(subparsers)``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from actune.config import ConfigError
+
+# Order is the order of `actune --help`. Modules import fast: heavy libraries load inside the commands.
+SUBCOMMAND_MODULES = [
+    "actune.cli.config",
+    "actune.cli.model",
+    "actune.cli.serve",
+    "actune.cli.run",
+    "actune.cli.world",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="actune",
+        description="Serve a model with vLLM, run agent loops, bootstrap trajectories, fine-tune LoRA adapters, evaluate.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except ConfigError as e:
+        print(f"actune: config error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("actune: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

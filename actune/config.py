@@ -1,0 +1,133 @@
+"""Typed configs loaded from YAML with ``key=value`` overrides.
+
+Every stage has one pydantic model whose fields and docstrings are its documentation. This module is
+the machinery they share: load a YAML file, apply dotted overrides, validate, and turn every problem
+(unknown key, wrong type, missing value) into a :class:`ConfigError` naming the key path and the file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+__all__ = ["ConfigError", "StrictModel", "load_config", "apply_overrides", "dump_yaml", "actune_home"]
+
+
+class ConfigError(ValueError):
+    """A config could not be loaded; the message names the file and the key path."""
+
+
+class StrictModel(BaseModel):
+    """Base for every config: unknown keys are errors and field docstrings become descriptions."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_assignment=True)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def actune_home() -> Path:
+    """Where actune keeps models, caches and server logs (``$ACTUNE_HOME``, default ``~/.cache/actune``)."""
+    return Path(os.environ.get("ACTUNE_HOME") or Path.home() / ".cache" / "actune").expanduser()
+
+
+def _parse_override(item: str) -> tuple[list[str], Any]:
+    if "=" not in item:
+        raise ConfigError(f"override {item!r} is not of the form key.path=value")
+    key, raw = item.split("=", 1)
+    key = key.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise ConfigError(f"override {item!r} has an empty key")
+    # YAML scalars give the natural types: 32 -> int, true -> bool, [a, b] -> list, null -> None.
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.split("."), value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Return a copy of ``data`` with each ``a.b.c=value`` set (creating nested mappings)."""
+    out = _deep_copy(data)
+    for item in overrides:
+        path, value = _parse_override(item)
+        node = out
+        for i, part in enumerate(path[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            elif not isinstance(child, dict):
+                raise ConfigError(
+                    f"override {item!r}: {'.'.join(path[: i + 1])} is a value, not a section"
+                )
+            node = child
+        node[path[-1]] = value
+    return out
+
+
+def _deep_copy(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {k: _deep_copy(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_deep_copy(v) for v in data]
+    return data
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise ConfigError(f"{where}: invalid YAML: {getattr(e, 'problem', e)}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: top level must be a mapping of keys, got {type(data).__name__}")
+    return data
+
+
+def _format_validation_error(err: ValidationError, source: str) -> str:
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        kind = e["type"]
+        if kind == "extra_forbidden":
+            msg = "unknown key"
+        elif kind == "missing":
+            msg = "required value is missing"
+        else:
+            msg = e["msg"]
+            if "input" in e and kind not in ("missing",):
+                msg += f" (got {e['input']!r})"
+        lines.append(f"  {loc}: {msg}")
+    return f"{source}: invalid config\n" + "\n".join(lines)
+
+
+def load_config(cls: type[M], path: str | Path | None = None, overrides: list[str] | None = None) -> M:
+    """Load ``cls`` from a YAML file (optional) and ``key=value`` overrides, validated.
+
+    Raises :class:`ConfigError` naming the file and every bad key path.
+    """
+    data: dict[str, Any] = _read_yaml(Path(path)) if path is not None else {}
+    data = apply_overrides(data, list(overrides or []))
+    source = str(path) if path is not None else "command-line overrides"
+    if overrides and path is not None:
+        source += " (with overrides)"
+    try:
+        return cls.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(_format_validation_error(e, source)) from None
+
+
+def dump_yaml(model: BaseModel) -> str:
+    """The resolved config as YAML (what ``actune config show`` prints)."""
+    return yaml.safe_dump(model.model_dump(mode="json"), sort_keys=False)

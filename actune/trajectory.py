@@ -1,0 +1,246 @@
+"""The trajectory record: one agent episode, as written to and read from JSONL.
+
+Every stage exchanges episodes in this form: the agent loop writes it, bootstrap filters it, the
+training exporter renders it, eval scores it. One JSON object per line; ``schema_version`` says which
+layout a line has, so older files stay readable when fields are added.
+
+Steps are kept in order with one type each: ``thought`` (ReAct), ``reflection`` (ReflAct),
+``plan`` and ``critique`` (planning methods), ``action`` (sent to the environment), ``observation``
+(what came back, or the format hint after an unparseable step) and ``answer`` (the final answer).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "STEP_TYPES",
+    "FINISH_REASONS",
+    "TaskRecord",
+    "ModelRecord",
+    "SamplingRecord",
+    "Step",
+    "TokenUsage",
+    "Timings",
+    "Trajectory",
+    "TrajectoryFormatError",
+    "read_trajectories",
+    "append_trajectories",
+    "write_trajectories",
+]
+
+SCHEMA_VERSION = 1
+
+STEP_TYPES = ("thought", "reflection", "plan", "critique", "action", "observation", "answer")
+
+FINISH_REASONS = (
+    "answered",  # the model gave a final answer (right or wrong)
+    "max_steps",  # the step budget ran out without an answer
+    "parse_errors",  # K consecutive steps could not be parsed
+    "repetition",  # the same action three times
+    "context_overflow",  # prompt + max_tokens exceeded the model's context window
+    "server_error",  # the model server failed after retries
+    "env_done",  # the environment ended the episode without an answer (e.g. ALFWorld won/lost)
+)
+
+
+class TrajectoryFormatError(ValueError):
+    """A trajectory line or dict is malformed; the message names the file, line and key."""
+
+
+@dataclass
+class TaskRecord:
+    """The task as the episode saw it (a copy, so a record stands alone)."""
+
+    id: str
+    question: str
+    answer: str = ""
+    env: str = "wiki"
+    split: str = "train"
+    aliases: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ModelRecord:
+    """Which model produced the episode, and how it was prompted."""
+
+    name: str = ""
+    adapter: str | None = None
+    regime: str = "few_shot"  # few_shot | zero_shot
+    wire: str = "text"  # text | chat
+    exemplar_set: str | None = None
+
+
+@dataclass
+class SamplingRecord:
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 256
+    seed: int | None = None
+
+
+@dataclass
+class Step:
+    """One entry of the trajectory.
+
+    ``iteration`` is the 1-based loop step it belongs to (the ``i`` in ``Thought i``).
+    For ``action`` and ``answer`` steps, ``action_name``/``action_arg`` hold the parsed action
+    (``action_name`` None: the action could not be parsed; ``text`` keeps what the model wrote).
+    ``tokens`` counts generated tokens for model steps and approximate tokens for observations.
+    """
+
+    type: str
+    text: str
+    iteration: int = 0
+    action_name: str | None = None
+    action_arg: str | None = None
+    tokens: int = 0
+    latency_s: float = 0.0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TokenUsage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    requests: int = 0
+
+
+@dataclass
+class Timings:
+    started_at: float = 0.0  # unix time
+    wall_s: float = 0.0
+    llm_s: float = 0.0
+    env_s: float = 0.0
+
+
+@dataclass
+class Trajectory:
+    """One episode. Round-trips exactly through :meth:`to_dict`/:meth:`from_dict` and JSON."""
+
+    task: TaskRecord
+    method: str
+    model: ModelRecord = field(default_factory=ModelRecord)
+    sampling: SamplingRecord = field(default_factory=SamplingRecord)
+    steps: list[Step] = field(default_factory=list)
+    prediction: str | None = None
+    scores: dict[str, float] = field(default_factory=dict)
+    correct: bool = False
+    finish_reason: str = "answered"
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    timings: Timings = field(default_factory=Timings)
+    attempt: int = 0
+    run_id: str = ""
+    episode_id: str = ""
+    info: dict[str, Any] = field(default_factory=dict)
+    """Facts from the environment and the method: pages read (titles), CoT-SC votes, hybrid phases,
+    early-exit flags, parse-error count..."""
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Trajectory":
+        if not isinstance(d, dict):
+            raise TrajectoryFormatError(f"trajectory must be an object, got {type(d).__name__}")
+        version = d.get("schema_version", SCHEMA_VERSION)
+        if version != SCHEMA_VERSION:
+            raise TrajectoryFormatError(
+                f"schema_version {version!r} is not supported (this actune reads {SCHEMA_VERSION})"
+            )
+        try:
+            kw = _known(cls, d, "")
+            kw["task"] = TaskRecord(**_known(TaskRecord, d["task"], "task"))
+            kw["model"] = ModelRecord(**_known(ModelRecord, d.get("model", {}), "model"))
+            kw["sampling"] = SamplingRecord(**_known(SamplingRecord, d.get("sampling", {}), "sampling"))
+            kw["usage"] = TokenUsage(**_known(TokenUsage, d.get("usage", {}), "usage"))
+            kw["timings"] = Timings(**_known(Timings, d.get("timings", {}), "timings"))
+            steps = d.get("steps", [])
+            if not isinstance(steps, list):
+                raise TrajectoryFormatError("steps: must be a list")
+            kw["steps"] = [Step(**_known(Step, s, f"steps[{i}]")) for i, s in enumerate(steps)]
+        except KeyError as e:
+            raise TrajectoryFormatError(f"missing key {e.args[0]!r}") from None
+        except TypeError as e:  # missing required dataclass field
+            raise TrajectoryFormatError(str(e)) from None
+        for i, s in enumerate(kw["steps"]):
+            if s.type not in STEP_TYPES:
+                raise TrajectoryFormatError(f"steps[{i}].type: unknown step type {s.type!r}")
+        if kw.get("finish_reason", "answered") not in FINISH_REASONS:
+            raise TrajectoryFormatError(f"finish_reason: unknown value {kw['finish_reason']!r}")
+        return cls(**kw)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Trajectory":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise TrajectoryFormatError(f"invalid JSON: {e.msg} at column {e.colno}") from None
+        return cls.from_dict(data)
+
+
+def _known(cls: type, d: Any, where: str) -> dict[str, Any]:
+    if not isinstance(d, dict):
+        raise TrajectoryFormatError(f"{where or 'trajectory'}: must be an object, got {type(d).__name__}")
+    names = {f.name for f in fields(cls)}
+    unknown = sorted(set(d) - names)
+    if unknown:
+        prefix = f"{where}." if where else ""
+        raise TrajectoryFormatError(f"unknown key {prefix}{unknown[0]}")
+    return dict(d)
+
+
+def read_trajectories(path: str | Path) -> Iterator[Trajectory]:
+    """Yield the trajectories of a JSONL file; a bad line raises naming ``file:line``."""
+    path = Path(path)
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield Trajectory.from_json(line)
+            except TrajectoryFormatError as e:
+                raise TrajectoryFormatError(f"{path}:{lineno}: {e}") from None
+
+
+def append_trajectories(path: str | Path, trajectories: Iterable[Trajectory]) -> int:
+    """Append records to a JSONL file (one write per line, flushed); returns how many."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with path.open("a", encoding="utf-8") as f:
+        for t in trajectories:
+            f.write(t.to_json() + "\n")
+            n += 1
+        f.flush()
+    return n
+
+
+def write_trajectories(path: str | Path, trajectories: Iterable[Trajectory]) -> int:
+    """Write a whole JSONL file atomically (temp file + rename); returns how many."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    n = 0
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            for t in trajectories:
+                f.write(t.to_json() + "\n")
+                n += 1
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return n

@@ -1,0 +1,70 @@
+"""The settings of a synthetic world: sizes, question mix and splits."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from actune.config import StrictModel
+
+__all__ = ["WORLD_VERSION", "QuestionMix", "WorldConfig"]
+
+#: Bumped whenever the same config would produce different bytes (templates, sentences, sampling).
+WORLD_VERSION = "1"
+
+
+class QuestionMix(StrictModel):
+    """Fractions of each question kind in every split (they must add up to 1)."""
+
+    single: float = Field(0.4, ge=0, le=1)
+    """Single-hop lookups ("In which year was X founded?"): one page answers them."""
+    bridge: float = Field(0.4, ge=0, le=1)
+    """Two-hop bridges ("In which city was the founder of X born?"): the first page names the second."""
+    comparison: float = Field(0.2, ge=0, le=1)
+    """Comparisons ("Which was founded earlier, X or Y?"): two pages, answer balanced first/second."""
+
+    @model_validator(mode="after")
+    def _sums_to_one(self) -> "QuestionMix":
+        total = self.single + self.bridge + self.comparison
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(f"mix fractions must add up to 1, got {total:g}")
+        return self
+
+
+class WorldConfig(StrictModel):
+    """A fictional encyclopedia of people, companies and cities, and questions about it.
+
+    The defaults give 240 pages and 400/100/100 train/dev/test questions; the mix of about 40%
+    single-hop, 40% bridge and 20% comparison gave SmolLM2-135M a base rate of about 20-25% grounded
+    success in the probe (``shared/notes/smollm2-react-probe.md``).
+    """
+
+    seed: int = 0
+    """Everything is drawn from ``random.Random(seed)``: the same seed and sizes give the same bytes."""
+    n_people: int = Field(120, ge=2)
+    """People pages; every company's founder is one of them, so at least ``n_companies``."""
+    n_companies: int = Field(80, ge=2)
+    """Company pages."""
+    n_cities: int = Field(40, ge=2)
+    """City pages (birth places and headquarters)."""
+    n_provinces: int = Field(8, ge=2)
+    """Invented provinces the cities lie in (named on city pages, not pages of their own)."""
+    n_train: int = Field(400, ge=0)
+    """Training questions (never from a held-out template)."""
+    n_dev: int = Field(100, ge=0)
+    """Development questions (about a third from held-out templates)."""
+    n_test: int = Field(100, ge=0)
+    """Test questions (about a third from held-out templates)."""
+    mix: QuestionMix = Field(default_factory=QuestionMix)
+    """Fraction of each question kind per split."""
+    late_fact_prob: float = Field(0.2, ge=0, le=1)
+    """Chance that one key fact of a page is moved after its fifth sentence, so that a search (first
+    five sentences) misses it and ``lookup[...]`` is needed."""
+
+    @model_validator(mode="after")
+    def _enough_people(self) -> "WorldConfig":
+        if self.n_people < self.n_companies:
+            raise ValueError(
+                f"n_people ({self.n_people}) must be at least n_companies ({self.n_companies}): "
+                "every company has its own founder"
+            )
+        return self

