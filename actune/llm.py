@@ -1,22 +1,34 @@
 """Async client for OpenAI-compatible servers (vLLM): completions and chat completions.
 
-PUBLIC API (other modules code against exactly this; the implementation is being filled in):
+PUBLIC API (other modules code against exactly this):
 
     client = LLMClient(ClientConfig(endpoints=["http://127.0.0.1:8000/v1"], model="m"))
     c: Completion = await client.complete(prompt, sampling=Sampling(...), stop=["\nObservation"])
     c: Completion = await client.chat(messages, sampling=Sampling(...), stop=[...])
     await client.aclose()    # or: async with LLMClient(cfg) as client: ...
 
-Errors: LLMError (base), ContextLengthError (prompt + max_tokens exceed the model's context; callers
-end the episode with finish reason ``context_overflow``), ServerError (5xx / connection after retries),
+Errors: LLMError (base), ContextLengthError (the prompt does not fit the model's context; callers
+end the episode with finish reason ``context_overflow``. When only prompt + max_tokens overflow, vLLM 0.32
+shortens max_tokens instead and the completion ends with finish_reason "length"), ServerError (5xx / connection after retries),
 RequestError (4xx other than context length; never retried).
+
+``model=`` on complete/chat overrides ClientConfig.model for one request (a LoRA adapter name, say);
+``extra_body=`` adds server-specific request fields (vLLM's continue_final_message, ...).
+``client.usage`` sums token usage over the client's life; ``Usage.cached_prompt_tokens`` comes from
+``usage.prompt_tokens_details.cached_tokens``, which vLLM reports only when started with
+``--enable-prompt-tokens-details`` (actune's serve module always passes it). Sync helpers for scripts:
+``complete_sync(cfg, prompt, ...)`` and ``chat_sync(cfg, messages, ...)``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import random
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 from pydantic import Field
 
 from actune.config import StrictModel
@@ -83,7 +95,7 @@ class LLMError(RuntimeError):
 
 
 class ContextLengthError(LLMError):
-    """The prompt plus max_tokens do not fit the model's context window."""
+    """The prompt does not fit the model's context window (vLLM answered 400 "maximum context length")."""
 
 
 class ServerError(LLMError):
@@ -92,3 +104,229 @@ class ServerError(LLMError):
 
 class RequestError(LLMError):
     """A 4xx answer (bad request, unknown model, auth); not retried."""
+
+
+# vLLM 0.32 answers 400 with "This model's maximum context length is N tokens. However, your prompt
+# contains ..." (renderers/params.py) or "Input length (N) exceeds model's maximum context length (M)."
+# (serve/utils/api_utils.py); OpenAI says "maximum context length" too. When only prompt + max_tokens
+# overflow, vLLM 0.32 shortens max_tokens instead of failing (finish_reason "length").
+_CONTEXT_MARKERS = ("maximum context length", "context length is", "max_model_len")
+
+
+def is_context_length_message(message: str) -> bool:
+    text = message.lower()
+    return any(marker in text for marker in _CONTEXT_MARKERS)
+
+
+class LLMClient:
+    """Async client for one or more OpenAI-compatible endpoints (see the module docstring).
+
+    Requests go to the endpoint with the fewest requests in flight (ties: round-robin), at most
+    ``max_concurrency`` at once over all endpoints. Connection errors, timeouts and 5xx answers are
+    retried with exponential backoff (possibly on another endpoint); 4xx answers are not.
+    """
+
+    def __init__(self, config: ClientConfig, *, transport: httpx.AsyncBaseTransport | None = None):
+        if not config.endpoints:
+            raise ValueError("ClientConfig.endpoints is empty: give at least one base URL ending in /v1")
+        self.config = config
+        self._endpoints = [e.rstrip("/") for e in config.endpoints]
+        self._in_flight = {e: 0 for e in self._endpoints}
+        self._next = 0
+        self._semaphore = asyncio.Semaphore(config.max_concurrency)
+        headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+        self._http = httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(config.timeout_s, connect=min(config.timeout_s, 10.0)),
+            limits=httpx.Limits(max_connections=config.max_concurrency, max_keepalive_connections=config.max_concurrency),
+            transport=transport,
+        )
+        self.usage = Usage()
+        """Token usage summed over every successful request of this client."""
+        self.requests = 0
+        """Successful requests so far."""
+
+    async def __aenter__(self) -> "LLMClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def complete(
+        self,
+        prompt: str,
+        sampling: Sampling | None = None,
+        stop: list[str] | None = None,
+        *,
+        model: str | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ) -> Completion:
+        """Text completion of ``prompt`` (POST /completions). ``model`` overrides ClientConfig.model
+        for this request (e.g. a LoRA adapter name); ``extra_body`` adds server-specific fields."""
+        sampling = sampling or Sampling()
+        body = self._body(sampling, stop, model, extra_body)
+        body["prompt"] = prompt
+        if sampling.logprobs is not None:
+            body["logprobs"] = sampling.logprobs
+        data, endpoint, latency = await self._post("/completions", body)
+        choice = _first_choice(data, endpoint)
+        logprobs = choice.get("logprobs") or {}
+        token_logprobs = logprobs.get("token_logprobs") if sampling.logprobs is not None else None
+        return self._completion(data, choice.get("text") or "", choice, endpoint, latency, token_logprobs)
+
+    async def chat(
+        self,
+        messages: list[dict[str, str]],
+        sampling: Sampling | None = None,
+        stop: list[str] | None = None,
+        *,
+        model: str | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ) -> Completion:
+        """Chat completion of ``messages`` ([{"role": ..., "content": ...}], POST /chat/completions).
+        ``extra_body`` adds server-specific fields, e.g. vLLM's ``{"continue_final_message": True,
+        "add_generation_prompt": False}`` to continue a prefilled assistant message."""
+        sampling = sampling or Sampling()
+        body = self._body(sampling, stop, model, extra_body)
+        body["messages"] = messages
+        if sampling.logprobs is not None:
+            body["logprobs"] = True
+            body["top_logprobs"] = sampling.logprobs
+        data, endpoint, latency = await self._post("/chat/completions", body)
+        choice = _first_choice(data, endpoint)
+        text = (choice.get("message") or {}).get("content") or ""
+        token_logprobs = None
+        if sampling.logprobs is not None:
+            token_logprobs = [t["logprob"] for t in ((choice.get("logprobs") or {}).get("content") or [])]
+        return self._completion(data, text, choice, endpoint, latency, token_logprobs)
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _body(
+        self, sampling: Sampling, stop: list[str] | None, model: str | None, extra_body: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        name = model or self.config.model
+        if not name:
+            raise ValueError("no model name: set ClientConfig.model or pass model=")
+        body: dict[str, Any] = {
+            "model": name,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "max_tokens": sampling.max_tokens,
+        }
+        if sampling.seed is not None:
+            body["seed"] = sampling.seed
+        if stop:
+            body["stop"] = list(stop)
+        body.update(extra_body or {})
+        return body
+
+    def _completion(
+        self, data: dict, text: str, choice: dict, endpoint: str, latency: float, token_logprobs: list[float] | None
+    ) -> Completion:
+        raw_usage = data.get("usage") or {}
+        details = raw_usage.get("prompt_tokens_details") or {}
+        usage = Usage(
+            prompt_tokens=int(raw_usage.get("prompt_tokens") or 0),
+            completion_tokens=int(raw_usage.get("completion_tokens") or 0),
+            cached_prompt_tokens=int(details.get("cached_tokens") or 0),
+        )
+        self.usage = self.usage + usage
+        self.requests += 1
+        return Completion(
+            text=text,
+            finish_reason=choice.get("finish_reason") or "",
+            usage=usage,
+            latency_s=latency,
+            endpoint=endpoint,
+            token_logprobs=token_logprobs,
+            raw=data,
+        )
+
+    def _pick_endpoint(self) -> str:
+        fewest = min(self._in_flight.values())
+        n = len(self._endpoints)
+        for i in range(n):
+            endpoint = self._endpoints[(self._next + i) % n]
+            if self._in_flight[endpoint] == fewest:
+                self._next = (self._next + i + 1) % n
+                return endpoint
+        raise AssertionError("unreachable")
+
+    async def _post(self, path: str, body: dict[str, Any]) -> tuple[dict, str, float]:
+        async with self._semaphore:
+            last_error = ""
+            for attempt in range(self.config.max_retries + 1):
+                if attempt:
+                    delay = self.config.backoff_s * 2 ** (attempt - 1)
+                    await asyncio.sleep(delay * (1 + 0.1 * random.random()))
+                endpoint = self._pick_endpoint()
+                self._in_flight[endpoint] += 1
+                started = time.perf_counter()
+                try:
+                    resp = await self._http.post(endpoint + path, json=body)
+                except httpx.TransportError as e:  # connection refused/reset, timeouts
+                    last_error = f"{endpoint}: {type(e).__name__}: {e}"
+                    continue
+                finally:
+                    self._in_flight[endpoint] -= 1
+                latency = time.perf_counter() - started
+                if resp.status_code >= 500:
+                    last_error = f"{endpoint}: HTTP {resp.status_code}: {_error_message(resp)}"
+                    continue
+                if resp.status_code >= 400:
+                    message = _error_message(resp)
+                    if resp.status_code == 400 and is_context_length_message(message):
+                        raise ContextLengthError(f"{endpoint}: {message}")
+                    raise RequestError(f"{endpoint}: HTTP {resp.status_code}: {message}")
+                try:
+                    return resp.json(), endpoint, latency
+                except ValueError:
+                    last_error = f"{endpoint}: answer is not JSON: {resp.text[:200]!r}"
+                    continue
+            raise ServerError(f"request failed after {self.config.max_retries + 1} attempts; last error: {last_error}")
+
+
+def _first_choice(data: dict, endpoint: str) -> dict:
+    choices = data.get("choices") or []
+    if not choices:
+        raise ServerError(f"{endpoint}: answer has no choices: {str(data)[:300]}")
+    return choices[0]
+
+
+def _error_message(resp: httpx.Response) -> str:
+    try:
+        data = resp.json()
+    except ValueError:
+        return resp.text[:500]
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict) and "message" in error:
+        return str(error["message"])
+    if isinstance(data, dict) and "message" in data:
+        return str(data["message"])
+    return str(data)[:500]
+
+
+def complete_sync(config: ClientConfig, prompt: str, sampling: Sampling | None = None, stop: list[str] | None = None) -> Completion:
+    """One completion from synchronous code (scripts, notebooks): opens and closes its own client."""
+
+    async def _run() -> Completion:
+        async with LLMClient(config) as client:
+            return await client.complete(prompt, sampling, stop)
+
+    return asyncio.run(_run())
+
+
+def chat_sync(
+    config: ClientConfig, messages: list[dict[str, str]], sampling: Sampling | None = None, stop: list[str] | None = None
+) -> Completion:
+    """One chat completion from synchronous code."""
+
+    async def _run() -> Completion:
+        async with LLMClient(config) as client:
+            return await client.chat(messages, sampling, stop)
+
+    return asyncio.run(_run())

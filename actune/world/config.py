@@ -56,7 +56,7 @@ class WorldConfig(StrictModel):
     """Test questions (about a third from held-out templates)."""
     mix: QuestionMix = Field(default_factory=QuestionMix)
     """Fraction of each question kind per split."""
-    late_fact_prob: float = Field(0.2, ge=0, le=1)
+    late_fact_prob: float = Field(0.15, ge=0, le=1)
     """Chance that one key fact of a page is moved after its fifth sentence, so that a search (first
     five sentences) misses it and ``lookup[...]`` is needed."""
 

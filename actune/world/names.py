@@ -15,14 +15,16 @@ from actune.world.common_words import COMMON_WORDS
 __all__ = ["RESERVED_TOKENS", "NameGenerator", "is_acceptable_token"]
 
 # Consonant onsets and vowels chosen so that any onset+vowel string reads aloud one way.
+# Mostly single consonants and plain vowels: short names a 135M model can copy letter for letter.
 _ONSETS = (
     "b", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z",
-    "br", "dr", "gr", "kr", "tr", "st", "th", "sh", "vr", "pr",
+    "b", "d", "g", "k", "l", "m", "n", "r", "s", "t", "v",
+    "br", "dr", "gr", "kr", "tr", "st", "th", "sh",
 )
-_VOWELS = ("a", "e", "i", "o", "u", "a", "e", "o", "ai", "ei", "ou")
+_VOWELS = ("a", "e", "i", "o", "u", "a", "e", "i", "o", "a", "o", "ai", "ei", "ou")
 # Codas only on a word's first or last syllable: a coda followed by a cluster onset is unpronounceable.
-_FIRST_CODAS = ("", "", "", "l", "n", "r", "s")
-_LAST_CODAS = ("", "", "n", "r", "l", "s", "th", "nd", "rk", "x", "m", "sk", "ck", "d", "t")
+_FIRST_CODAS = ("", "", "", "", "l", "n", "r", "s")
+_LAST_CODAS = ("", "", "", "n", "r", "l", "s", "th", "nd", "rk", "x", "m", "k", "t", "sk")
 
 #: Name tokens of the exemplar entities in ``actune/prompts/world.json``; generation never uses them.
 RESERVED_TOKENS: frozenset[str] = frozenset(
@@ -59,14 +61,14 @@ class NameGenerator:
         self.rng = rng
         self.used: set[str] = set()
 
-    def _spell(self, n_syllables: int) -> str:
+    def _spell(self, n_syllables: int, last_coda: bool = True) -> str:
         rng = self.rng
         parts = []
         for i in range(n_syllables):
             syl = rng.choice(_ONSETS) + rng.choice(_VOWELS)
             if i == 0 and n_syllables > 1:
                 syl += rng.choice(_FIRST_CODAS)
-            elif i == n_syllables - 1:
+            elif i == n_syllables - 1 and last_coda:
                 syl += rng.choice(_LAST_CODAS)
             parts.append(syl)
         return "".join(parts).capitalize()
@@ -74,7 +76,7 @@ class NameGenerator:
     def token(self, syllables: tuple[int, ...] = (2, 2, 3), suffix: str = "") -> str:
         """A new token of one of the given syllable counts (``suffix`` appended, e.g. ``"wick"``)."""
         for _ in range(10_000):
-            word = self._spell(self.rng.choice(syllables)) + suffix
+            word = self._spell(self.rng.choice(syllables), last_coda=not suffix) + suffix
             if word.lower() not in self.used and is_acceptable_token(word):
                 self.used.add(word.lower())
                 return word

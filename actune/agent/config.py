@@ -1,0 +1,89 @@
+"""AgentConfig: how one episode is run (method, prompt regime, wire format, budgets, sampling)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from actune.config import StrictModel
+
+__all__ = ["AgentConfig", "METHODS", "INTERACTIVE_METHODS", "DEFAULT_MAX_STEPS"]
+
+METHODS = ("standard", "cot", "cot_sc", "act", "react", "reflact", "react_cotsc", "cotsc_react")
+INTERACTIVE_METHODS = ("act", "react", "reflact")
+
+#: Paper budgets: ReAct used 7 steps on HotpotQA and 5 on FEVER; ALFWorld episodes need many more.
+DEFAULT_MAX_STEPS = {"wiki": 7, "fever": 5, "docqa": 7, "alfworld": 50}
+
+
+class AgentConfig(StrictModel):
+    """One agent episode's settings. Shared by bootstrap and eval so a tuned model is evaluated in
+    exactly the loop that produced its training data."""
+
+    method: Literal["standard", "cot", "cot_sc", "act", "react", "reflact", "react_cotsc", "cotsc_react"] = "react"
+    """Prompting method. Hybrids: ``react_cotsc`` backs off to CoT-SC when ReAct gives no answer
+    within its budget; ``cotsc_react`` backs off to ReAct when the CoT-SC majority has < n/2 votes."""
+    regime: Literal["few_shot", "zero_shot"] = "few_shot"
+    """few_shot: exemplar trajectories in the prompt; zero_shot: instruction and question only
+    (what a fine-tuned model sees)."""
+    wire: Literal["text", "chat"] = "text"
+    """text: completion in the paper's format (``Thought 1: ...``); chat: assistant turns hold thought
+    and action, observations come back as user turns."""
+    chat_prefill: bool = True
+    """chat: start each assistant turn with the step label (``Thought i:``) through vLLM's
+    ``continue_final_message``; without it a small model answers in prose (probe: 0/20)."""
+    exemplar_set: str | None = None
+    """Exemplars: a name (``wiki``, ``fever``, ``docqa``, ``alfworld`` -> actune/prompts/NAME.json) or a
+    path to a JSON file in that format. None: the environment's own set."""
+    exemplar_kinds: list[str] | None = None
+    """Keep only exemplars of these kinds (e.g. ``[bridge]``): type-matched prompts help small models."""
+    num_exemplars: int | None = Field(None, ge=1)
+    """Use at most this many exemplars (None: all that match)."""
+    paper_prompt_file: Path | None = None
+    """A prompt file in the ReAct repository's JSON format (e.g. prompts_naive.json), to reproduce
+    the paper exactly; replaces the structured exemplars."""
+    paper_prompt_key: str | None = None
+    """Key in ``paper_prompt_file`` (``webthink_simple6`` ReAct, ``webact_simple6`` Act,
+    ``cotqa_simple6`` CoT, ``webqa_simple6`` Standard; FEVER ``*_simple3``)."""
+    max_steps: int | None = Field(None, ge=1)
+    """Step budget; None: the environment's default (wiki 7, fever 5, docqa 7, alfworld 50)."""
+    multihop: bool = False
+    """LLARS multihop rule: budget becomes min(max_steps + 2, 10)."""
+    temperature: float = Field(0.0, ge=0)
+    """Sampling temperature for the agent's steps (probe: T≈0.4 is best for collection)."""
+    top_p: float = Field(1.0, gt=0, le=1)
+    """Nucleus sampling mass."""
+    max_tokens: int = Field(256, ge=1)
+    """Most tokens generated per step (CoT/Standard: per answer)."""
+    seed: int = 0
+    """Run seed; each episode's seed derives from it, the task id and the attempt (stable)."""
+    cot_sc_n: int = Field(21, ge=1)
+    """CoT-SC: number of samples voted on."""
+    cot_sc_temperature: float = Field(0.7, ge=0)
+    """CoT-SC: sampling temperature of the samples."""
+    hybrid_react_steps: int | None = Field(None, ge=1)
+    """Hybrids: ReAct step budget inside a hybrid (None: same as max_steps)."""
+    extra_stop: list[str] = Field(default_factory=lambda: ["\nQuestion:", "\nClaim:"])
+    """Stop strings added to the step's own (``\\nObservation``); without ``\\nQuestion:`` a small
+    model invents a new example and acts on it."""
+    reprompt_action: bool = True
+    """When a thought comes without an action, ask once more with ``Action i:`` (as the ReAct code
+    does; the probe measured a large gain) before counting a parse error."""
+    max_parse_errors: int = Field(3, ge=1)
+    """End the episode (finish reason ``parse_errors``) after this many unparseable steps in a row."""
+    repeat_limit: int = Field(3, ge=2)
+    """End the episode (finish reason ``repetition``) when the same action is issued this many times."""
+    observation_max_tokens: int = Field(400, ge=16)
+    """Truncate longer observations to about this many tokens (approximated as 4 characters per
+    token unless a tokenizer-based counter is passed to the loop)."""
+    early_exit: bool = False
+    """LLARS adaptive iteration: after an observation whose ``info['retrieval_score']`` reaches
+    ``early_exit_threshold``, ask for the final answer at once."""
+    early_exit_threshold: float = Field(0.9, ge=0, le=1)
+    """Retrieval confidence (0..1) that triggers the early exit."""
+
+    def step_budget(self, env_name: str) -> int:
+        base = self.max_steps if self.max_steps is not None else DEFAULT_MAX_STEPS.get(env_name, 7)
+        return min(base + 2, 10) if self.multihop else base

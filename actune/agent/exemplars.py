@@ -1,0 +1,158 @@
+"""Few-shot exemplars: structured JSON (actune/prompts/<env>.json) and the ReAct repo's prompt files.
+
+Structured format (one file per environment, rendered into any method's wire format)::
+
+    {"env": "wiki", "source": "...", "exemplars": [
+      {"question": "...", "kind": "bridge", "answer": "Y", "cot": "reasoning ...",
+       "steps": [{"thought": "...", "reflection": "...", "action": "search[X]", "observation": "..."},
+                 {"thought": "...", "reflection": "...", "action": "finish[Y]"}]}]}
+
+An exemplar may also carry ``initial_observation`` (ALFWorld: the room description).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "ExemplarStep",
+    "Exemplar",
+    "ExemplarSet",
+    "ExemplarError",
+    "load_exemplars",
+    "select_exemplars",
+    "load_paper_prompt",
+    "PAPER_KEY_METHODS",
+    "BUILTIN_DIR",
+]
+
+BUILTIN_DIR = Path(__file__).resolve().parents[1] / "prompts"
+
+#: ReAct repository prompt keys -> the method they prompt (prefix before "_simple").
+PAPER_KEY_METHODS = {"webthink": "react", "webact": "act", "cotqa": "cot", "webqa": "standard"}
+
+
+class ExemplarError(ValueError):
+    """An exemplar or prompt file is malformed; the message names the file and key."""
+
+
+@dataclass
+class ExemplarStep:
+    thought: str = ""
+    reflection: str = ""
+    action: str = ""
+    observation: str = ""
+
+
+@dataclass
+class Exemplar:
+    question: str
+    answer: str
+    kind: str = ""
+    cot: str = ""
+    initial_observation: str = ""
+    steps: list[ExemplarStep] = field(default_factory=list)
+
+
+@dataclass
+class ExemplarSet:
+    env: str
+    source: str
+    exemplars: list[Exemplar]
+    name: str = ""
+
+
+def _str(d: dict[str, Any], key: str, where: str, required: bool = False) -> str:
+    if key not in d:
+        if required:
+            raise ExemplarError(f"{where}: missing key {key!r}")
+        return ""
+    v = d[key]
+    if not isinstance(v, str):
+        raise ExemplarError(f"{where}.{key}: must be a string, got {type(v).__name__}")
+    return v
+
+
+def load_exemplars(name_or_path: str | Path) -> ExemplarSet:
+    """Load a structured exemplar set: a built-in name (``wiki``...) or a JSON file path."""
+    p = Path(name_or_path)
+    if not p.suffix and not p.exists():
+        p = BUILTIN_DIR / f"{name_or_path}.json"
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ExemplarError(f"{p}: exemplar file not found") from None
+    except json.JSONDecodeError as e:
+        raise ExemplarError(f"{p}:{e.lineno}: invalid JSON: {e.msg}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("exemplars"), list):
+        raise ExemplarError(f"{p}: expected an object with an 'exemplars' list")
+    known_ex = {"question", "answer", "kind", "cot", "initial_observation", "steps"}
+    known_step = {"thought", "reflection", "action", "observation"}
+    out = []
+    for i, e in enumerate(data["exemplars"]):
+        where = f"{p}: exemplars[{i}]"
+        if not isinstance(e, dict):
+            raise ExemplarError(f"{where}: must be an object")
+        extra = sorted(set(e) - known_ex)
+        if extra:
+            raise ExemplarError(f"{where}: unknown key {extra[0]!r}")
+        steps = []
+        for j, s in enumerate(e.get("steps", [])):
+            sw = f"{where}.steps[{j}]"
+            if not isinstance(s, dict):
+                raise ExemplarError(f"{sw}: must be an object")
+            extra = sorted(set(s) - known_step)
+            if extra:
+                raise ExemplarError(f"{sw}: unknown key {extra[0]!r}")
+            steps.append(ExemplarStep(**{k: _str(s, k, sw, required=(k == "action")) for k in known_step}))
+        out.append(
+            Exemplar(
+                question=_str(e, "question", where, required=True),
+                answer=_str(e, "answer", where, required=True),
+                kind=_str(e, "kind", where),
+                cot=_str(e, "cot", where),
+                initial_observation=_str(e, "initial_observation", where),
+                steps=steps,
+            )
+        )
+    return ExemplarSet(env=str(data.get("env", "")), source=str(data.get("source", "")), exemplars=out,
+                       name=str(name_or_path))
+
+
+def select_exemplars(
+    exemplar_set: ExemplarSet, kinds: list[str] | None = None, k: int | None = None
+) -> list[Exemplar]:
+    """Exemplars of the given kinds (all when None), at most ``k``, in file order."""
+    chosen = [e for e in exemplar_set.exemplars if not kinds or e.kind in kinds]
+    if kinds and not chosen:
+        have = sorted({e.kind for e in exemplar_set.exemplars})
+        raise ExemplarError(f"exemplar set {exemplar_set.name!r} has no exemplar of kinds {kinds} (has {have})")
+    return chosen[:k] if k else chosen
+
+
+def load_paper_prompt(path: str | Path, key: str) -> tuple[str, str]:
+    """Read one prompt of the ReAct repository's JSON files -> (method, prompt text).
+
+    The text is used as is (the paper's exact few-shot block); the method comes from the key prefix.
+    """
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ExemplarError(f"{p}: prompt file not found") from None
+    except json.JSONDecodeError as e:
+        raise ExemplarError(f"{p}:{e.lineno}: invalid JSON: {e.msg}") from None
+    if not isinstance(data, dict) or key not in data:
+        keys = sorted(data) if isinstance(data, dict) else []
+        raise ExemplarError(f"{p}: no prompt key {key!r} (has {keys})")
+    text = data[key]
+    if not isinstance(text, str):
+        raise ExemplarError(f"{p}: {key}: must be a string")
+    prefix = key.split("_", 1)[0]
+    method = PAPER_KEY_METHODS.get(prefix)
+    if method is None:
+        raise ExemplarError(f"{p}: key {key!r} does not name a known method prefix ({sorted(PAPER_KEY_METHODS)})")
+    return method, text

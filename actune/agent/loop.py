@@ -1,0 +1,133 @@
+"""The loop driver: run one episode of any method and return its trajectory record.
+
+    traj = await run_episode(task, env, llm, AgentConfig(method="react"))
+    async for event in iter_episode(task, env, llm, cfg): ...   # live view; last event is "done"
+
+Bootstrap and eval both call this, so a fine-tuned model is evaluated in exactly the loop that
+produced its training data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any, AsyncIterator, Callable
+
+from actune.agent.config import AgentConfig
+from actune.agent.episode import LLM, Episode, EpisodeEnd, Event, approx_tokens, episode_seed
+from actune.agent.exemplars import ExemplarSet
+from actune.agent.methods import BASE_METHOD, METHOD_RUNNERS
+from actune.agent.render import PromptContext, build_prompt_context
+from actune.agent.validate import steps_method
+from actune.envs.base import Environment
+from actune.task import Task
+from actune.trajectory import ModelRecord, SamplingRecord, TaskRecord, Trajectory
+
+__all__ = ["run_episode", "iter_episode", "Scorer", "default_scorer"]
+
+Scorer = Callable[[Task, "str | None", dict], "tuple[bool, dict[str, float]]"]
+
+
+def default_scorer() -> Scorer:
+    from actune.tasks.metrics import score_prediction  # the env engineer's metrics, imported lazily
+
+    return score_prediction
+
+
+def _prompt_factory(cfg: AgentConfig, env: Environment, task: Task, initial_obs: str,
+                    exemplar_set: ExemplarSet | None) -> Callable[[str], PromptContext]:
+    def make(method: str) -> PromptContext:
+        paper = None
+        if cfg.paper_prompt_file is not None and method == BASE_METHOD[cfg.method]:
+            if not cfg.paper_prompt_key:
+                raise ValueError("paper_prompt_file needs paper_prompt_key")
+            paper = (str(cfg.paper_prompt_file), cfg.paper_prompt_key)
+        return build_prompt_context(
+            method, env.name, env.describe_actions(), task.question,
+            regime=cfg.regime, exemplar_set=exemplar_set or cfg.exemplar_set,
+            exemplar_kinds=cfg.exemplar_kinds, num_exemplars=cfg.num_exemplars,
+            paper_prompt=paper, initial_observation=initial_obs, finish_action=env.finish_action,
+        )
+
+    return make
+
+
+async def iter_episode(
+    task: Task,
+    env: Environment,
+    llm: LLM,
+    cfg: AgentConfig,
+    *,
+    model: ModelRecord | None = None,
+    attempt: int = 0,
+    run_id: str = "",
+    scorer: Scorer | None = None,
+    exemplar_set: ExemplarSet | None = None,
+    count_tokens: Callable[[str], int] = approx_tokens,
+) -> AsyncIterator[Event]:
+    """Run one episode, yielding events as they happen; the last event is ``done`` with the record."""
+    seed = episode_seed(cfg.seed, task.id, attempt)
+    model = model or ModelRecord()
+    model = ModelRecord(name=model.name, adapter=model.adapter, regime=cfg.regime, wire=cfg.wire,
+                        exemplar_set=(cfg.paper_prompt_key or cfg.exemplar_set or env.name)
+                        if cfg.regime == "few_shot" else None)
+    temperature = cfg.cot_sc_temperature if cfg.method == "cot_sc" else cfg.temperature
+    traj = Trajectory(
+        task=TaskRecord(task.id, task.question, task.answer, task.env, task.split, list(task.aliases),
+                        dict(task.meta)),
+        method=cfg.method,
+        model=model,
+        sampling=SamplingRecord(temperature, cfg.top_p, cfg.max_tokens, seed),
+        attempt=attempt,
+        run_id=run_id,
+        episode_id=hashlib.sha256(f"{run_id}\x1f{task.id}\x1f{cfg.method}\x1f{attempt}".encode()).hexdigest()[:16],
+    )
+    traj.timings.started_at = time.time()
+    t0 = time.perf_counter()
+    t_env = time.perf_counter()
+    initial_obs = env.reset(task, seed=seed) or ""
+    traj.timings.env_s += time.perf_counter() - t_env
+    if initial_obs:
+        traj.info["initial_observation"] = initial_obs
+    factory = _prompt_factory(cfg, env, task, initial_obs, exemplar_set)
+    base = BASE_METHOD[cfg.method]
+    ep = Episode(traj, env, llm, cfg, factory(base), seed, count_tokens, prompt_factory=factory)
+    yield Event("starting", 0, {"task_id": task.id, "goal": task.question, "method": cfg.method,
+                                "max_iterations": cfg.step_budget(env.name)})
+    try:
+        async for ev in METHOD_RUNNERS[cfg.method](ep):
+            yield ev
+    except EpisodeEnd as e:
+        traj.finish_reason = e.reason
+        traj.info["error"] = e.detail
+    # The prompt head of the steps' format, so exporters can render the record exactly as the model
+    # saw it (zero-shot: instruction + question + steps) without the environment at hand.
+    head = ep.prompt_for(steps_method(traj))
+    traj.info["prompt"] = {"method": head.method, "env": head.env, "instruction": head.instruction,
+                           "question": head.question, "finish_action": head.finish_action}
+    info: dict[str, Any] = dict(ep.env_info)
+    traj.info["env_info"] = info
+    correct, scores = (scorer or default_scorer())(task, traj.prediction, info)
+    traj.correct = bool(correct)
+    traj.scores = {k: float(v) for k, v in scores.items()}
+    traj.timings.wall_s = time.perf_counter() - t0
+    if traj.prediction is not None:
+        yield Event("final_answer", 0, {"answer": traj.prediction, "correct": traj.correct})
+    yield Event("done", 0, {"trajectory": traj, "finish_reason": traj.finish_reason,
+                            "sources": info.get("sources"), "goal": task.question})
+
+
+async def run_episode(
+    task: Task,
+    env: Environment,
+    llm: LLM,
+    cfg: AgentConfig,
+    **kwargs: Any,
+) -> Trajectory:
+    """Run one episode to the end and return its record (see :func:`iter_episode` for arguments)."""
+    traj = None
+    async for ev in iter_episode(task, env, llm, cfg, **kwargs):
+        if ev.type == "done":
+            traj = ev.data["trajectory"]
+    assert traj is not None
+    return traj

@@ -1,0 +1,67 @@
+"""CoT-SC: n chains of thought sampled at T=0.7, majority vote over normalised answers."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import string
+from collections import Counter
+from typing import AsyncIterator
+
+from actune.agent.episode import Episode, Event
+from actune.agent.methods.direct import cot_sample
+from actune.trajectory import Step
+
+__all__ = ["run_cot_sc", "normalize_answer", "majority_vote"]
+
+
+def normalize_answer(s: str) -> str:
+    """HotpotQA/SQuAD normalisation: lower case, no punctuation, articles or extra spaces."""
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in set(string.punctuation))
+    s = re.sub(r"\b(a|an|the)\b", " ", s)
+    return " ".join(s.split())
+
+
+def majority_vote(answers: list[str | None]) -> tuple[int | None, dict[str, int]]:
+    """Index of the first sample holding the most common answer, and the vote counts.
+
+    Samples without an answer do not vote; ties go to the answer seen first.
+    """
+    norms = [normalize_answer(a) if a else None for a in answers]
+    votes = Counter(n for n in norms if n)
+    if not votes:
+        return None, {}
+    best = max(votes.values())
+    for i, n in enumerate(norms):
+        if n and votes[n] == best:
+            return i, dict(votes)
+    return None, dict(votes)  # unreachable
+
+
+async def run_cot_sc(ep: Episode) -> AsyncIterator[Event]:
+    n = ep.cfg.cot_sc_n
+    yield Event("iteration", 1, {"goal": ep.traj.task.question, "max_iterations": 1, "samples": n})
+    base = ep.requests
+    ep.requests += n  # reserve one seed offset per sample so samples differ but stay reproducible
+    samples = await asyncio.gather(*[
+        cot_sample(ep, temperature=ep.cfg.cot_sc_temperature, offset=base + k) for k in range(n)])
+    for k, (reasoning, answer, _, _) in enumerate(samples):
+        yield Event("sample", 1, {"index": k, "text": reasoning, "answer": answer})
+    winner, votes = majority_vote([a for _, a, _, _ in samples])
+    top = max(votes.values()) if votes else 0
+    ep.traj.info["cot_sc"] = {
+        "n": n,
+        "votes": votes,
+        "majority_votes": top,
+        "samples": [{"text": r, "answer": a, "tokens": t} for r, a, t, _ in samples],
+    }
+    if winner is None:
+        ep.traj.finish_reason = "parse_errors"
+        return
+    reasoning, answer, tokens, latency = samples[winner]
+    yield ep.add(Step("thought", reasoning, 1, tokens=tokens, latency_s=latency, meta={"sample": winner}))
+    yield ep.add(Step("answer", answer, 1, action_name="answer", action_arg=answer,
+                      meta={"votes": top, "n": n}))
+    ep.traj.prediction = answer
+    ep.traj.finish_reason = "answered"

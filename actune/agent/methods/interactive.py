@@ -1,0 +1,133 @@
+"""Act, ReAct and ReflAct: (thought or reflection), action, observation, until an answer.
+
+One loop for all three; they differ in the step label (none / ``Thought i:`` / ``Reflection i:``)
+and how the final answer is written (``finish[...]`` / ``FINAL ANSWER: ...``, both accepted).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import AsyncIterator
+
+from actune.agent.episode import Episode, Event, approx_tokens, truncate_observation
+from actune.agent.parser import ParsedStep, parse_step
+from actune.envs.base import Action
+from actune.trajectory import Step
+
+__all__ = ["run_interactive"]
+
+_LEAD_ACTION = re.compile(r"^\s*action\s*\d*\s*:\s*", re.IGNORECASE)
+
+
+def _format_hint(ep: Episode, error: str | None) -> str:
+    names = ep.env.action_names
+    valid = ", ".join(f"{n}[...]" for n in names) if names else "name[argument]"
+    why = error if error and error != "no action" else "Invalid action: no action was given."
+    return f"{why} Write exactly one action per step as 'Action i: name[argument]' with name one of: {valid}."
+
+
+def _parse(ep: Episode, method: str, text: str, i: int) -> ParsedStep:
+    env = ep.env
+    free = bool(env.action_names) and env.finish_action is None  # ALFWorld-style "go to cabinet 1"
+    if method == "act":
+        text = f"Action {i}: " + _LEAD_ACTION.sub("", text, count=1)
+    return parse_step(text, tuple(env.action_names) or None, env.finish_action, free_text=free)
+
+
+async def run_interactive(ep: Episode, method: str, budget: int | None = None) -> AsyncIterator[Event]:
+    cfg, env, traj = ep.cfg, ep.env, ep.traj
+    budget = budget or cfg.step_budget(env.name)
+    label = {"react": "Thought", "reflact": "Reflection"}.get(method)
+    thought_type = "reflection" if method == "reflact" else "thought"
+    prompt = ep.prompt_for(method)
+    stop = ["\nObservation"]
+    errors_in_row = 0
+    seen: Counter[tuple[str, str]] = Counter()
+    force_answer = False
+    traj.info.setdefault("parse_errors", 0)
+    for i in range(1, budget + 1):
+        yield Event("iteration", i, {"goal": traj.task.question, "max_iterations": budget})
+        if force_answer:
+            async for ev in _final_answer_now(ep, method, i):
+                yield ev
+            return
+        prefix = f"{label} {i}:" if label else f"Action {i}:"
+        c = await ep.generate(traj.steps, prefix, stop + (["\n"] if method == "act" else []), prompt=prompt)
+        parsed = _parse(ep, method, c.text, i)
+        if label:
+            yield ep.add(Step(thought_type, parsed.thought, i, tokens=c.usage.completion_tokens, latency_s=c.latency_s))
+        tokens, latency = (0, 0.0) if label else (c.usage.completion_tokens, c.latency_s)
+        reprompted = False
+        if parsed.action_text is None and label and cfg.reprompt_action:
+            # The ReAct code's fix for a thought without an action: ask for the action line alone.
+            yield Event("reprompt", i, {"prefix": f"Action {i}:"})
+            c2 = await ep.generate(traj.steps, f"Action {i}:", ["\n"], prompt=prompt)
+            parsed2 = _parse(ep, "act", c2.text, i)
+            parsed = ParsedStep(parsed.thought, parsed2.action_text, parsed2.action, parsed2.answer, parsed2.error)
+            tokens, latency = c2.usage.completion_tokens, c2.latency_s
+            reprompted = True
+        meta = {"reprompted": True} if reprompted else {}
+        if parsed.answer is not None and (env.finish_action or parsed.action is None):
+            if env.finish_action:
+                ep.env_step(Action(env.finish_action, parsed.answer))
+            yield ep.add(Step("answer", parsed.action_text or "", i, action_name=env.finish_action or "answer",
+                              action_arg=parsed.answer, tokens=tokens, latency_s=latency, meta=meta))
+            traj.prediction = parsed.answer
+            traj.finish_reason = "answered"
+            return
+        if parsed.action is None or (env.action_names and parsed.action.name not in env.action_names):
+            errors_in_row += 1
+            traj.info["parse_errors"] += 1
+            yield ep.add(Step("action", parsed.action_text or "", i, tokens=tokens, latency_s=latency, meta=meta))
+            hint = _format_hint(ep, parsed.error)
+            yield Event("parse_error", i, {"error": parsed.error, "consecutive": errors_in_row})
+            yield ep.add(Step("observation", hint, i, tokens=approx_tokens(hint), meta={"format_hint": True}))
+            if errors_in_row >= cfg.max_parse_errors:
+                traj.finish_reason = "parse_errors"
+                return
+            continue
+        errors_in_row = 0
+        action = parsed.action
+        yield ep.add(Step("action", parsed.action_text or str(action), i, action_name=action.name,
+                          action_arg=action.argument, tokens=tokens, latency_s=latency, meta=meta))
+        key = (action.name, " ".join(action.argument.lower().split()))
+        seen[key] += 1
+        if seen[key] >= cfg.repeat_limit:
+            yield Event("repetition", i, {"action": str(action), "count": seen[key]})
+            traj.finish_reason = "repetition"
+            return
+        res = ep.env_step(action)
+        obs = truncate_observation(res.observation, cfg.observation_max_tokens, ep.count_tokens)
+        obs = " ".join(obs.split("\n"))  # one line per observation keeps the text format parseable
+        yield ep.add(Step("observation", obs, i, tokens=ep.count_tokens(obs),
+                          meta={"truncated": True} if obs.endswith(" ...") and not res.observation.endswith(" ...") else {}))
+        if res.done:
+            answer = (res.info or {}).get("answer")
+            traj.prediction = answer
+            traj.finish_reason = "answered" if answer is not None else "env_done"
+            return
+        score = (res.info or {}).get("retrieval_score")
+        if cfg.early_exit and score is not None and score >= cfg.early_exit_threshold:
+            force_answer = True
+            traj.info["early_exit"] = {"iteration": i, "retrieval_score": score}
+            yield Event("adaptive_iteration", i, {"retrieval_score": score})
+    yield Event("max_iterations_reached", budget, {})
+    traj.finish_reason = "max_steps"
+
+
+async def _final_answer_now(ep: Episode, method: str, i: int) -> AsyncIterator[Event]:
+    """Adaptive early exit: prompt the final answer line directly and end the episode."""
+    env, traj = ep.env, ep.traj
+    finish = env.finish_action or "finish"
+    prefix = "FINAL ANSWER:" if method == "reflact" else f"Action {i}: {finish}["
+    c = await ep.generate(traj.steps, prefix, ["\n"] + (["]"] if method != "reflact" else []),
+                          prompt=ep.prompt_for(method))
+    answer = c.text.split("]", 1)[0].strip() if method != "reflact" else c.text.strip()
+    if env.finish_action:
+        ep.env_step(Action(env.finish_action, answer))
+    text = f"FINAL ANSWER: {answer}" if method == "reflact" else f"{finish}[{answer}]"
+    yield ep.add(Step("answer", text, i, action_name=finish, action_arg=answer,
+                      tokens=c.usage.completion_tokens, latency_s=c.latency_s, meta={"early_exit": True}))
+    traj.prediction = answer
+    traj.finish_reason = "answered"

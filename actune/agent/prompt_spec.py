@@ -1,0 +1,91 @@
+"""PromptSpec: the prompt regime and wire format an adapter was trained with, saved beside it.
+
+A fine-tuned model must be run in the loop format it learnt. Training writes ``actune_prompt.json``
+into the adapter folder; eval loads it and configures the loop from it, so nobody has to remember
+which method, regime and wire format go with which adapter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+from pydantic import ValidationError
+
+from actune.agent.config import AgentConfig
+from actune.config import ConfigError, StrictModel
+
+__all__ = ["PROMPT_SPEC_FILE", "PromptSpec", "save_prompt_spec", "load_prompt_spec", "find_prompt_spec"]
+
+PROMPT_SPEC_FILE = "actune_prompt.json"
+
+
+class PromptSpec(StrictModel):
+    """How a model expects to be prompted."""
+
+    format_version: int = 1
+    """Layout version of this file."""
+    method: Literal["standard", "cot", "cot_sc", "act", "react", "reflact", "react_cotsc", "cotsc_react"] = "react"
+    """Method whose step format the model was trained on."""
+    regime: Literal["few_shot", "zero_shot"] = "zero_shot"
+    """Prompt regime the model was trained with (fine-tuned models: zero_shot)."""
+    wire: Literal["text", "chat"] = "text"
+    """Wire format the training data was rendered in."""
+    chat_prefill: bool = True
+    """chat: whether assistant turns were opened with the step label."""
+    exemplar_set: str | None = None
+    """Exemplar set name or path (few-shot regime only)."""
+    exemplar_kinds: list[str] | None = None
+    """Exemplar kinds used (few-shot regime only)."""
+    num_exemplars: int | None = None
+    """Number of exemplars used (few-shot regime only)."""
+
+    @classmethod
+    def from_agent_config(cls, cfg: AgentConfig) -> "PromptSpec":
+        return cls(method=cfg.method, regime=cfg.regime, wire=cfg.wire, chat_prefill=cfg.chat_prefill,
+                   exemplar_set=cfg.exemplar_set, exemplar_kinds=cfg.exemplar_kinds,
+                   num_exemplars=cfg.num_exemplars)
+
+    def apply(self, cfg: AgentConfig) -> AgentConfig:
+        """A copy of ``cfg`` with this spec's prompt settings (budgets and sampling kept)."""
+        update = self.model_dump(exclude={"format_version"})
+        return cfg.model_copy(update=update)
+
+
+def save_prompt_spec(spec: PromptSpec, folder_or_file: str | Path) -> Path:
+    """Write the spec atomically; a folder gets ``actune_prompt.json`` inside it."""
+    p = Path(folder_or_file)
+    if p.is_dir() or not p.suffix:
+        p.mkdir(parents=True, exist_ok=True)
+        p = p / PROMPT_SPEC_FILE
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(spec.model_dump_json(indent=2) + "\n")
+    os.replace(tmp, p)
+    return p
+
+
+def find_prompt_spec(folder: str | Path) -> Path | None:
+    p = Path(folder) / PROMPT_SPEC_FILE
+    return p if p.is_file() else None
+
+
+def load_prompt_spec(folder_or_file: str | Path) -> PromptSpec:
+    """Read a spec from a file or from an adapter folder; errors name the file and key."""
+    p = Path(folder_or_file)
+    if p.is_dir():
+        p = p / PROMPT_SPEC_FILE
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: prompt spec not found") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{p}:{e.lineno}: invalid JSON: {e.msg}") from None
+    try:
+        return PromptSpec.model_validate(data)
+    except ValidationError as e:
+        bad = "; ".join(f"{'.'.join(map(str, x['loc'])) or '(top level)'}: {x['msg']}" for x in e.errors())
+        raise ConfigError(f"{p}: invalid prompt spec: {bad}") from None

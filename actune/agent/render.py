@@ -1,0 +1,237 @@
+"""Render prompts: instructions, exemplars and the steps so far, in text or chat wire format.
+
+The loop builds every prompt by rendering the trajectory's steps with these functions, so a
+trajectory rendered for training is exactly what the model saw (``render_text``/``render_messages``
+on a finished record give the full training text).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from actune.agent.exemplars import Exemplar, ExemplarSet, load_exemplars, load_paper_prompt, select_exemplars
+from actune.trajectory import Step, Trajectory
+
+__all__ = [
+    "PromptContext",
+    "build_prompt_context",
+    "instruction_for",
+    "render_exemplar",
+    "render_steps_text",
+    "render_text",
+    "render_messages",
+    "step_label",
+    "question_line",
+    "COT_PREFIX",
+    "trajectory_prompt_context",
+]
+
+COT_PREFIX = "Let's think step by step."
+
+# The ReAct paper's HotpotQA instruction (hotpotqa.ipynb), used with its prompt files.
+PAPER_WEBTHINK_INSTRUCTION = """Solve a question answering task with interleaving Thought, Action, Observation steps. Thought can reason about the current situation, and Action can be three types: 
+(1) Search[entity], which searches the exact entity on Wikipedia and returns the first paragraph if it exists. If not, it will return some similar entities to search.
+(2) Lookup[keyword], which returns the next sentence containing keyword in the current passage.
+(3) Finish[answer], which returns the answer and finishes the task.
+Here are some examples.
+"""
+
+_TASK_PHRASE = {
+    "fever": "Decide whether a claim is SUPPORTS, REFUTES or NOT ENOUGH INFO",
+    "alfworld": "Interact with a household to solve a task",
+}
+_QUESTION_LABEL = {"fever": "Claim", "alfworld": None}
+
+
+@dataclass
+class PromptContext:
+    """Everything before the first step: instruction, rendered exemplars, the question line."""
+
+    method: str  # the base method whose format the steps use: standard, cot, act, react, reflact
+    env: str
+    instruction: str
+    examples: str  # "" in the zero-shot regime
+    question: str  # "Question: ..." (or the first observation, ALFWorld)
+    finish_action: str | None = "finish"
+
+
+def question_line(env: str, question: str, initial_observation: str = "") -> str:
+    label = _QUESTION_LABEL.get(env, "Question")
+    if label is None:
+        return (initial_observation or question).strip()
+    return f"{label}: {question.strip()}"
+
+
+def instruction_for(method: str, env: str, actions: str) -> str:
+    """The instruction the model sees first, in every regime."""
+    task = _TASK_PHRASE.get(env, "Solve a question answering task")
+    actions = actions.strip()
+    fever_hint = " The answer is one of SUPPORTS, REFUTES, NOT ENOUGH INFO." if env == "fever" else ""
+    if method == "react":
+        return (f"{task} with interleaving Thought, Action, Observation steps. Thought can reason about "
+                f"the current situation, and Action can be one of:\n{actions}")
+    if method == "act":
+        return f"{task} with interleaving Action, Observation steps. Action can be one of:\n{actions}"
+    if method == "reflact":
+        return (f"{task} with interleaving Reflection, Action, Observation steps. Each Reflection states "
+                "(1) the current state: what is known so far, (2) the latest discovery: what the last "
+                "observation added, (3) the relation to the goal: how close the answer is and what is "
+                f"still missing. Action can be one of:\n{actions}\n"
+                "When the goal is reached, write a Reflection saying so, then FINAL ANSWER: <answer>.")
+    if method == "cot":
+        return f"{task}. Think step by step, then give the answer on a line starting with 'Answer:'.{fever_hint}"
+    return f"{task}. Give the answer on a line starting with 'Answer:'.{fever_hint}"
+
+
+def step_label(method: str) -> str | None:
+    """The label a generated step starts with: Thought (ReAct), Reflection (ReflAct), none (Act)."""
+    return {"react": "Thought", "reflact": "Reflection"}.get(method)
+
+
+def _is_finish(action: str, finish_action: str | None) -> str | None:
+    if not finish_action:
+        return None
+    m = re.match(rf"\s*{re.escape(finish_action)}\s*\[(.*)\]\s*$", action, re.IGNORECASE | re.DOTALL)
+    return m.group(1) if m else None
+
+
+def render_exemplar(ex: Exemplar, method: str, env: str, finish_action: str | None = "finish") -> str:
+    """One exemplar in ``method``'s text format (ends with a newline)."""
+    lines = [question_line(env, ex.question, ex.initial_observation)]
+    if method == "standard":
+        lines.append(f"Answer: {ex.answer}")
+    elif method == "cot":
+        lines.append(f"Thought: {COT_PREFIX} {ex.cot}".rstrip())
+        lines.append(f"Answer: {ex.answer}")
+    else:
+        for i, s in enumerate(ex.steps, 1):
+            answer = _is_finish(s.action, finish_action)
+            if method == "react":
+                lines.append(f"Thought {i}: {s.thought}")
+            elif method == "reflact":
+                lines.append(f"Reflection {i}: {s.reflection or s.thought}")
+            if method == "reflact" and answer is not None:
+                lines.append(f"FINAL ANSWER: {answer}")
+                break
+            lines.append(f"Action {i}: {s.action}")
+            if answer is not None:
+                break
+            lines.append(f"Observation {i}: {s.observation}")
+    return "\n".join(lines) + "\n"
+
+
+def build_prompt_context(
+    method: str,
+    env: str,
+    actions: str,
+    question: str,
+    *,
+    regime: str = "few_shot",
+    exemplar_set: str | ExemplarSet | None = None,
+    exemplar_kinds: list[str] | None = None,
+    num_exemplars: int | None = None,
+    paper_prompt: tuple[str, str] | None = None,
+    initial_observation: str = "",
+    finish_action: str | None = "finish",
+) -> PromptContext:
+    """Assemble the prompt head for one episode. ``paper_prompt`` = (file, key) of the ReAct repo."""
+    qline = question_line(env, question, initial_observation)
+    instruction = instruction_for(method, env, actions)
+    examples = ""
+    if regime == "few_shot":
+        if paper_prompt is not None:
+            paper_method, text = load_paper_prompt(*paper_prompt)
+            if paper_method != method:
+                raise ValueError(f"paper prompt key {paper_prompt[1]!r} is for {paper_method}, not {method}")
+            body = text.lstrip("\n")
+            if body.startswith("Question:") and method == "react":
+                instruction = PAPER_WEBTHINK_INSTRUCTION.rstrip("\n").removesuffix("Here are some examples.").rstrip()
+            elif not body.startswith("Question:"):
+                instruction = ""  # FEVER files carry their own instruction line
+            examples = body if body.endswith("\n") else body + "\n"
+        else:
+            es = exemplar_set if isinstance(exemplar_set, ExemplarSet) else load_exemplars(exemplar_set or env)
+            chosen = select_exemplars(es, exemplar_kinds, num_exemplars)
+            examples = "\n".join(render_exemplar(e, method, env, finish_action) for e in chosen)
+    return PromptContext(method=method, env=env, instruction=instruction, examples=examples, question=qline,
+                         finish_action=finish_action)
+
+
+def _head_text(ctx: PromptContext) -> str:
+    parts = []
+    if ctx.instruction:
+        parts.append(ctx.instruction.rstrip("\n") + "\n")
+    if ctx.examples:
+        parts.append("Here are some examples.\n" if ctx.instruction else "")
+        parts.append(ctx.examples.rstrip("\n") + "\n\n")
+    parts.append(ctx.question + "\n")
+    return "".join(parts)
+
+
+def _answer_line(ctx: PromptContext, s: Step) -> str:
+    if ctx.method in ("standard", "cot"):
+        return f"Answer: {s.action_arg or ''}"
+    if ctx.method == "reflact":
+        return f"FINAL ANSWER: {s.action_arg or ''}"
+    text = s.text if _is_finish(s.text, ctx.finish_action) is not None else f"{ctx.finish_action or 'finish'}[{s.action_arg or ''}]"
+    return f"Action {s.iteration}: {text}"
+
+
+def _step_line(ctx: PromptContext, s: Step) -> str:
+    if s.type == "answer":
+        return _answer_line(ctx, s)
+    if ctx.method == "cot" and s.type == "thought":
+        return f"Thought: {s.text}"
+    label = {"thought": "Thought", "reflection": "Reflection", "action": "Action", "observation": "Observation",
+             "plan": "Plan", "critique": "Critique"}[s.type]
+    return f"{label} {s.iteration}: {s.text}"
+
+
+def render_steps_text(ctx: PromptContext, steps: list[Step]) -> str:
+    return "".join(_step_line(ctx, s) + "\n" for s in steps)
+
+
+def render_text(ctx: PromptContext, steps: list[Step], next_prefix: str = "") -> str:
+    """The whole text-completion prompt: head, steps so far, and the next step's label."""
+    return _head_text(ctx) + render_steps_text(ctx, steps) + next_prefix
+
+
+def render_messages(ctx: PromptContext, steps: list[Step], prefill: str | None = None) -> list[dict[str, Any]]:
+    """Chat messages: system (instruction + exemplars), user (question), then assistant turns holding
+    thought and action, user turns holding observations; ``prefill`` opens a final assistant turn."""
+    system = ctx.instruction.rstrip("\n")
+    if ctx.examples:
+        system = (system + "\n\nHere are some examples.\n\n" if system else "") + ctx.examples.rstrip("\n")
+    msgs: list[dict[str, Any]] = []
+    if system:
+        msgs.append({"role": "system", "content": system})
+    msgs.append({"role": "user", "content": ctx.question})
+    buf: list[str] = []
+    for s in steps:
+        if s.type == "observation":
+            if buf:
+                msgs.append({"role": "assistant", "content": "\n".join(buf)})
+                buf = []
+            msgs.append({"role": "user", "content": _step_line(ctx, s)})
+        else:
+            buf.append(_step_line(ctx, s))
+    if prefill is not None:
+        buf.append(prefill)
+    if buf:
+        msgs.append({"role": "assistant", "content": "\n".join(buf)})
+    return msgs
+
+
+def trajectory_prompt_context(traj: Trajectory) -> PromptContext:
+    """The zero-shot prompt head a finished record was produced under (from ``traj.info["prompt"]``).
+
+    ``render_text(ctx, traj.steps)`` / ``render_messages(ctx, traj.steps)`` then give the whole
+    episode as a fine-tuned model will see and write it.
+    """
+    p = traj.info.get("prompt")
+    if not isinstance(p, dict):
+        raise ValueError(f"trajectory {traj.episode_id!r} has no info.prompt (written by an older actune?)")
+    return PromptContext(method=p["method"], env=p["env"], instruction=p["instruction"], examples="",
+                         question=p["question"], finish_action=p.get("finish_action"))

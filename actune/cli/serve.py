@@ -1,0 +1,106 @@
+"""``actune serve [CONFIG] [key=value ...] [--model M] [--adapter NAME=PATH ...] [--host H] [--port P] [--api-key K]``
+
+Starts vLLM's OpenAI-compatible server for a model, prints its URL and runs until Ctrl-C or SIGTERM,
+then stops it (and every process it started). CONFIG is a serve config YAML (ServeConfig keys) or a run
+config whose ``serve:`` section is used; ``key=value`` overrides and the flags apply on top.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="start a vLLM OpenAI-compatible server (Ctrl-C stops it)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("config", nargs="?", help="serve or run config YAML (optional)")
+    p.add_argument("overrides", nargs="*", help="key=value overrides of ServeConfig fields (e.g. max_model_len=2048)")
+    p.add_argument("--model", help="model: smollm2-135m, a Hugging Face id or a local folder")
+    p.add_argument("--adapter", action="append", default=[], metavar="NAME=PATH",
+                   help="LoRA adapter to load at start (repeatable); enables LoRA")
+    p.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port to listen on (default 8000)")
+    p.add_argument("--api-key", help="require this bearer token from clients")
+    p.set_defaults(func=_serve)
+
+
+def load_serve_config(args: argparse.Namespace):
+    """ServeConfig from the optional file, the overrides and the flags (flags win)."""
+    from pydantic import ValidationError
+
+    from actune.config import ConfigError, _format_validation_error, _read_yaml, apply_overrides, load_config
+    from actune.serve.config import ServeConfig
+
+    file, overrides = args.config, list(args.overrides)
+    # `actune serve port=8001` (no file): the first positional is an override, not a path.
+    if file is not None and "=" in file and not file.endswith((".yaml", ".yml")):
+        overrides.insert(0, file)
+        file = None
+    data = _read_yaml(Path(file)) if file is not None else {}
+    if isinstance(data.get("serve"), dict):
+        # A run config: take its serve section alone (the other stages' sections are not ours to check).
+        overrides = [o.removeprefix("serve.") for o in overrides]
+        try:
+            cfg = ServeConfig.model_validate(apply_overrides(data["serve"], overrides))
+        except ValidationError as e:
+            raise ConfigError(_format_validation_error(e, f"{file} (serve section)")) from None
+    else:
+        cfg = load_config(ServeConfig, file, overrides)
+    adapters = {}
+    for item in args.adapter:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise ConfigError(f"--adapter {item!r}: expected NAME=PATH")
+        adapters[name] = path
+    try:
+        if args.model:
+            cfg.model = args.model
+        if adapters:
+            cfg.adapters = {**cfg.adapters, **adapters}
+        if args.host:
+            cfg.host = args.host
+        if args.port is not None:
+            cfg.port = args.port
+        if args.api_key:
+            cfg.api_key = args.api_key
+    except ValidationError as e:
+        raise ConfigError("command-line flags: " + "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}"
+                                                              for x in e.errors())) from None
+    return cfg
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from actune.serve.errors import ServeError
+    from actune.serve.server import log_tail, vllm_server
+
+    cfg = load_serve_config(args)
+
+    def _terminate(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _terminate)
+    print(f"actune serve: starting vLLM for {cfg.model} on {cfg.host}:{cfg.port} ...", flush=True)
+    try:
+        with vllm_server(cfg) as server:
+            print(f"actune serve: ready at {server.base_url} (model {server.model!r}, {server.device}, "
+                  f"pid {server.pid})", flush=True)
+            for name in cfg.adapters:
+                print(f"actune serve: LoRA adapter {name!r} loaded", flush=True)
+            print(f"actune serve: log {server.log_path}; Ctrl-C to stop", flush=True)
+            while server.alive():
+                time.sleep(1.0)
+            print(f"actune serve: error: the server exited with code {server.process.returncode}; "
+                  f"last lines of {server.log_path}:", file=sys.stderr)
+            for line in log_tail(server.log_path):
+                print("  " + line, file=sys.stderr)
+            return 1
+    except KeyboardInterrupt:
+        print("actune serve: stopped", flush=True)
+        return 0
+    except ServeError as e:
+        print(f"actune serve: error: {e}", file=sys.stderr)
+        return 1

@@ -1,0 +1,55 @@
+"""The one config every environment is built from (``make_env(cfg)``); fields unused by an env are ignored."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from actune.config import StrictModel
+
+__all__ = ["EnvConfig"]
+
+
+class EnvConfig(StrictModel):
+    """Which environment to run and where its data is."""
+
+    name: Literal["wiki", "fever", "docqa", "alfworld"] = "wiki"
+    """Environment: ``wiki`` (HotpotQA-style search/lookup/finish), ``fever`` (same actions; finish takes a
+    label), ``docqa`` (questions over a folder of documents), ``alfworld`` (TextWorld household games)."""
+
+    # --- wiki / fever ---
+    backend: Literal["local", "mediawiki"] = "local"
+    """``local``: a JSONL corpus indexed with BM25; ``mediawiki``: a live MediaWiki API (as in the ReAct paper)."""
+    corpus: str | None = None
+    """Local corpus, JSONL with ``{"title", "sentences": [...]}`` or ``{"title", "text"}`` per line."""
+    index_dir: str | None = None
+    """Folder that holds built corpus indexes (one subfolder per corpus version); default ``$ACTUNE_HOME/indexes``."""
+    rebuild_index: bool = False
+    """Rebuild the corpus index even if one for the current file exists."""
+    mediawiki_url: str = "https://en.wikipedia.org/w/api.php"
+    """The MediaWiki ``api.php`` endpoint (backend ``mediawiki``)."""
+    mediawiki_cache_dir: str | None = None
+    """On-disk cache of API responses; default ``$ACTUNE_HOME/mediawiki-cache/<host>``. Reruns are offline."""
+    mediawiki_timeout_s: float = Field(20.0, gt=0)
+    """Per-request timeout for the MediaWiki API."""
+    user_agent: str = "actune/0.1 (research agent toolkit; https://github.com/actune)"
+    """User-Agent sent to MediaWiki (Wikimedia asks for a descriptive one)."""
+    page_sentences: int = Field(5, ge=1)
+    """Sentences ``search`` shows of a found page (the paper: 5)."""
+    similar_titles: int = Field(5, ge=1)
+    """Titles listed when ``search`` finds no page (the paper: 5)."""
+
+    # --- docqa ---
+    docs_dir: str | None = None
+    """Folder of documents (``docqa``)."""
+
+    # --- alfworld ---
+    games_dir: str | None = None
+    """Folder searched for ALFWorld ``game.tw-pddl`` files (``alfworld``)."""
+    max_episode_steps: int = Field(50, ge=1)
+    """Game steps before an ALFWorld episode is stopped (``alfworld``)."""
+
+    # --- all ---
+    max_observation_chars: int | None = Field(2000, ge=1)
+    """Observations longer than this are cut (with a note saying so); null keeps them whole."""

@@ -1,0 +1,53 @@
+"""Sentence splitting for pages given as running text.
+
+Corpora in the HotpotQA format are already split into sentences and are served unchanged; this is
+for ``{"title", "text"}`` lines, ``"sentence_split": false`` paragraphs and MediaWiki extracts.
+A regex splitter with an abbreviation guard: good enough for ``lookup`` (the paper split on ". ").
+"""
+
+from __future__ import annotations
+
+import re
+
+# A boundary: end punctuation (optionally closed by a quote or bracket), whitespace, then something
+# that can start a sentence.
+_BOUNDARY = re.compile(r"(?<=[.!?])([\"'”’)\]]?)\s+(?=[\"'“‘(\[]?\s?[\"'“‘(\[]?[A-Z0-9])")
+_ABBREVIATIONS = frozenset(
+    "mr mrs ms dr st jr sr prof mt no nos inc ltd co corp vs etc gen col lt sgt capt rev fr ft "
+    "jan feb mar apr jun jul aug sep sept oct nov dec approx est fig vol op ca".split()
+)
+_LAST_WORD = re.compile(r"(\S+)$")
+
+
+def _is_abbreviation(before: str) -> bool:
+    m = _LAST_WORD.search(before)
+    if not m:
+        return False
+    word = m.group(1).rstrip(".\"'”’)]").lstrip("(\"'“‘[")
+    if len(word) == 1 and word.isalpha():
+        return True  # an initial: "J. R. R. Tolkien"
+    if "." in word and len(word) <= 6 and word.replace(".", "").isalpha():
+        return True  # "U.S." "e.g." at a boundary: usually mid-sentence in encyclopedia text
+    return word.lower() in _ABBREVIATIONS
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split running text into stripped, non-empty sentences (paragraph breaks always split)."""
+    out: list[str] = []
+    for paragraph in text.split("\n"):
+        paragraph = paragraph.strip()
+        if not paragraph:
+            continue
+        start = 0
+        for m in _BOUNDARY.finditer(paragraph):
+            end = m.start() + len(m.group(1))
+            if _is_abbreviation(paragraph[start:m.start()]):
+                continue
+            piece = paragraph[start:end].strip()
+            if piece:
+                out.append(piece)
+            start = m.end()
+        piece = paragraph[start:].strip()
+        if piece:
+            out.append(piece)
+    return out

@@ -1,0 +1,167 @@
+"""The ReAct Wikipedia environment (§3.1): ``search[entity]``, ``lookup[keyword]``, ``finish[answer]``.
+
+- ``search[entity]``: when a page's title matches (see :mod:`actune.envs.titles`), the first five
+  sentences of the page; otherwise ``Could not find X. Similar: ['A', 'B', ...].`` with the five
+  best titles by BM25 (local corpus) or the wiki's own search (MediaWiki).
+- ``lookup[keyword]``: the next sentence of the current page containing the keyword (case-insensitive),
+  prefixed ``(Result i / n)``; ``No more results.`` when they run out. A new keyword restarts.
+- ``finish[answer]``: ends the episode, ``info["answer"]`` holds the answer.
+
+``StepResult.info``: ``titles`` (pages read by this step), ``retrieval_score`` (``search`` only:
+1.0 when a page was opened, else the best similar title's normalised BM25 score, 0..1, or 0.0 when
+nothing matched), ``similar`` (the titles listed), ``answer`` (finish).
+The text follows the paper's ``wikienv.py`` so prompts written for it read the same.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Protocol
+
+from actune.envs.base import Action, StepResult
+from actune.envs.config import EnvConfig
+from actune.envs.corpus import WikiPage
+from actune.task import Task
+
+__all__ = ["WikiBackend", "WikiEnv", "from_config", "make_backend", "clip_observation"]
+
+
+class WikiBackend(Protocol):
+    def find_page(self, entity: str) -> WikiPage | None: ...
+
+    def search(self, query: str, k: int = 5) -> list[tuple[str, float]]: ...
+
+
+def clip_observation(text: str, limit: int | None) -> str:
+    """Cut ``text`` to ``limit`` characters, saying so (the model should know text is missing)."""
+    if limit is None or len(text) <= limit:
+        return text
+    note = " [...observation cut]"
+    return text[: max(0, limit - len(note))].rstrip() + note
+
+
+class WikiEnv:
+    """Search/lookup/finish over a wiki backend. Deterministic: no randomness anywhere."""
+
+    name = "wiki"
+    action_names = ("search", "lookup", "finish")
+    finish_action = "finish"
+
+    def __init__(self, backend: WikiBackend, page_sentences: int = 5, similar_titles: int = 5,
+                 max_observation_chars: int | None = 2000) -> None:
+        self.backend = backend
+        self.page_sentences = page_sentences
+        self.similar_titles = similar_titles
+        self.max_observation_chars = max_observation_chars
+        self.reset(Task(id="", question=""))
+
+    def reset(self, task: Task, seed: int | None = None) -> str:
+        self.task = task
+        self.page: WikiPage | None = None
+        self.lookup_keyword: str | None = None
+        self.lookup_hits: list[str] = []
+        self.lookup_next = 0
+        self.answer: str | None = None
+        return ""
+
+    def describe_actions(self) -> str:
+        return (
+            "search[entity]: searches the exact entity on Wikipedia and returns the first paragraph "
+            "if it exists; if not, returns some similar entities to search.\n"
+            "lookup[keyword]: returns the next sentence containing keyword in the current passage.\n"
+            "finish[answer]: returns the answer and finishes the task."
+        )
+
+    def _result(self, observation: str, done: bool = False, **info) -> StepResult:
+        info.setdefault("titles", [])
+        return StepResult(clip_observation(observation, self.max_observation_chars), done, info)
+
+    def step(self, action: Action) -> StepResult:
+        name = action.name.strip().lower()
+        arg = action.argument.strip()
+        if self.answer is not None:
+            return self._result("The episode has already finished.", done=True, answer=self.answer)
+        if name == "search":
+            return self._search(arg)
+        if name == "lookup":
+            return self._lookup(arg)
+        if name == self.finish_action:
+            return self._finish(arg)
+        return self._result(
+            f"Invalid action: {action}. Valid actions are search[entity], lookup[keyword] and finish[answer]."
+        )
+
+    def _search(self, entity: str) -> StepResult:
+        if not entity:
+            return self._result("search needs an entity, e.g. search[Paris].", retrieval_score=0.0)
+        page = self.backend.find_page(entity)
+        if page is not None:
+            self.page = page
+            self.lookup_keyword, self.lookup_hits, self.lookup_next = None, [], 0
+            obs = " ".join(page.sentences[: self.page_sentences])
+            return self._result(obs, titles=[page.title], retrieval_score=1.0)
+        similar = self.backend.search(entity, self.similar_titles)
+        titles = [t for t, _ in similar]
+        score = max((s for _, s in similar), default=0.0)
+        return self._result(f"Could not find {entity}. Similar: {titles}.", retrieval_score=score, similar=titles)
+
+    def _lookup(self, keyword: str) -> StepResult:
+        if not keyword:
+            return self._result("lookup needs a keyword, e.g. lookup[born].")
+        if self.page is None:
+            return self._result("No page is open: search[entity] first, then lookup[keyword].")
+        if keyword != self.lookup_keyword:
+            self.lookup_keyword = keyword
+            needle = keyword.lower()
+            self.lookup_hits = [s for s in self.page.sentences if needle in s.lower()]
+            self.lookup_next = 0
+        if self.lookup_next >= len(self.lookup_hits):
+            return self._result("No more results.", titles=[self.page.title])
+        i = self.lookup_next
+        self.lookup_next += 1
+        obs = f"(Result {i + 1} / {len(self.lookup_hits)}) {self.lookup_hits[i]}"
+        return self._result(obs, titles=[self.page.title])
+
+    def _finish(self, answer: str) -> StepResult:
+        if not answer:
+            return self._result("finish needs an answer, e.g. finish[Paris].")
+        self.answer = answer
+        return self._result("Episode finished.", done=True, answer=answer)
+
+
+_backends: dict[tuple, WikiBackend] = {}
+_backends_lock = threading.Lock()
+
+
+def make_backend(cfg: EnvConfig) -> WikiBackend:
+    """The local corpus or the MediaWiki client ``cfg`` asks for, shared by every env in the process
+    (an opened corpus holds its vocabulary in memory; episodes only differ in their own state)."""
+    if cfg.backend == "local" and cfg.corpus and Path(cfg.corpus).is_file():
+        from actune.envs.corpus import index_dir_for
+
+        # the index folder name changes when the corpus file does: an edited corpus is reopened
+        key: tuple = ("local", str(index_dir_for(cfg.corpus, cfg.index_dir)))
+    else:
+        key = (cfg.backend, cfg.corpus, cfg.index_dir, cfg.mediawiki_url, cfg.mediawiki_cache_dir)
+    with _backends_lock:
+        if key not in _backends:  # rebuild_index applies once per process
+            _backends[key] = _open_backend(cfg)
+        return _backends[key]
+
+
+def _open_backend(cfg: EnvConfig) -> WikiBackend:
+    if cfg.backend == "mediawiki":
+        from actune.envs.mediawiki import MediaWikiClient
+
+        return MediaWikiClient(cfg.mediawiki_url, cfg.mediawiki_cache_dir, cfg.mediawiki_timeout_s,
+                               cfg.user_agent)
+    if not cfg.corpus:
+        raise ValueError(f"env {cfg.name!r} with backend 'local' needs 'corpus' (a JSONL file of pages)")
+    from actune.envs.corpus import LocalCorpus
+
+    return LocalCorpus.open(cfg.corpus, cfg.index_dir, rebuild=cfg.rebuild_index)
+
+
+def from_config(cfg: EnvConfig) -> WikiEnv:
+    return WikiEnv(make_backend(cfg), cfg.page_sentences, cfg.similar_titles, cfg.max_observation_chars)

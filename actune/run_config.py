@@ -1,0 +1,26 @@
+"""RunConfig: one file that composes every stage's config (what configs/*.yaml hold)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from actune.bootstrap.config import BootstrapConfig
+from actune.config import StrictModel
+from actune.eval.config import EvalConfig
+from actune.serve.config import ServeConfig
+from actune.train.config import TrainConfig
+
+
+class RunConfig(StrictModel):
+    """A whole pipeline: serve -> bootstrap -> train -> eval. Each stage reads only its section."""
+
+    name: str = "run"
+    """Run name (used in run ids and report titles)."""
+    serve: ServeConfig = Field(default_factory=ServeConfig)
+    """How a server is started when a stage has no endpoints."""
+    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
+    """Trajectory collection."""
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    """LoRA fine-tuning."""
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    """Prompted vs fine-tuned evaluation."""

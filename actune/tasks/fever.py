@@ -1,0 +1,115 @@
+"""FEVER claims -> tasks, and a small offline FEVER wiki from the ReAct runs' observation cache.
+
+Records: ``paper_dev.jsonl`` lines ``{"id", "label", "claim", "verifiable", "evidence":
+[[[annotation_id, evidence_id, "Wiki_Title", sentence_id], ...], ...]}`` (or the Hugging Face
+``fever`` rows with ``evidence_wiki_url``). Evidence titles are turned into page titles
+(``Soul_Food_-LRB-film-RRB-`` -> ``Soul Food (film)``) in ``meta["supporting_titles"]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from actune.envs.sentences import split_sentences
+from actune.task import Task
+from actune.tasks.metrics import normalize_label
+from actune.tasks.sources import TaskFileError
+
+__all__ = ["fever_title", "fever_task", "write_wiki_from_observation_cache"]
+
+_BRACKETS = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}",
+             "-COLON-": ":"}
+
+
+def fever_title(raw: str) -> str:
+    """FEVER's page id -> a Wikipedia title."""
+    for token, char in _BRACKETS.items():
+        raw = raw.replace(token, char)
+    return " ".join(raw.replace("_", " ").split())
+
+
+def _evidence_titles(rec: dict[str, Any]) -> list[str]:
+    titles: list[str] = []
+    for group in rec.get("evidence") or []:
+        for item in group or []:
+            if isinstance(item, (list, tuple)) and len(item) >= 3 and isinstance(item[2], str):
+                titles.append(fever_title(item[2]))
+    url = rec.get("evidence_wiki_url")
+    if isinstance(url, str) and url:
+        titles.append(fever_title(url))
+    return list(dict.fromkeys(titles))
+
+
+def fever_task(rec: dict[str, Any], where: str, index: int, split: str, env: str) -> Task:
+    claim = rec.get("claim")
+    if not isinstance(claim, str) or not claim.strip():
+        raise TaskFileError(f"{where}: missing or empty 'claim'")
+    raw_label = rec.get("label")
+    label = normalize_label(raw_label) if isinstance(raw_label, str) else None
+    if label is None:
+        raise TaskFileError(f"{where}: 'label' must be SUPPORTS, REFUTES or NOT ENOUGH INFO, got {raw_label!r}")
+    meta: dict[str, Any] = {"index": index, "supporting_titles": _evidence_titles(rec)}
+    if "verifiable" in rec:
+        meta["verifiable"] = rec["verifiable"]
+    task_id = rec.get("id", f"fever-{split}-{index}")
+    return Task(id=str(task_id), question=claim.strip(), answer=label, env=env, split=split, meta=meta)
+
+
+_OBS_PREFIX = "Pages for logged out editors learn more."
+
+
+def write_wiki_from_observation_cache(cache_path: str | Path, out_path: str | Path) -> int:
+    """Turn ``search::<entity>`` entries of a ReAct observation cache into corpus lines; returns pages written.
+
+    Each found page's observation (its first sentences, as live Wikipedia showed them) becomes
+    ``{"title": entity, "sentences": [...]}``; "Could not find" entries are skipped. The ReAct
+    scraper appended "." to every sentence, giving "..": undone here. Written atomically.
+    """
+    cache_path = Path(cache_path)
+    try:
+        cache = json.loads(cache_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise TaskFileError(f"{cache_path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    if not isinstance(cache, dict):
+        raise TaskFileError(f"{cache_path}: expected an object of 'search::entity' -> observation")
+    pages: dict[str, list[str]] = {}
+    for key, obs in cache.items():
+        if not key.startswith("search::") or not isinstance(obs, str) or obs.startswith("Could not find"):
+            continue
+        title = " ".join(key[len("search::"):].split())
+        text = obs.strip()
+        if text.startswith(_OBS_PREFIX):
+            text = text[len(_OBS_PREFIX):]
+        text = text.replace("..", ".")
+        sentences = split_sentences(text)
+        if title and sentences and title not in pages:
+            pages[title] = sentences
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out_path.parent, prefix=".tmp-", suffix=".jsonl")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        for title, sentences in pages.items():
+            f.write(json.dumps({"title": title, "sentences": sentences}, ensure_ascii=False) + "\n")
+    os.replace(tmp, out_path)
+    return len(pages)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m actune.tasks.fever",
+                                 description="Write a small FEVER wiki (JSONL corpus) from a ReAct observation cache.")
+    ap.add_argument("cache", help="observation cache JSON ('search::<entity>' -> observation)")
+    ap.add_argument("out", help="corpus JSONL to write")
+    args = ap.parse_args(argv)
+    n = write_wiki_from_observation_cache(args.cache, args.out)
+    print(f"{args.out}: {n} pages")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

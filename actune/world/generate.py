@@ -1,0 +1,112 @@
+"""Generate a synthetic world and write it as corpus, task and manifest files.
+
+Output folder::
+
+    corpus.jsonl   one page a line: {"title": ..., "sentences": [...]}  (served by the wiki env)
+    train.jsonl    task lines: {"id", "question", "answer", "aliases", "meta": {kind, supporting_titles,
+    dev.jsonl          template, heldout_template, lookup_needed[, answer_position]}}
+    test.jsonl
+    world.json     manifest: version, seed, sizes, mix, counts, templates
+
+Everything comes from ``random.Random(cfg.seed)``, so the same config writes the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from actune.config import actune_home
+from actune.world.config import WORLD_VERSION, WorldConfig
+from actune.world.entities import World, build_world
+from actune.world.questions import TEMPLATES, sample_splits
+
+__all__ = ["GeneratedWorld", "generate_world", "write_world", "default_world_dir", "WORLD_FILES"]
+
+WORLD_FILES = ("corpus.jsonl", "train.jsonl", "dev.jsonl", "test.jsonl", "world.json")
+
+
+@dataclass
+class GeneratedWorld:
+    world: World
+    corpus: list[dict[str, Any]]
+    splits: dict[str, list[dict[str, Any]]]
+    manifest: dict[str, Any]
+
+
+def generate_world(cfg: WorldConfig) -> GeneratedWorld:
+    """Build the entities, pages and questions of ``cfg`` in memory."""
+    rng = random.Random(cfg.seed)
+    world = build_world(cfg, rng)
+    splits = sample_splits(cfg, world, rng)
+    corpus = [page.to_record() for page in world.pages.values()]
+    manifest = {
+        "version": WORLD_VERSION,
+        "seed": cfg.seed,
+        "config": cfg.model_dump(mode="json"),
+        "counts": {
+            "pages": len(corpus), "people": len(world.people), "companies": len(world.companies),
+            "cities": len(world.cities),
+            **{split: len(records) for split, records in splits.items()},
+        },
+        "kinds": {split: _count(records, "kind") for split, records in splits.items()},
+        "templates": [{"id": t.id, "kind": t.kind, "text": t.text, "heldout": t.heldout} for t in TEMPLATES],
+        "files": list(WORLD_FILES),
+    }
+    return GeneratedWorld(world, corpus, splits, manifest)
+
+
+def _count(records: list[dict[str, Any]], key: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in records:
+        out[r["meta"][key]] = out.get(r["meta"][key], 0) + 1
+    return dict(sorted(out.items()))
+
+
+def _jsonl(records: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_world(cfg: WorldConfig, out_dir: str | Path) -> GeneratedWorld:
+    """Generate ``cfg``'s world and write its files into ``out_dir`` (created; files replaced atomically).
+
+    ``world.json`` is written last, so a folder with a manifest is a complete world.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    gen = generate_world(cfg)
+    _write_atomic(out / "corpus.jsonl", _jsonl(gen.corpus))
+    for split, records in gen.splits.items():
+        _write_atomic(out / f"{split}.jsonl", _jsonl(records))
+    _write_atomic(out / "world.json", json.dumps(gen.manifest, indent=2, ensure_ascii=False) + "\n")
+    return gen
+
+
+def default_world_dir(cfg: WorldConfig | None = None, root: str | Path | None = None) -> Path:
+    """The folder of ``cfg``'s world (default config: seed 0) under ``$ACTUNE_HOME/worlds``,
+    generated on first use; later calls reuse it (the folder name fixes version and config)."""
+    cfg = cfg or WorldConfig()
+    base = Path(root) if root is not None else actune_home() / "worlds"
+    key = json.dumps(cfg.model_dump(mode="json"), sort_keys=True)
+    import hashlib
+
+    folder = base / f"v{WORLD_VERSION}-seed{cfg.seed}-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
+    if not (folder / "world.json").exists():
+        write_world(cfg, folder)
+    return folder

@@ -1,0 +1,84 @@
+"""LoRA adapters: check a folder before handing it to vLLM, and load/unload adapters at run time.
+
+Run-time loading needs the server started with LoRA enabled (``enable_lora`` or ``adapters`` in
+ServeConfig), which also sets ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``. The path is read by the server
+process, so it must exist on the server's machine.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+
+from actune.serve.errors import AdapterError
+
+
+def validate_adapter_dir(path: str | Path, max_rank: int | None = None) -> Path:
+    """Return the absolute adapter folder, or raise AdapterError saying what is wrong with it."""
+    folder = Path(path).expanduser().resolve()
+    if not folder.is_dir():
+        raise AdapterError(f"LoRA adapter folder {folder} does not exist")
+    config_file = folder / "adapter_config.json"
+    if not config_file.is_file():
+        raise AdapterError(
+            f"{folder} is not a LoRA adapter folder: it has no adapter_config.json "
+            "(expected a PEFT save_pretrained() output)"
+        )
+    try:
+        config = json.loads(config_file.read_text())
+    except json.JSONDecodeError as e:
+        raise AdapterError(f"{config_file}:{e.lineno}: invalid JSON: {e.msg}") from None
+    rank = config.get("r")
+    if max_rank is not None and isinstance(rank, int) and rank > max_rank:
+        raise AdapterError(
+            f"{config_file}: adapter rank r={rank} exceeds the server's max_lora_rank={max_rank}; "
+            f"start the server with max_lora_rank={rank} or more"
+        )
+    if not any((folder / name).is_file() for name in ("adapter_model.safetensors", "adapter_model.bin")):
+        raise AdapterError(f"{folder} has adapter_config.json but no adapter_model.safetensors/.bin weights")
+    return folder
+
+
+def load_adapter(base_url: str, name: str, path: str | Path, api_key: str | None = None, timeout_s: float = 120.0) -> None:
+    """Load (or reload) adapter ``name`` from ``path`` into the running server at ``base_url`` (…/v1)."""
+    folder = validate_adapter_dir(path)
+    _post(base_url, "load_lora_adapter", {"lora_name": name, "lora_path": str(folder)}, api_key, timeout_s,
+          f"load LoRA adapter {name!r} from {folder}")
+
+
+def unload_adapter(base_url: str, name: str, api_key: str | None = None, timeout_s: float = 60.0) -> None:
+    """Unload adapter ``name`` from the running server."""
+    _post(base_url, "unload_lora_adapter", {"lora_name": name}, api_key, timeout_s, f"unload LoRA adapter {name!r}")
+
+
+def served_models(base_url: str, api_key: str | None = None, timeout_s: float = 30.0) -> list[str]:
+    """Names the server answers to: the base model's served name and every loaded adapter."""
+    resp = httpx.get(f"{base_url.rstrip('/')}/models", headers=_headers(api_key), timeout=timeout_s)
+    resp.raise_for_status()
+    return [m["id"] for m in resp.json().get("data", [])]
+
+
+def _post(base_url: str, route: str, body: dict, api_key: str | None, timeout_s: float, what: str) -> None:
+    url = f"{base_url.rstrip('/')}/{route}"
+    try:
+        resp = httpx.post(url, json=body, headers=_headers(api_key), timeout=timeout_s)
+    except httpx.HTTPError as e:
+        raise AdapterError(f"could not {what}: {url} unreachable ({e})") from None
+    if resp.status_code == 404 and "not found" in resp.text.lower() and "lora" not in resp.text.lower():
+        raise AdapterError(f"could not {what}: {url} does not exist; was the server started with LoRA enabled "
+                           "and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True?")
+    if resp.status_code >= 400:
+        raise AdapterError(f"could not {what}: server answered {resp.status_code}: {_error_message(resp)}")
+
+
+def _error_message(resp: httpx.Response) -> str:
+    try:
+        return str(resp.json()["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return resp.text[:500]
+
+
+def _headers(api_key: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}

@@ -1,0 +1,67 @@
+"""The `actune` command: config show and model commands, run as a user would (subprocess)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def actune(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "actune", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_help_lists_every_command():
+    out = actune("--help")
+    assert out.returncode == 0
+    for cmd in ("config", "model", "serve", "run", "world"):
+        assert cmd in out.stdout
+
+
+def test_config_show_resolves_file_and_overrides():
+    out = actune("config", "show", "configs/smollm2-cpu.yaml", "bootstrap.concurrency=7", "train.lora.r=8")
+    assert out.returncode == 0, out.stderr
+    cfg = yaml.safe_load(out.stdout)
+    assert cfg["bootstrap"]["concurrency"] == 7
+    assert cfg["train"]["lora"]["r"] == 8
+    assert cfg["serve"]["model"] == "smollm2-135m"
+
+
+def test_every_shipped_run_config_is_valid():
+    # world.yaml is a WorldConfig (actune world generate --config), the others are run configs.
+    files = sorted(f for f in (REPO / "configs").glob("*.yaml") if f.name != "world.yaml")
+    assert len(files) >= 3
+    for f in files:
+        out = actune("config", "show", str(f))
+        assert out.returncode == 0, f"{f}: {out.stderr}"
+
+
+def test_world_config_file_is_valid():
+    from actune.config import load_config
+    from actune.world.config import WorldConfig
+
+    assert load_config(WorldConfig, REPO / "configs" / "world.yaml") == WorldConfig()
+
+
+def test_config_errors_name_key_path_and_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("bootstrap:\n  concurency: 3\ntrain:\n  lora:\n    r: many\n")
+    out = actune("config", "show", str(bad))
+    assert out.returncode == 2
+    assert str(bad) in out.stderr
+    assert "bootstrap.concurency: unknown key" in out.stderr
+    assert "train.lora.r:" in out.stderr
+
+
+def test_model_prepare_unknown_name_fails_listing_known():
+    out = actune("model", "prepare", "gpt-9")
+    assert out.returncode == 1
+    assert "smollm2-135m" in out.stderr
+
+
+def test_model_prepare_prints_ready_folder(embedded_model):
+    out = actune("model", "prepare", "smollm2-135m")
+    assert out.returncode == 0, out.stderr
+    assert Path(out.stdout.strip()) == embedded_model

@@ -1,0 +1,59 @@
+"""Shared fixtures: the embedded model and one real vLLM server for the whole test session.
+
+``vllm_server`` starts vLLM's OpenAI-compatible server once per pytest session with LoRA enabled, under
+the machine-wide lock /tmp/actune-vllm.lock (only one server may run at a time on a 2-core machine), and
+stops it at the end, checking that no process of it is left. Tests that use it are marked ``server``
+automatically, so ``pytest -m "not server"`` runs everything else. It is skipped when vLLM is not installed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+EMBEDDED_MODEL = "smollm2-135m"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "vllm_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.server)
+
+
+@pytest.fixture(scope="session")
+def embedded_model() -> Path:
+    """Local Hugging Face folder of SmolLM2-135M-Instruct (built once under $ACTUNE_HOME/models)."""
+    for module in ("transformers", "gguf"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed (pip install 'actune[cpu]'): cannot build the embedded model")
+    from actune.models import prepare_model
+
+    return prepare_model(EMBEDDED_MODEL)
+
+
+@pytest.fixture(scope="session")
+def vllm_server(embedded_model: Path, tmp_path_factory):
+    """A running vLLM server for the embedded model: ``.base_url`` (…/v1), ``.model`` (served name,
+    ``smollm2-135m``), ``.model_path``, ``.log_path``, ``.pid``. LoRA is enabled, so tests may load
+    adapters at run time (actune.serve.adapters.load_adapter)."""
+    if importlib.util.find_spec("vllm") is None:
+        pytest.skip("vLLM is not installed (pip install 'actune[cpu]' or 'actune[gpu]')")
+    from actune.serve.config import ServeConfig
+    from actune.serve.lock import exclusive_server_lock
+    from actune.serve.server import free_port, group_members, vllm_server as start
+
+    log_dir = tmp_path_factory.mktemp("vllm-server")
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(exclusive_server_lock())
+        cfg = ServeConfig(
+            model=str(embedded_model), served_model_name=EMBEDDED_MODEL, enable_lora=True,
+            port=free_port(), log_dir=log_dir, startup_timeout_s=600,
+        )
+        print(f"\nstarting vLLM for the test session (log: {log_dir})", file=sys.__stderr__, flush=True)
+        server = stack.enter_context(start(cfg))
+        yield server
+    assert group_members(server.pid) == [], f"vLLM server processes left behind (group {server.pid})"

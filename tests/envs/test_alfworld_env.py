@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from actune.envs.alfworld_env import TASK_TYPES, find_games, game_task, load_games, walkthrough
+from actune.envs.base import Action
+
+HERE = Path(__file__).resolve()
+SAMPLE = HERE.parents[1] / "data" / "alfworld"
+SHARED_GAMES = HERE.parents[2] / ".." / "shared" / "data" / "alfworld" / "valid_unseen"
+HAVE_TEXTWORLD = all(importlib.util.find_spec(m) is not None for m in ("textworld", "alfworld"))
+needs_textworld = pytest.mark.skipif(not HAVE_TEXTWORLD, reason="textworld/alfworld not installed (extra alfworld)")
+
+
+def _react_form(command: str) -> Action:
+    """A walkthrough command as ReAct's prompts write it ("move X to Y" -> "put X in/on Y"), parsed as
+    the agent loop does (verb + rest)."""
+    if command.startswith("move "):
+        obj, recep = command[5:].split(" to ", 1)
+        command = f"put {obj} in/on {recep}"
+    verb, _, rest = command.partition(" ")
+    return Action(verb, rest)
+
+
+def test_tasks_come_from_game_folders(tmp_path: Path) -> None:
+    tasks = load_games(SAMPLE)
+    assert len(tasks) == 1
+    t = tasks[0]
+    assert t.id == "look_at_obj_in_light-AlarmClock-None-DeskLamp-323/trial_T20190909_044715_250790"
+    assert t.question == "look at the AlarmClock under the DeskLamp"
+    assert t.env == "alfworld" and t.answer == "" and t.meta["task_type"] == "examine"
+    assert Path(t.meta["gamefile"]).is_file()
+    game = tmp_path / "pick_two_obj_and_place-Newspaper-None-Drawer-224" / "trial_1" / "game.tw-pddl"
+    game.parent.mkdir(parents=True)
+    game.write_text("{}")
+    t2 = game_task(game, tmp_path)
+    assert (t2.id, t2.question, t2.meta["task_type"]) == (
+        "pick_two_obj_and_place-Newspaper-None-Drawer-224/trial_1", "put two Newspapers in/on the Drawer", "puttwo")
+    assert find_games(tmp_path) == [game]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="empty: no game.tw-pddl files found"):
+        load_games(tmp_path / "empty")
+    with pytest.raises(FileNotFoundError, match="absent: ALFWorld games folder not found"):
+        load_games(tmp_path / "absent")
+
+
+@needs_textworld
+def test_walkthrough_wins_and_think_returns_ok() -> None:
+    from actune.envs.alfworld_env import AlfWorldEnv
+
+    task = load_games(SAMPLE)[0]
+    env = AlfWorldEnv()
+    obs = env.reset(task)
+    assert obs.startswith("You are in the middle of a room.")
+    assert obs.endswith("Your task is to: look at alarmclock under the desklamp.")
+    assert "go to desk 1" in env.admissible
+    r = env.step(Action("think", "To solve the task, I need to find an alarmclock and a desklamp."))
+    assert (r.observation, r.done, r.info["won"]) == ("OK.", False, False)
+    r = env.step(Action("dance", "wildly"))
+    assert (r.observation, r.done) == ("Nothing happens.", False)
+    moves = walkthrough(task.meta["gamefile"])
+    assert moves == ["go to desk 1", "use desklamp 1", "take alarmclock 2 from desk 1"]
+    r = env.step(_react_form(moves[0]))
+    # ReAct's observation form: the "You arrive at ..." prefix is dropped
+    assert r.observation.startswith("On the desk 1, you see a alarmclock 2")
+    r = env.step(_react_form(moves[1]))
+    assert (r.observation, r.done) == ("You turn on the desklamp 1.", False)
+    r = env.step(_react_form(moves[2]))
+    assert r.done and r.info["won"] is True
+    assert env.step(Action("look", "")).observation == "The game is over."
+    env.close()
+
+
+@needs_textworld
+@pytest.mark.shared
+@pytest.mark.skipif(not SHARED_GAMES.is_dir(), reason="../shared is absent")
+def test_one_game_of_each_type_is_won_by_its_walkthrough_in_react_form() -> None:
+    from actune.envs.alfworld_env import AlfWorldEnv
+
+    tasks = load_games(SHARED_GAMES)
+    assert len(tasks) == 134
+    first = {}
+    for t in tasks:
+        first.setdefault(t.meta["task_type"], t)
+    assert sorted(first) == sorted(TASK_TYPES.values())
+    env = AlfWorldEnv()
+    for kind, task in sorted(first.items()):
+        env.reset(task)
+        results = [env.step(_react_form(c)) for c in walkthrough(task.meta["gamefile"])]
+        assert results[-1].info["won"], (kind, task.id, [r.observation for r in results])
+        assert not any(r.info["won"] for r in results[:-1])
+        puts = [r.observation for c, r in zip(walkthrough(task.meta["gamefile"]), results) if c.startswith("move ")]
+        assert all(o.startswith("You put the ") and " in/on the " in o for o in puts), puts
+    env.close()

@@ -1,0 +1,240 @@
+"""LLMClient logic against FakeOpenAIServer, a scripted OpenAI-compatible HTTP server in a thread.
+
+The fake only exists to test the client's own logic (retries, error mapping, endpoint spreading,
+concurrency); tests/serve/test_server.py runs the client against the real vLLM server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from actune.llm import (
+    ClientConfig,
+    ContextLengthError,
+    LLMClient,
+    RequestError,
+    Sampling,
+    ServerError,
+    Usage,
+    complete_sync,
+)
+
+VLLM_CONTEXT_ERROR = {
+    "error": {
+        "message": "This model's maximum context length is 2048 tokens. However, your prompt contains at least "
+        "2049 input tokens, which exceeds this limit even without any output tokens. Please reduce the length "
+        "of the input prompt. (parameter=input_tokens, value=2049)",
+        "type": "BadRequestError",
+        "param": "input_tokens",
+        "code": 400,
+    }
+}
+
+
+def completion_body(text: str = "ok", finish: str = "stop", cached: int | None = None) -> dict:
+    usage = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
+    if cached is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    return {
+        "choices": [{"index": 0, "text": text, "finish_reason": finish,
+                     "logprobs": {"token_logprobs": [-0.5, -0.25], "tokens": ["o", "k"]}}],
+        "usage": usage,
+    }
+
+
+class FakeOpenAIServer:
+    """Answers POSTs with scripted (status, json) replies in order (the last one repeats), records each
+    request body, and tracks how many requests were in flight at once."""
+
+    def __init__(self, replies: list[tuple[int, dict]] | None = None, delay_s: float = 0.0):
+        self.replies = list(replies or [(200, completion_body())])
+        self.delay_s = delay_s
+        self.requests: list[tuple[str, dict]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with fake._lock:
+                    fake.requests.append((self.path, body))
+                    fake.in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                    status, reply = fake.replies.pop(0) if len(fake.replies) > 1 else fake.replies[0]
+                time.sleep(fake.delay_s)
+                data = json.dumps(reply).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                with fake._lock:
+                    fake.in_flight -= 1
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> "FakeOpenAIServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def config(*endpoints: str, **kw) -> ClientConfig:
+    return ClientConfig(endpoints=list(endpoints), model="m", backoff_s=0.01, **kw)
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_completion_request_and_response_fields():
+    with FakeOpenAIServer([(200, completion_body(" Paris", "stop", cached=4))]) as fake:
+        async def go():
+            async with LLMClient(config(fake.base_url)) as client:
+                c = await client.complete("Q: capital?", Sampling(temperature=0.7, top_p=0.9, max_tokens=12, seed=3,
+                                                                  logprobs=1), stop=["\nObservation"])
+                return c, client.usage, client.requests
+
+        c, total, n = run(go())
+    path, body = fake.requests[0]
+    assert path == "/v1/completions"
+    assert body == {"model": "m", "prompt": "Q: capital?", "temperature": 0.7, "top_p": 0.9, "max_tokens": 12,
+                    "seed": 3, "stop": ["\nObservation"], "logprobs": 1}
+    assert (c.text, c.finish_reason, c.endpoint) == (" Paris", "stop", fake.base_url)
+    assert c.usage == Usage(prompt_tokens=7, completion_tokens=3, cached_prompt_tokens=4)
+    assert c.token_logprobs == [-0.5, -0.25]
+    assert total == c.usage and n == 1
+
+
+def test_chat_request_model_override_and_extra_body():
+    reply = {"choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "length",
+                          "logprobs": {"content": [{"token": "hi", "logprob": -1.5}]}}],
+             "usage": {"prompt_tokens": 5, "completion_tokens": 1}}
+    with FakeOpenAIServer([(200, reply)]) as fake:
+        c = run(_chat(fake.base_url))
+    path, body = fake.requests[0]
+    assert path == "/v1/chat/completions"
+    assert body["model"] == "my-adapter" and body["messages"] == [{"role": "user", "content": "hello"}]
+    assert body["logprobs"] is True and body["top_logprobs"] == 2
+    assert body["continue_final_message"] is True and "seed" not in body and "stop" not in body
+    assert (c.text, c.finish_reason, c.token_logprobs) == ("hi", "length", [-1.5])
+    assert c.usage == Usage(5, 1, 0)
+
+
+async def _chat(url):
+    async with LLMClient(config(url)) as client:
+        return await client.chat([{"role": "user", "content": "hello"}], Sampling(logprobs=2), model="my-adapter",
+                                 extra_body={"continue_final_message": True})
+
+
+def test_retries_5xx_then_succeeds():
+    with FakeOpenAIServer([(503, {"error": {"message": "busy"}}), (500, {"error": {"message": "oops"}}),
+                           (200, completion_body("fine"))]) as fake:
+        c = complete_sync(config(fake.base_url), "x")
+    assert c.text == "fine"
+    assert len(fake.requests) == 3
+
+
+def test_gives_up_after_max_retries_with_last_error():
+    with FakeOpenAIServer([(502, {"error": {"message": "bad gateway"}})]) as fake:
+        with pytest.raises(ServerError, match="after 3 attempts.*HTTP 502: bad gateway"):
+            complete_sync(config(fake.base_url, max_retries=2), "x")
+    assert len(fake.requests) == 3
+
+
+def test_4xx_is_not_retried():
+    error = {"error": {"message": "The model `nope` does not exist.", "code": 404}}
+    with FakeOpenAIServer([(404, error), (200, completion_body())]) as fake:
+        with pytest.raises(RequestError, match="HTTP 404: The model `nope` does not exist"):
+            complete_sync(config(fake.base_url), "x")
+    assert len(fake.requests) == 1
+
+
+def test_context_length_400_becomes_context_length_error():
+    with FakeOpenAIServer([(400, VLLM_CONTEXT_ERROR), (200, completion_body())]) as fake:
+        with pytest.raises(ContextLengthError, match="maximum context length is 2048"):
+            complete_sync(config(fake.base_url), "x" * 10000)
+    assert len(fake.requests) == 1
+
+
+def test_other_400_is_a_request_error():
+    with FakeOpenAIServer([(400, {"error": {"message": "temperature must be non-negative"}})]) as fake:
+        with pytest.raises(RequestError) as e:
+            complete_sync(config(fake.base_url), "x")
+    assert not isinstance(e.value, ContextLengthError)
+
+
+def test_connection_refused_is_retried_on_the_other_endpoint():
+    dead = "http://127.0.0.1:9/v1"  # discard port: nothing listens
+    with FakeOpenAIServer() as fake:
+        async def go():
+            async with LLMClient(config(dead, fake.base_url)) as client:
+                return [await client.complete(str(i)) for i in range(4)]
+
+        results = run(go())
+    assert [c.endpoint for c in results] == [fake.base_url] * 4
+    assert len(fake.requests) == 4
+
+
+def test_connection_errors_only_raise_server_error():
+    with pytest.raises(ServerError, match="ConnectError"):
+        complete_sync(config("http://127.0.0.1:9/v1", max_retries=1), "x")
+
+
+def test_requests_spread_over_endpoints():
+    with FakeOpenAIServer(delay_s=0.05) as a, FakeOpenAIServer(delay_s=0.05) as b:
+        async def go():
+            async with LLMClient(config(a.base_url, b.base_url, max_concurrency=8)) as client:
+                return await asyncio.gather(*(client.complete(str(i)) for i in range(8)))
+
+        results = run(go())
+    assert len(a.requests) == 4 and len(b.requests) == 4
+    assert sorted(c.endpoint for c in results) == sorted([a.base_url] * 4 + [b.base_url] * 4)
+
+
+def test_sequential_requests_alternate_endpoints():
+    with FakeOpenAIServer() as a, FakeOpenAIServer() as b:
+        async def go():
+            async with LLMClient(config(a.base_url, b.base_url)) as client:
+                return [(await client.complete(str(i))).endpoint for i in range(4)]
+
+        assert run(go()) == [a.base_url, b.base_url, a.base_url, b.base_url]
+
+
+def test_concurrency_limit_holds():
+    with FakeOpenAIServer(delay_s=0.1) as fake:
+        async def go():
+            async with LLMClient(config(fake.base_url, max_concurrency=3)) as client:
+                await asyncio.gather(*(client.complete(str(i)) for i in range(9)))
+
+        run(go())
+    assert len(fake.requests) == 9
+    assert fake.max_in_flight == 3
+
+
+def test_timeout_is_retried_then_server_error():
+    with FakeOpenAIServer(delay_s=0.5) as fake:
+        with pytest.raises(ServerError, match="ReadTimeout"):
+            complete_sync(config(fake.base_url, timeout_s=0.1, max_retries=1), "x")
+    assert len(fake.requests) == 2
+
+
+def test_missing_model_name_is_an_error():
+    with pytest.raises(ValueError, match="no model name"):
+        complete_sync(ClientConfig(endpoints=["http://127.0.0.1:9/v1"]), "x")

@@ -1,0 +1,190 @@
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from actune.config import ConfigError
+from actune.world import WorldConfig, generate_world, write_world
+from actune.world.common_words import COMMON_WORDS
+from actune.world.entities import SEARCH_SENTENCES
+from actune.world.names import RESERVED_TOKENS, NameGenerator, is_acceptable_token
+
+SMALL = dict(n_people=30, n_companies=20, n_cities=12, n_provinces=4, n_train=60, n_dev=20, n_test=20)
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def world_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("world")
+    write_world(WorldConfig(seed=7, **SMALL), out)
+    return out
+
+
+def test_writes_exactly_the_requested_sizes(world_dir: Path) -> None:
+    assert sorted(p.name for p in world_dir.iterdir()) == [
+        "corpus.jsonl", "dev.jsonl", "test.jsonl", "train.jsonl", "world.json"]
+    corpus = _read_jsonl(world_dir / "corpus.jsonl")
+    assert len(corpus) == 30 + 20 + 12
+    assert all(set(page) == {"title", "sentences"} for page in corpus)
+    assert len({page["title"] for page in corpus}) == len(corpus)
+    for split, n in (("train", 60), ("dev", 20), ("test", 20)):
+        records = _read_jsonl(world_dir / f"{split}.jsonl")
+        assert len(records) == n
+        assert all(set(r) == {"id", "question", "answer", "aliases", "meta"} for r in records)
+    manifest = json.loads((world_dir / "world.json").read_text())
+    assert manifest["seed"] == 7 and manifest["version"] == "1"
+    assert manifest["counts"] == {"pages": 62, "people": 30, "companies": 20, "cities": 12,
+                                  "train": 60, "dev": 20, "test": 20}
+    # 40/40/20 mix: 60 -> 24/24/12, 20 -> 8/8/4
+    assert manifest["kinds"]["train"] == {"bridge": 24, "comparison": 12, "single": 24}
+    assert manifest["kinds"]["dev"] == {"bridge": 8, "comparison": 4, "single": 8}
+
+
+def test_same_seed_same_bytes_and_different_seeds_differ(tmp_path: Path, world_dir: Path) -> None:
+    write_world(WorldConfig(seed=7, **SMALL), tmp_path / "again")
+    assert _digest(tmp_path / "again") == _digest(world_dir)
+    write_world(WorldConfig(seed=8, **SMALL), tmp_path / "other")
+    other = _digest(tmp_path / "other")
+    assert all(other[name] != digest for name, digest in _digest(world_dir).items())
+
+
+def test_every_answer_is_in_its_supporting_pages(world_dir: Path) -> None:
+    pages = {p["title"]: p["sentences"] for p in _read_jsonl(world_dir / "corpus.jsonl")}
+    for split in ("train", "dev", "test"):
+        for r in _read_jsonl(world_dir / f"{split}.jsonl"):
+            support = r["meta"]["supporting_titles"]
+            assert all(t in pages for t in support), r
+            # the answer never appears in the question, except as one side of a comparison
+            if r["meta"]["kind"] != "comparison":
+                assert r["answer"] not in r["question"]
+                text = " ".join(pages[support[-1]])
+                assert re.search(rf"\b{re.escape(r['answer'])}\b", text), r
+            else:
+                assert r["answer"] in support and r["answer"] in r["question"]
+            if r["meta"]["kind"] == "bridge":
+                # the first page names the second (the bridge entity)
+                assert support[1] in " ".join(pages[support[0]]), r
+                assert r["answer"] not in " ".join(pages[support[0]]), r
+
+
+def test_comparison_answers_follow_the_years_and_are_balanced(world_dir: Path) -> None:
+    pages = {p["title"]: " ".join(p["sentences"]) for p in _read_jsonl(world_dir / "corpus.jsonl")}
+    positions = Counter()
+    for split in ("train", "dev", "test"):
+        for r in _read_jsonl(world_dir / f"{split}.jsonl"):
+            if r["meta"]["kind"] != "comparison":
+                continue
+            a, b = r["meta"]["supporting_titles"]
+            year = {t: int(re.search(r"\b(\d{4})\b", pages[t].replace(t, "")).group(1)) for t in (a, b)}
+            assert r["answer"] == min((a, b), key=year.get)
+            assert r["meta"]["answer_position"] == ("first" if r["answer"] == a else "second")
+            positions[split, r["meta"]["answer_position"]] += 1
+    assert positions["train", "first"] == positions["train", "second"] == 6
+    assert positions["dev", "first"] == positions["dev", "second"] == 2
+
+
+def test_heldout_templates_only_in_dev_and_test_and_questions_unique(world_dir: Path) -> None:
+    splits = {s: _read_jsonl(world_dir / f"{s}.jsonl") for s in ("train", "dev", "test")}
+    assert not any(r["meta"]["heldout_template"] for r in splits["train"])
+    held_dev = [r for r in splits["dev"] if r["meta"]["heldout_template"]]
+    # a third of each kind, rounded: 8 -> 3, 8 -> 3, 4 -> 1
+    assert len(held_dev) == 7
+    train_templates = {r["meta"]["template"] for r in splits["train"]}
+    assert not train_templates & {r["meta"]["template"] for r in held_dev}
+    questions = [r["question"] for rs in splits.values() for r in rs]
+    assert len(questions) == len(set(questions))
+    ids = [r["id"] for rs in splits.values() for r in rs]
+    assert ids[0] == "world7-train-0000" and len(set(ids)) == len(ids)
+
+
+def test_key_facts_are_early_unless_marked_for_lookup() -> None:
+    gen = generate_world(WorldConfig(seed=1, **SMALL))
+    late = sum(r["meta"]["lookup_needed"] for records in gen.splits.values() for r in records)
+    assert 0 < late < sum(len(rs) for rs in gen.splits.values()) / 2
+    # with late facts turned off, every fact is within the first five sentences
+    gen0 = generate_world(WorldConfig(seed=1, late_fact_prob=0.0, **SMALL))
+    assert all(i < SEARCH_SENTENCES for p in gen0.world.pages.values() for i in p.fact_index.values())
+    assert not any(r["meta"]["lookup_needed"] for rs in gen0.splits.values() for r in rs)
+    gen1 = generate_world(WorldConfig(seed=1, late_fact_prob=1.0, **SMALL))
+    # every page then has exactly one key fact after the fifth sentence (never the intro)
+    for page in gen1.world.pages.values():
+        assert sorted(i >= SEARCH_SENTENCES for i in page.fact_index.values()).count(True) == 1, page
+        assert page.fact_index["intro"] == 0
+    # a company page has one key fact besides its intro: its founding year is always late
+    years = [r for r in gen1.splits["train"] if r["meta"]["template"] == "company_founded_year"]
+    assert years and all(r["meta"]["lookup_needed"] for r in years)
+
+
+def test_names_are_invented_unique_and_never_reserved(world_dir: Path) -> None:
+    corpus = _read_jsonl(world_dir / "corpus.jsonl")
+    tokens = [tok for p in corpus for tok in p["title"].split()]
+    industry_words = {"Lines", "Systems", "Textiles", "Foods", "Works", "Chemicals", "Furnishings", "Breweries",
+                      "Laboratories", "Mining", "Press", "Glassworks"}
+    invented = [t for t in tokens if t not in industry_words]
+    assert len(invented) == len(set(invented))  # no two entities share a name word
+    for t in invented:
+        assert t.lower() not in COMMON_WORDS and t.lower() not in RESERVED_TOKENS and len(t) >= 4, t
+    assert not is_acceptable_token("Tomato") and not is_acceptable_token("Brimvale")
+    assert is_acceptable_token("Kelmora")
+
+
+def test_exemplar_entities_never_appear_in_a_generated_world() -> None:
+    prompts = Path(__file__).resolve().parents[2] / "actune" / "prompts" / "world.json"
+    data = json.loads(prompts.read_text())
+    exemplar_text = json.dumps(data)
+    for seed in range(3):
+        gen = generate_world(WorldConfig(seed=seed))
+        for page in gen.corpus:
+            for tok in page["title"].split():
+                if tok[0].isupper() and len(tok) >= 4 and tok.lower() in RESERVED_TOKENS:
+                    pytest.fail(f"reserved token {tok} generated")
+        titles = {p["title"] for p in gen.corpus}
+        assert not any(t in exemplar_text for t in titles if " " in t)
+
+
+def test_name_generator_draws_new_tokens() -> None:
+    gen = NameGenerator(random.Random(0))
+    drawn = [gen.token() for _ in range(500)]
+    assert len({d.lower() for d in drawn}) == 500
+    assert all(is_acceptable_token(d) for d in drawn)
+
+
+def test_too_small_world_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="too small"):
+        generate_world(WorldConfig(n_people=3, n_companies=2, n_cities=2, n_train=50, n_dev=0, n_test=0))
+    with pytest.raises(ValueError, match="at least n_companies"):
+        WorldConfig(n_people=3, n_companies=5)
+
+
+def test_config_file_mirrors_the_defaults() -> None:
+    from actune.config import load_config
+
+    path = Path(__file__).resolve().parents[2] / "configs" / "world.yaml"
+    assert load_config(WorldConfig, path) == WorldConfig()
+    with pytest.raises(ConfigError, match="n_peple: unknown key"):
+        load_config(WorldConfig, path, ["n_peple=3"])
+
+
+def test_bytes_do_not_depend_on_hash_randomisation(tmp_path: Path, world_dir: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys; from actune.world import WorldConfig, write_world; "
+            f"write_world(WorldConfig(seed=7, **{SMALL!r}), sys.argv[1])")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "h")], check=True,
+                   env={**os.environ, "PYTHONHASHSEED": "12345"})
+    assert _digest(tmp_path / "h") == _digest(world_dir)
