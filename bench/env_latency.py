@@ -34,9 +34,10 @@ def _pseudo_words(n: int, rng: np.random.Generator) -> list[str]:
     syll = ["ka", "lo", "mi", "ren", "to", "sa", "vel", "qu", "dor", "an", "is", "ur", "pe", "zan", "tri",
             "bo", "ne", "fi", "gar", "hu"]
     words: dict[str, None] = {}
+    assert n < len(syll) ** 5 // 4, "not enough syllable combinations"
     while len(words) < n:
-        parts = rng.integers(0, len(syll), size=(n, 4))
-        lens = rng.integers(2, 5, size=n)
+        parts = rng.integers(0, len(syll), size=(n, 5))
+        lens = rng.integers(2, 6, size=n)
         for i in range(n):
             words.setdefault("".join(syll[p] for p in parts[i, : lens[i]]), None)
             if len(words) == n:

@@ -49,7 +49,7 @@ async def _run_all(tasks, world: Path, endpoint: str, model: str, args) -> list:
     from actune.agent.loop import run_episode
     from actune.envs.config import EnvConfig
     from actune.envs.wiki_env import from_config
-    from actune.llm import ClientConfig, LLMClient
+    from actune.llm import ClientConfig, LLMClient, LLMError
 
     env_cfg = EnvConfig(name="wiki", corpus=str(world / "corpus.jsonl"), index_dir=str(world / ".index"))
     from_config(env_cfg)  # build the index once before the episodes share it
@@ -63,7 +63,11 @@ async def _run_all(tasks, world: Path, endpoint: str, model: str, args) -> list:
                               num_exemplars=2 if args.prompt == "matched" else None,
                               temperature=args.temperature, max_steps=args.max_steps, seed=args.seed)
             async with sem:
-                traj = await run_episode(task, from_config(env_cfg), llm, cfg, attempt=attempt)
+                try:
+                    traj = await run_episode(task, from_config(env_cfg), llm, cfg, attempt=attempt)
+                except LLMError as e:  # count it and go on: one bad request must not lose the run
+                    print(f"  {task.id} attempt {attempt}: {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
+                    return task, attempt, None, False
             read = set(traj.info.get("env_info", {}).get("titles", []))
             grounded = traj.correct and set(task.meta["supporting_titles"]) <= read
             return task, attempt, traj, grounded
@@ -78,7 +82,10 @@ async def _run_all(tasks, world: Path, endpoint: str, model: str, args) -> list:
 
 def _report(results, args, elapsed: float) -> dict:
     by_group: dict[str, list] = defaultdict(list)
+    errors = sum(traj is None for _, _, traj, _ in results)
     for task, attempt, traj, grounded in results:
+        if traj is None:
+            continue
         group = task.meta["kind"] + (" (held-out)" if task.meta.get("heldout_template") else "")
         by_group[group].append((task.id, traj.correct, grounded, traj.finish_reason))
         by_group["all"].append((task.id, traj.correct, grounded, traj.finish_reason))
@@ -104,7 +111,7 @@ def _report(results, args, elapsed: float) -> dict:
         summary[group] = s
         print(f"{group:<26}{s['questions']:>10}{n:>10}{s['correct']:>10.1%}{s['grounded']:>10.1%}"
               f"{s['pass_at_k']:>10.1%}{s['pass_at_k_grounded']:>11.1%}{s['no_answer']:>11.1%}")
-    print(f"{len(results)} episodes in {elapsed:.0f} s")
+    print(f"{len(results)} episodes in {elapsed:.0f} s ({errors} lost to request errors)")
     return summary
 
 

@@ -35,8 +35,15 @@ def embedded_model() -> Path:
     return prepare_model(EMBEDDED_MODEL)
 
 
+def _say(config, message: str) -> None:
+    """Print past pytest's output capture (waiting for the lock can take minutes: say why)."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        print(message, file=sys.stderr, flush=True)
+
+
 @pytest.fixture(scope="session")
-def vllm_server(embedded_model: Path, tmp_path_factory):
+def vllm_server(embedded_model: Path, tmp_path_factory, pytestconfig):
     """A running vLLM server for the embedded model: ``.base_url`` (…/v1), ``.model`` (served name,
     ``smollm2-135m``), ``.model_path``, ``.log_path``, ``.pid``. LoRA is enabled, so tests may load
     adapters at run time (actune.serve.adapters.load_adapter)."""
@@ -48,12 +55,12 @@ def vllm_server(embedded_model: Path, tmp_path_factory):
 
     log_dir = tmp_path_factory.mktemp("vllm-server")
     with contextlib.ExitStack() as stack:
-        stack.enter_context(exclusive_server_lock())
+        stack.enter_context(exclusive_server_lock(log=lambda msg: _say(pytestconfig, msg)))
         cfg = ServeConfig(
             model=str(embedded_model), served_model_name=EMBEDDED_MODEL, enable_lora=True,
             port=free_port(), log_dir=log_dir, startup_timeout_s=600,
         )
-        print(f"\nstarting vLLM for the test session (log: {log_dir})", file=sys.__stderr__, flush=True)
+        _say(pytestconfig, f"\nstarting vLLM for the test session (log in {log_dir})")
         server = stack.enter_context(start(cfg))
         yield server
     assert group_members(server.pid) == [], f"vLLM server processes left behind (group {server.pid})"

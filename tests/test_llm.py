@@ -71,13 +71,17 @@ class FakeOpenAIServer:
                     status, reply = fake.replies.pop(0) if len(fake.replies) > 1 else fake.replies[0]
                 time.sleep(fake.delay_s)
                 data = json.dumps(reply).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-                with fake._lock:
-                    fake.in_flight -= 1
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client timed out and hung up: what the timeout test wants
+                finally:
+                    with fake._lock:
+                        fake.in_flight -= 1
 
             def log_message(self, *args):
                 pass

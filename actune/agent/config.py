@@ -65,9 +65,11 @@ class AgentConfig(StrictModel):
     """CoT-SC: sampling temperature of the samples."""
     hybrid_react_steps: int | None = Field(None, ge=1)
     """Hybrids: ReAct step budget inside a hybrid (None: same as max_steps)."""
-    extra_stop: list[str] = Field(default_factory=lambda: ["\nQuestion:", "\nClaim:"])
-    """Stop strings added to the step's own (``\\nObservation``); without ``\\nQuestion:`` a small
-    model invents a new example and acts on it."""
+    extra_stop: list[str] | None = None
+    """Stop strings added to each step's own (``\\nObservation``...). None: the start of a new example,
+    ``\\nQuestion:`` (FEVER ``\\nClaim:``); without it a small model invents a new example and acts on
+    it. OpenAI-compatible servers accept at most 4 stop strings per request: the loop keeps the
+    step's first own stop, then these, then the step's others, and drops any beyond 4."""
     reprompt_action: bool = True
     """When a thought comes without an action, ask once more with ``Action i:`` (as the ReAct code
     does; the probe measured a large gain) before counting a parse error."""
@@ -83,6 +85,12 @@ class AgentConfig(StrictModel):
     ``early_exit_threshold``, ask for the final answer at once."""
     early_exit_threshold: float = Field(0.9, ge=0, le=1)
     """Retrieval confidence (0..1) that triggers the early exit."""
+
+    def stops_for(self, env_name: str) -> list[str]:
+        """The extra stop strings for ``env_name``."""
+        if self.extra_stop is not None:
+            return list(self.extra_stop)
+        return {"fever": ["\nClaim:"], "alfworld": []}.get(env_name, ["\nQuestion:"])
 
     def step_budget(self, env_name: str) -> int:
         base = self.max_steps if self.max_steps is not None else DEFAULT_MAX_STEPS.get(env_name, 7)

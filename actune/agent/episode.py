@@ -24,6 +24,10 @@ __all__ = ["Event", "Episode", "EpisodeEnd", "LLM", "episode_seed", "approx_toke
            "truncate_observation"]
 
 
+#: OpenAI-compatible servers (vLLM included) reject requests with more stop strings than this.
+MAX_STOP_STRINGS = 4
+
+
 class LLM(Protocol):
     """What the loop needs from a model client (``actune.llm.LLMClient`` or a test fake)."""
 
@@ -155,7 +159,7 @@ class Episode:
         ctx = prompt or self.prompt
         sampling = self.sampling(temperature, max_tokens, offset)
         self.requests += 1
-        stop = list(dict.fromkeys(stop + self.cfg.extra_stop))
+        stop = list(dict.fromkeys(stop[:1] + self.cfg.stops_for(self.env.name) + stop[1:]))[:MAX_STOP_STRINGS]
         t0 = time.perf_counter()
         try:
             if self.cfg.wire == "text":

@@ -17,7 +17,7 @@ from actune.agent.config import AgentConfig
 from actune.agent.episode import LLM, Episode, EpisodeEnd, Event, approx_tokens, episode_seed
 from actune.agent.exemplars import ExemplarSet
 from actune.agent.methods import BASE_METHOD, METHOD_RUNNERS
-from actune.agent.render import PromptContext, build_prompt_context
+from actune.agent.render import PromptContext, build_prompt_context, instruction_for
 from actune.agent.validate import steps_method
 from actune.envs.base import Environment
 from actune.task import Task
@@ -100,10 +100,11 @@ async def iter_episode(
     except EpisodeEnd as e:
         traj.finish_reason = e.reason
         traj.info["error"] = e.detail
-    # The prompt head of the steps' format, so exporters can render the record exactly as the model
-    # saw it (zero-shot: instruction + question + steps) without the environment at hand.
+    # The zero-shot prompt head of the steps' format, so exporters can render the record as a tuned
+    # model will see it in this loop (instruction + question + steps) without the environment at hand.
     head = ep.prompt_for(steps_method(traj))
-    traj.info["prompt"] = {"method": head.method, "env": head.env, "instruction": head.instruction,
+    traj.info["prompt"] = {"method": head.method, "env": head.env,
+                           "instruction": instruction_for(head.method, env.name, env.describe_actions()),
                            "question": head.question, "finish_action": head.finish_action}
     info: dict[str, Any] = dict(ep.env_info)
     traj.info["env_info"] = info

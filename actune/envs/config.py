@@ -33,8 +33,9 @@ class EnvConfig(StrictModel):
     """On-disk cache of API responses; default ``$ACTUNE_HOME/mediawiki-cache/<host>``. Reruns are offline."""
     mediawiki_timeout_s: float = Field(20.0, gt=0)
     """Per-request timeout for the MediaWiki API."""
-    user_agent: str = "actune/0.1 (research agent toolkit; https://github.com/actune)"
-    """User-Agent sent to MediaWiki (Wikimedia asks for a descriptive one)."""
+    user_agent: str = "actune/0.1 (research agent toolkit)"
+    """User-Agent sent to MediaWiki. Wikimedia's policy asks for a descriptive one with contact details
+    (a URL or e-mail): set it when querying Wikipedia at volume."""
     page_sentences: int = Field(5, ge=1)
     """Sentences ``search`` shows of a found page (the paper: 5)."""
     similar_titles: int = Field(5, ge=1)

@@ -99,7 +99,7 @@ class WikiEnv:
         if page is not None:
             self.page = page
             self.lookup_keyword, self.lookup_hits, self.lookup_next = None, [], 0
-            obs = " ".join(page.sentences[: self.page_sentences])
+            obs = " ".join(page.sentences[: self.page_sentences]) or f"The page {page.title} has no text."
             return self._result(obs, titles=[page.title], retrieval_score=1.0)
         similar = self.backend.search(entity, self.similar_titles)
         titles = [t for t, _ in similar]

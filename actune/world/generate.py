@@ -13,6 +13,7 @@ Everything comes from ``random.Random(cfg.seed)``, so the same config writes the
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -104,8 +105,6 @@ def default_world_dir(cfg: WorldConfig | None = None, root: str | Path | None = 
     cfg = cfg or WorldConfig()
     base = Path(root) if root is not None else actune_home() / "worlds"
     key = json.dumps(cfg.model_dump(mode="json"), sort_keys=True)
-    import hashlib
-
     folder = base / f"v{WORLD_VERSION}-seed{cfg.seed}-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
     if not (folder / "world.json").exists():
         write_world(cfg, folder)

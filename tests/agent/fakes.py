@@ -33,6 +33,8 @@ class ScriptedLLM:
 
     def _next(self, call: Call) -> Completion:
         self.calls.append(call)
+        # vLLM's OpenAI server rejects more than 4 stop strings (HTTP 400): so does this fake
+        assert call.stop is None or len(call.stop) <= 4, f"too many stop strings: {call.stop}"
         if not self.replies:
             raise AssertionError(f"ScriptedLLM ran out of replies at call {len(self.calls)}")
         r = self.replies.pop(0)

@@ -49,7 +49,7 @@ def test_react_solves_and_records_every_step():
                       "Thought 2: It is made by Sony.\nAction 2: search[Sony]\n"
                       "Observation 2: Sony is a Japanese company. It was founded in 1946.\nThought 3:")
     assert "Question: In which year was the company" in p and "Here are some examples." in p
-    assert llm.calls[0].stop == ["\nObservation", "\nQuestion:", "\nClaim:"]
+    assert llm.calls[0].stop == ["\nObservation", "\nQuestion:", "\n\n", "\nThought"]
     assert traj.usage.requests == 3 and traj.usage.completion_tokens > 0 and traj.usage.prompt_tokens > 0
     assert traj.sampling.seed == episode_seed(0, "t1", 0) == env.resets[0][1]
     assert Trajectory.from_json(traj.to_json()) == traj
@@ -98,10 +98,10 @@ def test_parse_error_counter_resets_after_a_good_step():
 
 
 def test_reprompt_with_action_label_when_thought_has_no_action():
-    traj, llm, _ = run(AgentConfig(method="react"), [" I should search Sony.", " Search[Sony]\n",
+    traj, llm, _ = run(AgentConfig(method="react"), [" I should search Sony.\nIt is a company.", " Search[Sony]\n",
                                                        " done\nAction 2: finish[1946]"])
     assert llm.calls[1].prompt.endswith("Thought 1: I should search Sony.\nAction 1:")
-    assert llm.calls[1].stop[0] == "\n"
+    assert llm.calls[1].stop == ["\n", "\nQuestion:"]
     assert traj.steps[1].action_arg == "Sony" and traj.steps[1].meta == {"reprompted": True}
     assert traj.correct
 
@@ -138,6 +138,7 @@ def test_reflact_accepts_thought_label_and_final_answer():
     assert traj.prediction == "1946" and traj.correct
     assert str(env.actions[-1]) == "finish[1946]"  # the env is told the answer too
     assert llm.calls[2].prompt.endswith("Reflection 3:")
+    assert llm.calls[0].stop == ["\nObservation", "\nQuestion:", "\n\n", "\nReflection"]
     assert "(3) the relation to the goal" in llm.calls[0].prompt
     assert "FINAL ANSWER: 1946" in llm.calls[0].prompt  # exemplars end with FINAL ANSWER
 
@@ -295,6 +296,9 @@ def test_finished_record_renders_as_the_model_saw_it():
     msgs = render_messages(ctx, traj.steps)
     assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user", "assistant"]
     assert msgs[-1]["content"] == "Thought 2: t2\nAction 2: finish[1946]"
+    # a few-shot record renders to the same zero-shot text (what the tuned model will be run with)
+    few, _, _ = run(AgentConfig(method="react"), [" t\nAction 1: Search[Sony]", " t2\nAction 2: finish[1946]"])
+    assert render_text(trajectory_prompt_context(few), few.steps) == full
 
 
 def test_tokenizer_counter_truncates_by_real_tokens(embedded_model):
@@ -305,3 +309,78 @@ def test_tokenizer_counter_truncates_by_real_tokens(embedded_model):
     long = "The Danube flows through ten countries. " * 60
     cut = truncate_observation(long, 50, count)
     assert count(cut) <= 52 and cut.endswith(" ...") and len(cut) > 100
+
+
+def test_default_scorer_is_the_project_metric():
+    llm = ScriptedLLM([" t\nAction 1: finish[the 1946]"])
+    traj = asyncio.run(run_episode(TASK, FakeEnvironment(), llm, AgentConfig()))
+    assert traj.correct and traj.scores["em"] == 1.0 and traj.scores["f1"] == 1.0
+
+
+def test_live_view_prints_events():
+    from rich.console import Console
+
+    from actune.cli.run import LiveView
+
+    async def collect():
+        llm = ScriptedLLM([" I look it up.\nAction 1: search[Sony]", " Found.\nAction 2: finish[1946]"])
+        return [e async for e in iter_episode(TASK, FakeEnvironment(), llm, AgentConfig(), scorer=exact_match_scorer)]
+
+    view = LiveView()
+    view.console = Console(record=True, width=200, force_terminal=False)
+    for ev in asyncio.run(collect()):
+        view(ev)
+    out = view.console.export_text()
+    for line in ("— step 1/7", "Thought: I look it up.", "Action: search[Sony]",
+                 "Observation: Sony is a Japanese company. It was founded in 1946.", "Final answer: 1946",
+                 "finish: answered · correct: True · 2 requests"):
+        assert line in out, out
+
+
+class FakeHouseholdEnvironment:
+    """ALFWorld-like: free-text commands, no finish action; the env decides when the task is won."""
+
+    name = "alfworld"
+    action_names = ("go", "open", "take", "put")
+    finish_action = None
+
+    def __init__(self):
+        self.actions = []
+
+    def reset(self, task, seed=None):
+        return "You are in the middle of a room. You see a cabinet 1.\nYour task is to: put a cup on cabinet 1."
+
+    def step(self, action):
+        from actune.envs.base import StepResult
+
+        self.actions.append(action)
+        won = action.name == "put"
+        return StepResult("You put the cup." if won else "Nothing happens.", done=won, info={"won": won})
+
+    def describe_actions(self):
+        return "go to X, open X, take X from Y, put X in/on Y"
+
+
+def test_free_text_commands_and_env_decided_end():
+    task = Task(id="h1", question="put a cup on cabinet 1", env="alfworld")
+    env = FakeHouseholdEnvironment()
+    llm = ScriptedLLM([" Find the cup.\nAction 1: go to cabinet 1", " t\nAction 2: finish[done]",
+                       " Now put it.\nAction 3: put cup 1 in/on cabinet 1"])
+    won_scorer = lambda task, pred, info: (bool(info.get("won")), {"won": float(bool(info.get("won")))})
+    traj = asyncio.run(run_episode(task, env, llm, AgentConfig(), scorer=won_scorer))
+    assert [(a.name, a.argument) for a in env.actions] == [("go", "to cabinet 1"), ("put", "cup 1 in/on cabinet 1")]
+    assert traj.finish_reason == "env_done" and traj.correct and traj.prediction is None
+    assert "Write exactly one command per step" in traj.steps[5].text  # finish[...] is not a command here
+    p = llm.calls[0].prompt
+    assert "\nYou are in the middle of a room. You see a cabinet 1.\nYour task is to: put a cup on cabinet 1.\nThought 1:" in p
+    assert "> think" not in p and "Action 1: go to cabinet 1" in p  # alfworld exemplars, our format
+
+
+def test_fever_claim_format_and_stops():
+    task = Task(id="f1", question="Sony was founded in 1946.", answer="SUPPORTS", env="fever")
+    traj, llm, _ = run(AgentConfig(), [" t\nAction 1: search[Sony]", " t\nAction 2: finish[SUPPORTS]"],
+                       env=FakeEnvironment(name="fever"), task=task)
+    assert traj.correct and llm.calls[0].stop == ["\nObservation", "\nClaim:", "\n\n", "\nThought"]
+    assert llm.calls[0].prompt.startswith("Decide whether a claim is SUPPORTS, REFUTES or NOT ENOUGH INFO")
+    assert "\nClaim: Sony was founded in 1946.\nThought 1:" in llm.calls[0].prompt
+    assert llm.calls[0].prompt.count("Claim: ") == 4  # three exemplars + the task

@@ -126,3 +126,12 @@ def test_the_17k_paragraph_hotpotqa_wiki_answers_a_dev_question(tmp_path: Path) 
     r = e.step(Action("search", "Shirley Temple"))
     assert "Shirley Temple" in r.info["titles"]
     assert e.step(Action("lookup", "Chief of Protocol")).observation.startswith("(Result 1 / 1)")
+
+
+def test_a_page_without_text_says_so(tmp_path: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"title": "Blank", "sentences": []}\n{"title": "Full", "text": "Some text."}\n')
+    e = make_env(EnvConfig(name="wiki", corpus=str(corpus), index_dir=str(tmp_path / "i")))
+    r = e.step(Action("search", "blank"))
+    assert r.observation == "The page Blank has no text." and r.info["titles"] == ["Blank"]
+    assert e.step(Action("lookup", "text")).observation == "No more results."

@@ -188,3 +188,15 @@ def test_bytes_do_not_depend_on_hash_randomisation(tmp_path: Path, world_dir: Pa
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "h")], check=True,
                    env={**os.environ, "PYTHONHASHSEED": "12345"})
     assert _digest(tmp_path / "h") == _digest(world_dir)
+
+
+def test_default_world_dir_generates_once_and_reuses(tmp_path: Path) -> None:
+    from actune.world import default_world_dir
+
+    cfg = WorldConfig(seed=2, **SMALL)
+    folder = default_world_dir(cfg, root=tmp_path)
+    assert folder.parent == tmp_path and folder.name.startswith("v1-seed2-")
+    stamp = (folder / "world.json").stat().st_mtime_ns
+    assert default_world_dir(cfg, root=tmp_path) == folder
+    assert (folder / "world.json").stat().st_mtime_ns == stamp
+    assert default_world_dir(WorldConfig(seed=3, **SMALL), root=tmp_path) != folder

@@ -22,6 +22,9 @@ _LEAD_ACTION = re.compile(r"^\s*action\s*\d*\s*:\s*", re.IGNORECASE)
 
 def _format_hint(ep: Episode, error: str | None) -> str:
     names = ep.env.action_names
+    if ep.env.finish_action is None:  # free-text commands (ALFWorld)
+        why = error if error and error != "no action" else "Invalid action: no action was given."
+        return f"{why} Write exactly one command per step as 'Action i: <command>'."
     valid = ", ".join(f"{n}[...]" for n in names) if names else "name[argument]"
     why = error if error and error != "no action" else "Invalid action: no action was given."
     return f"{why} Write exactly one action per step as 'Action i: name[argument]' with name one of: {valid}."
@@ -29,7 +32,7 @@ def _format_hint(ep: Episode, error: str | None) -> str:
 
 def _parse(ep: Episode, method: str, text: str, i: int) -> ParsedStep:
     env = ep.env
-    free = bool(env.action_names) and env.finish_action is None  # ALFWorld-style "go to cabinet 1"
+    free = env.finish_action is None  # ALFWorld-style commands: "go to cabinet 1" -> Action("go", "to cabinet 1")
     if method == "act":
         text = f"Action {i}: " + _LEAD_ACTION.sub("", text, count=1)
     return parse_step(text, tuple(env.action_names) or None, env.finish_action, free_text=free)
@@ -41,7 +44,9 @@ async def run_interactive(ep: Episode, method: str, budget: int | None = None) -
     label = {"react": "Thought", "reflact": "Reflection"}.get(method)
     thought_type = "reflection" if method == "reflact" else "thought"
     prompt = ep.prompt_for(method)
-    stop = ["\nObservation"]
+    # Stop at a made-up observation, at a blank line (the end of an exemplar: the model is about to
+    # invent a new one) and at the next step's label (running ahead without an action).
+    stop = ["\nObservation", "\n\n"] + ([f"\n{label}"] if label else [])
     errors_in_row = 0
     seen: Counter[tuple[str, str]] = Counter()
     force_answer = False
@@ -55,6 +60,9 @@ async def run_interactive(ep: Episode, method: str, budget: int | None = None) -
         prefix = f"{label} {i}:" if label else f"Action {i}:"
         c = await ep.generate(traj.steps, prefix, stop + (["\n"] if method == "act" else []), prompt=prompt)
         parsed = _parse(ep, method, c.text, i)
+        if parsed.action_text is None and method == "react":
+            # As the ReAct code does: a thought without an action keeps only its first line.
+            parsed.thought = parsed.thought.strip().split("\n", 1)[0].strip()
         if label:
             yield ep.add(Step(thought_type, parsed.thought, i, tokens=c.usage.completion_tokens, latency_s=c.latency_s))
         tokens, latency = (0, 0.0) if label else (c.usage.completion_tokens, c.latency_s)
