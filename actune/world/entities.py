@@ -67,7 +67,6 @@ class Company:
     industry: str
     founded: int
     founder: str  # a Person.name
-    headquarters: str  # a City.name
 
     @property
     def short(self) -> str:
@@ -154,7 +153,9 @@ def _person_page(rng: random.Random, p: Person, companies: dict[str, Company], c
 
 
 def _company_page(rng: random.Random, c: Company, cfg: WorldConfig) -> Page:
-    intro = f"{c.name} is a {c.industry} company headquartered in {c.headquarters}."
+    # No city on a company page: a first-hop page that names a city is an answer a small model
+    # copies for "In which city was the founder of X born?" (measured: 0% bridge success with it).
+    intro = rng.choice((f"{c.name} is a {c.industry} company.", f"{c.name} is a company in the {c.industry} trade."))
     keys = [("founded", rng.choice((f"It was founded in {c.founded} by {c.founder}.",
                                     f"{c.name} was founded by {c.founder} in {c.founded}.")))]
     filler = [f"The company employs about {rng.randrange(2, 90) * 100:,} people.",
@@ -192,11 +193,9 @@ def build_world(cfg: WorldConfig, rng: random.Random) -> World:
         founder = people[founder_name]
         industry = rng.choice(industries)
         name = f"{names.token((2, 2, 3))} {_INDUSTRIES[industry]}"
-        # Founders found companies between ages 22 and 60; the headquarters is never the founder's
-        # birth city, so a bridge question cannot be answered from the company page alone.
+        # Founders found companies between ages 22 and 60.
         founded = founder.born + rng.randrange(22, min(61, 2025 - founder.born))
-        hq = rng.choice([c for c in city_names if c != founder.birth_city])
-        companies[name] = Company(name, industry, founded, founder_name, hq)
+        companies[name] = Company(name, industry, founded, founder_name)
         founder.founded_company = name
 
     pages: dict[str, Page] = {}

@@ -42,6 +42,12 @@ class Template:
     candidates: Callable[[World], list[Any]]
     #: the question about one candidate; comparisons get the pair already in asking order
     realise: Callable[[World, Any], Question]
+    #: templates asking the same fact share a pool, so no subject is asked about twice in other words
+    pool: str = ""
+
+    @property
+    def pool_key(self) -> str:
+        return self.pool or self.id
 
 
 def _family_alias(world: World, person: str) -> list[str]:
@@ -66,8 +72,8 @@ def _single_person_year(w: World, p: str) -> Question:
     return Question(f"In which year was {p} born?", str(w.people[p].born), [], [p], [(p, "intro")])
 
 
-def _single_company_hq(w: World, c: str) -> Question:
-    return Question(f"In which city is {c} headquartered?", w.companies[c].headquarters, [], [c], [(c, "intro")])
+def _single_city_river(w: World, c: str) -> Question:
+    return Question(f"On which river does {c} lie?", w.cities[c].river, [], [c], [(c, "river")])
 
 
 def _bridge_founder_city(w: World, c: str) -> Question:
@@ -88,10 +94,11 @@ def _bridge_person_province(w: World, p: str) -> Question:
                     [(p, "birth_city"), (city, "intro")])
 
 
-def _bridge_company_province(w: World, c: str) -> Question:
-    city = w.companies[c].headquarters
-    return Question(f"In which province is {c} headquartered?", w.cities[city].province, [], [c, city],
-                    [(c, "intro"), (city, "intro")])
+def _bridge_founder_birthplace(w: World, c: str) -> Question:
+    # founder_birth_city in other words: does tuning teach the skill or the phrasing?
+    f = w.companies[c].founder
+    return Question(f"What is the birthplace of the founder of {c}?", w.people[f].birth_city, [], [c, f],
+                    [(c, "founded"), (f, "birth_city")])
 
 
 def _pairs(titles: list[str], value: Callable[[str], int]) -> list[tuple[str, str]]:
@@ -115,16 +122,16 @@ TEMPLATES: tuple[Template, ...] = (
              lambda w: list(w.people), _single_person_city),
     Template("person_birth_year", "single", "In which year was {person} born?", False,
              lambda w: list(w.people), _single_person_year),
-    Template("company_headquarters", "single", "In which city is {company} headquartered?", True,
-             lambda w: list(w.companies), _single_company_hq),
+    Template("city_river", "single", "On which river does {city} lie?", True,
+             lambda w: list(w.cities), _single_city_river),
     Template("founder_birth_city", "bridge", "In which city was the founder of {company} born?", False,
              lambda w: list(w.companies), _bridge_founder_city),
     Template("founder_birth_year", "bridge", "In which year was the founder of {company} born?", False,
              lambda w: list(w.companies), _bridge_founder_year),
     Template("person_birth_province", "bridge", "In which province was {person} born?", False,
              lambda w: list(w.people), _bridge_person_province),
-    Template("company_province", "bridge", "In which province is {company} headquartered?", True,
-             lambda w: list(w.companies), _bridge_company_province),
+    Template("founder_birthplace", "bridge", "What is the birthplace of the founder of {company}?", True,
+             lambda w: list(w.companies), _bridge_founder_birthplace, pool="founder_birth_city"),
     Template("companies_founded_earlier", "comparison", "Which was founded earlier, {a} or {b}?", False,
              lambda w: _pairs(list(w.companies), lambda t: w.companies[t].founded),
              _compare("Which was founded earlier, {a} or {b}?", "founded",
@@ -157,11 +164,11 @@ class _Pools:
         return len(self._pool(t))
 
     def _pool(self, t: Template) -> list[Any]:
-        if t.id not in self._pools:
+        if t.pool_key not in self._pools:
             items = t.candidates(self.world)
             self.rng.shuffle(items)
-            self._pools[t.id] = items
-        return self._pools[t.id]
+            self._pools[t.pool_key] = items
+        return self._pools[t.pool_key]
 
     def draw(self, t: Template) -> Any:
         pool = self._pool(t)

@@ -14,6 +14,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import httpx
 import pytest
 
 from actune.config import ConfigError
@@ -241,3 +242,15 @@ def test_actune_serve_stops_the_server_on_ctrl_c_and_sigterm(tmp_path, sig):
     assert proc.returncode == 0, out
     assert "actune serve: stopped" in out
     assert server.group_members(pid) == []
+
+
+def test_endpoints_or_server_uses_given_endpoints_or_starts_one(tmp_path, monkeypatch):
+    given = ["http://10.0.0.1:8000/v1"]
+    with server.endpoints_or_server(given, "m", ServeConfig(model="/nowhere")) as (endpoints, model):
+        assert (endpoints, model) == (given, "m")
+    cfg = _use_fake_server(monkeypatch, tmp_path, "serve")
+    cfg.served_model_name = "served"
+    with server.endpoints_or_server([], "", cfg) as (endpoints, model):
+        assert endpoints == [f"http://127.0.0.1:{cfg.port}/v1"] and model == "served"
+        assert httpx.get(f"http://127.0.0.1:{cfg.port}/health").status_code == 200
+    server.check_port_free("127.0.0.1", cfg.port)  # the server is gone
