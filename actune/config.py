@@ -95,10 +95,10 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def _format_validation_error(err: ValidationError, source: str) -> str:
+def _format_validation_error(err: ValidationError, source: str, prefix: str = "") -> str:
     lines = []
     for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        loc = prefix + ".".join(str(p) for p in e["loc"]) or "(top level)"
         kind = e["type"]
         if kind == "extra_forbidden":
             msg = "unknown key"
@@ -112,20 +112,34 @@ def _format_validation_error(err: ValidationError, source: str) -> str:
     return f"{source}: invalid config\n" + "\n".join(lines)
 
 
-def load_config(cls: type[M], path: str | Path | None = None, overrides: list[str] | None = None) -> M:
+def load_config(
+    cls: type[M],
+    path: str | Path | None = None,
+    overrides: list[str] | None = None,
+    *,
+    section: str | None = None,
+) -> M:
     """Load ``cls`` from a YAML file (optional) and ``key=value`` overrides, validated.
 
+    With ``section`` (e.g. ``"serve"``) a file that has that top-level key is a run config and only that
+    section is read; overrides may then be written with or without the ``section.`` prefix, and errors
+    name the full key path (``serve.port``). A file without the key is read whole.
     Raises :class:`ConfigError` naming the file and every bad key path.
     """
     data: dict[str, Any] = _read_yaml(Path(path)) if path is not None else {}
-    data = apply_overrides(data, list(overrides or []))
+    overrides = list(overrides or [])
+    prefix = ""
+    if section is not None and isinstance(data.get(section), dict):
+        data, prefix = data[section], f"{section}."
+        overrides = [o.removeprefix(prefix) for o in overrides]
+    data = apply_overrides(data, overrides)
     source = str(path) if path is not None else "command-line overrides"
     if overrides and path is not None:
         source += " (with overrides)"
     try:
         return cls.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(_format_validation_error(e, source)) from None
+        raise ConfigError(_format_validation_error(e, source, prefix)) from None
 
 
 def dump_yaml(model: BaseModel) -> str:

@@ -32,14 +32,14 @@ REPO = Path(__file__).resolve().parents[1]
 KINDS = ("single", "bridge", "comparison")
 
 
-def _pick_tasks(world: Path, split: str, per_kind: int, seed: int):
+def _pick_tasks(world: Path, split: str, per_kind: int, seed: int, kinds=KINDS):
     from actune.task import Task
 
     records = [json.loads(line) for line in (world / f"{split}.jsonl").read_text().splitlines()]
     rng = random.Random(seed)
     rng.shuffle(records)
     chosen = []
-    for kind in KINDS:
+    for kind in kinds:
         chosen += [r for r in records if r["meta"]["kind"] == kind][:per_kind]
     return [Task(id=r["id"], question=r["question"], answer=r["answer"], env="wiki", split=split,
                  aliases=r["aliases"], meta=r["meta"]) for r in chosen]
@@ -75,7 +75,7 @@ async def _run_all(tasks, world: Path, endpoint: str, model: str, args) -> list:
 
         async def one(task, attempt: int):
             kinds = [task.meta["kind"]] if args.prompt == "matched" else None
-            cfg = AgentConfig(method=args.method, exemplar_set="world", exemplar_kinds=kinds,
+            cfg = AgentConfig(method=args.method, exemplar_set=args.exemplars, exemplar_kinds=kinds,
                               num_exemplars=2 if args.prompt == "matched" else None,
                               temperature=args.temperature, max_steps=args.max_steps, seed=args.seed)
             async with sem:
@@ -143,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--method", default="react", choices=["act", "react", "reflact"])
     p.add_argument("--prompt", default="matched", choices=["matched", "generic"])
     p.add_argument("--max-steps", type=int, default=7)
+    p.add_argument("--kinds", default=",".join(KINDS), help="question kinds to run, comma-separated")
+    p.add_argument("--exemplars", default="world", help="exemplar set: a name under actune/prompts or a JSON path")
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--endpoint", help="an OpenAI-compatible base URL (…/v1); default: start the embedded model")
@@ -161,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
 
             world = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="actune-world-")))
             write_world(WorldConfig(seed=0), world)
-        tasks = _pick_tasks(world, args.split, args.per_kind, args.seed)
+        tasks = _pick_tasks(world, args.split, args.per_kind, args.seed, args.kinds.split(","))
         endpoint, model = args.endpoint, args.model
         if endpoint is None:
             from actune.models import prepare_model

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import importlib.util
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -32,7 +32,7 @@ from actune.config import actune_home
 from actune.serve.adapters import validate_adapter_dir
 from actune.serve.config import ServeConfig
 from actune.serve.errors import PortInUseError, ServeError, ServerStartError
-from actune.serve.hardware import Device, build_argv, build_env, detect_device, require_vllm
+from actune.serve.hardware import Device, build_argv, build_env, cache_root, detect_device, require_vllm
 
 LOG_TAIL_LINES = 30
 
@@ -68,20 +68,13 @@ class ServerHandle:
 
 
 def resolve_model(name: str) -> str:
-    """A local folder for ``name`` via actune.models.prepare_model, or the name itself (a hub id)."""
-    if importlib.util.find_spec("actune.models") is not None:
-        from actune.models import prepare_model
+    """Local folder for ``name`` (known name, hub id or folder) via actune.models.prepare_model."""
+    from actune.models import ModelError, prepare_model
 
+    try:
         return str(prepare_model(name))
-    folder = Path(name).expanduser()
-    if folder.is_dir():
-        return str(folder.resolve())
-    if name == "smollm2-135m":
-        folder = actune_home() / "models" / "smollm2-135m"
-        if folder.is_dir():
-            return str(folder)
-        raise ServeError(f"embedded model not prepared: {folder} is missing (run `actune model prepare smollm2-135m`)")
-    return name
+    except ModelError as e:
+        raise ServeError(f"cannot serve model {name!r}: {e}") from None
 
 
 def check_port_free(host: str, port: int) -> None:
@@ -188,6 +181,7 @@ def stop_server(handle: ServerHandle, timeout_s: float = 30.0) -> None:
     left = group_members(pgid)
     if left:
         raise ServeError(f"vLLM server processes {left} (group {pgid}) survived SIGKILL")
+    remove_stale_sockets(cache_root() / "tmp")
 
 
 def group_members(pgid: int) -> list[int]:
@@ -205,6 +199,23 @@ def group_members(pgid: int) -> list[int]:
         if int(fields[2]) == pgid and fields[0] != "Z":
             members.append(int(entry.name))
     return members
+
+
+def remove_stale_sockets(folder: Path) -> list[Path]:
+    """Delete the IPC socket files vLLM leaves in its TMPDIR once no process has them bound any more
+    (sockets of servers still running are listed in /proc/net/unix and kept)."""
+    try:
+        bound = {line.split()[-1] for line in Path("/proc/net/unix").read_text().splitlines()[1:]
+                 if len(line.split()) >= 8}
+    except OSError:
+        return []
+    removed = []
+    for path in folder.glob("*"):
+        with contextlib.suppress(OSError):
+            if stat.S_ISSOCK(path.lstat().st_mode) and str(path) not in bound:
+                path.unlink()
+                removed.append(path)
+    return removed
 
 
 @contextlib.contextmanager

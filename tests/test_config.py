@@ -92,3 +92,13 @@ def test_dump_roundtrips(tmp_path):
 def test_field_docstrings_are_descriptions():
     assert Outer.model_fields["model"].description == "Which model (required)."
     assert Inner.model_fields["rate"].description == "A learning rate."
+
+
+def test_section_of_a_run_config_is_read_alone(tmp_path):
+    p = write(tmp_path, "serve:\n  model: m\n  steps: 2\nother: {anything: 1}\n")
+    cfg = load_config(Outer, p, ["serve.steps=5"], section="serve")
+    assert (cfg.model, cfg.steps) == ("m", 5)
+    with pytest.raises(ConfigError, match=r"serve\.inner\.bogus: unknown key"):
+        load_config(Outer, p, ["inner.bogus=1"], section="serve")
+    # a file without the section is read whole
+    assert load_config(Outer, write(tmp_path, "model: q\n"), section="serve").model == "q"

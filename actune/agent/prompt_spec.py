@@ -49,6 +49,11 @@ class PromptSpec(StrictModel):
                    exemplar_set=cfg.exemplar_set, exemplar_kinds=cfg.exemplar_kinds,
                    num_exemplars=cfg.num_exemplars)
 
+    def as_overrides(self) -> list[str]:
+        """The spec as ``key=value`` AgentConfig overrides (JSON values are valid YAML scalars), so a
+        caller can place it between a config file and the user's own overrides."""
+        return [f"{k}={json.dumps(v)}" for k, v in self.model_dump(exclude={"format_version"}).items()]
+
     def apply(self, cfg: AgentConfig) -> AgentConfig:
         """A copy of ``cfg`` with this spec's prompt settings (budgets and sampling kept)."""
         update = self.model_dump(exclude={"format_version"})

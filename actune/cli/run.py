@@ -2,15 +2,22 @@
 
     actune run --env wiki --method react --model smollm2-135m --corpus corpus.jsonl --question "..."
 
-Without ``--endpoint`` it starts a vLLM server for ``--model`` (and stops it afterwards).
+Without ``--endpoint`` it starts a vLLM server for ``--model`` (and stops it afterwards). With
+``--adapter FOLDER`` the LoRA adapter is served too and requested, and the loop is configured from the
+folder's ``actune_prompt.json`` (the method, regime and wire format it was trained with); explicit
+``--method/--regime/--wire/--set`` still win. The command takes no machine-wide lock: two may run at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import sys
+from pathlib import Path
 from typing import Any
 
+DEFAULT_MODEL = "smollm2-135m"
 METHOD_CHOICES = ("standard", "cot", "cot_sc", "act", "react", "reflact", "react_cotsc", "cotsc_react")
 
 
@@ -22,18 +29,25 @@ def register(sub: argparse._SubParsersAction) -> None:
         "and observations as they happen. Without --endpoint a vLLM server is started for --model.",
     )
     p.add_argument("--env", default="wiki", choices=("wiki", "fever", "docqa", "alfworld"), help="environment")
-    p.add_argument("--method", default="react", choices=METHOD_CHOICES, help="prompting method")
-    p.add_argument("--model", default="smollm2-135m",
-                   help="model to serve, or the served model/adapter name when --endpoint is given")
+    p.add_argument("--method", choices=METHOD_CHOICES,
+                   help="prompting method (default: the adapter's prompt spec, else react)")
+    p.add_argument("--model",
+                   help="base model to serve (default smollm2-135m), or with --endpoint the served model name "
+                   "to request (with --adapter: the adapter's served name; required then)")
     p.add_argument("--endpoint", help="base URL of a running OpenAI-compatible server (…/v1)")
+    p.add_argument("--adapter", metavar="PATH",
+                   help="LoRA adapter folder: served with the base model (or, with --endpoint, requested as "
+                   "--model) and its actune_prompt.json configures the loop")
     p.add_argument("--question", required=True, help="the question (FEVER: the claim; ALFWorld: ignored)")
     p.add_argument("--answer", default="", help="gold answer, to score the prediction")
     p.add_argument("--corpus", help="wiki/fever: local corpus JSONL ({title, sentences})")
     p.add_argument("--docs", help="docqa: folder of documents")
     p.add_argument("--games", help="alfworld: folder of game.tw-pddl files")
-    p.add_argument("--regime", choices=("few_shot", "zero_shot"), help="prompt regime (default few_shot)")
-    p.add_argument("--wire", choices=("text", "chat"), help="wire format (default text)")
-    p.add_argument("--prompt-spec", help="an adapter folder or actune_prompt.json: its regime and format win")
+    p.add_argument("--regime", choices=("few_shot", "zero_shot"),
+                   help="prompt regime (default: the prompt spec's, else few_shot)")
+    p.add_argument("--wire", choices=("text", "chat"), help="wire format (default: the prompt spec's, else text)")
+    p.add_argument("--prompt-spec", help="a folder holding actune_prompt.json, or the file itself "
+                   "(default: the --adapter folder's)")
     p.add_argument("--config", help="YAML file of AgentConfig fields")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="AgentConfig override, e.g. --set temperature=0.4 (repeatable)")
@@ -41,19 +55,61 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-def _agent_config(args: argparse.Namespace):
+def resolve_agent_config(args: argparse.Namespace) -> tuple[Any, str | None]:
+    """The AgentConfig for this run and a line saying which prompt spec was applied (None: none).
+
+    Precedence, lowest first: AgentConfig defaults, --config file, the prompt spec (--prompt-spec, else
+    the --adapter folder's actune_prompt.json), then --method/--regime/--wire and --set."""
     from actune.agent.config import AgentConfig
-    from actune.agent.prompt_spec import load_prompt_spec
+    from actune.agent.prompt_spec import PROMPT_SPEC_FILE, find_prompt_spec, load_prompt_spec
     from actune.config import load_config
 
-    overrides = [f"method={args.method}"]
-    if args.regime:
-        overrides.append(f"regime={args.regime}")
-    if args.wire:
-        overrides.append(f"wire={args.wire}")
-    cfg = load_config(AgentConfig, args.config, overrides + list(args.overrides))
-    if args.prompt_spec:
-        cfg = load_prompt_spec(args.prompt_spec).apply(cfg)
+    spec_path = args.prompt_spec or (find_prompt_spec(args.adapter) if args.adapter else None)
+    explicit = [f"{k}={v}" for k in ("method", "regime", "wire") if (v := getattr(args, k))]
+    overrides = explicit + list(args.overrides)
+    note = None
+    if spec_path is not None:
+        spec = load_prompt_spec(spec_path)
+        cfg = load_config(AgentConfig, args.config, spec.as_overrides() + overrides)
+        spec_keys = set(spec.model_dump(exclude={"format_version"}))
+        won = [o for o in overrides if o.split("=", 1)[0].strip() in spec_keys]
+        note = (f"applied prompt spec {spec_path}: method={spec.method} regime={spec.regime} wire={spec.wire}"
+                + (f" (overridden by {' '.join(won)})" if won else ""))
+    else:
+        cfg = load_config(AgentConfig, args.config, overrides)
+        if args.adapter:
+            note = (f"no {PROMPT_SPEC_FILE} in {args.adapter}: running {cfg.method} {cfg.regime} {cfg.wire}; "
+                    "the adapter may expect another format")
+    return cfg, note
+
+
+def adapter_served_name(path: str | Path) -> str:
+    """The name an adapter is served under: its folder name, made safe for ``--lora-modules NAME=PATH``."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(path).expanduser().resolve().name).strip("-")
+    return name or "adapter"
+
+
+def adapter_rank(path: str | Path) -> int:
+    """The adapter's LoRA rank (``r`` in adapter_config.json), 0 when it says none."""
+    try:
+        r = json.loads((Path(path) / "adapter_config.json").read_text()).get("r")
+    except (OSError, ValueError):
+        return 0  # validate_adapter_dir reports the real problem when the server starts
+    return r if isinstance(r, int) else 0
+
+
+def serve_config_for(args: argparse.Namespace) -> Any:
+    """ServeConfig for a throwaway server: the base model, plus the adapter when --adapter is given."""
+    from actune.serve.config import ServeConfig
+    from actune.serve.server import free_port
+
+    cfg = ServeConfig(model=args.model, port=free_port())
+    if args.adapter:
+        rank = adapter_rank(args.adapter)
+        # vLLM accepts only these max ranks; take the smallest that fits the adapter
+        max_rank = next((m for m in (16, 32, 64, 128, 256, 320, 512) if m >= rank), cfg.max_lora_rank)
+        cfg = cfg.model_copy(update={"adapters": {adapter_served_name(args.adapter): str(args.adapter)},
+                                     "max_lora_rank": max_rank})
     return cfg
 
 
@@ -109,20 +165,18 @@ class LiveView:
                    f"{traj.timings.wall_s:.1f} s")
 
 
-async def _episode(args: argparse.Namespace, endpoint: str, model: str) -> Any:
+async def _episode(args: argparse.Namespace, cfg: Any, endpoint: str, request_model: str, record: Any) -> Any:
     from actune.agent.loop import iter_episode
     from actune.envs.factory import make_env
     from actune.llm import ClientConfig, LLMClient
     from actune.task import Task
-    from actune.trajectory import ModelRecord
 
-    cfg = _agent_config(args)
     env = make_env(_env_config(args))
     task = Task(id="cli", question=args.question, answer=args.answer, env=args.env, split="cli")
     view = None if args.json else LiveView()
     traj = None
-    async with LLMClient(ClientConfig(endpoints=[endpoint], model=model)) as llm:
-        async for ev in iter_episode(task, env, llm, cfg, model=ModelRecord(name=model), run_id="cli"):
+    async with LLMClient(ClientConfig(endpoints=[endpoint], model=request_model)) as llm:
+        async for ev in iter_episode(task, env, llm, cfg, model=record, run_id="cli"):
             if view is not None:
                 view(ev)
             if ev.type == "done":
@@ -133,17 +187,37 @@ async def _episode(args: argparse.Namespace, endpoint: str, model: str) -> Any:
 def _run(args: argparse.Namespace) -> int:
     import asyncio
 
-    _agent_config(args)  # fail fast on a bad config, before starting a server
-    if args.endpoint:
-        traj = asyncio.run(_episode(args, args.endpoint, args.model))
-    else:
-        from actune.serve.config import ServeConfig
-        from actune.serve.lock import exclusive_server_lock
-        from actune.serve.server import free_port, vllm_server
+    from actune.config import ConfigError
+    from actune.serve.errors import ServeError
+    from actune.trajectory import ModelRecord
 
-        print(f"starting a vLLM server for {args.model} ...", file=sys.stderr, flush=True)
-        with exclusive_server_lock(), vllm_server(ServeConfig(model=args.model, port=free_port())) as server:
-            traj = asyncio.run(_episode(args, server.base_url, server.model))
+    if args.endpoint and args.adapter and not args.model:
+        raise ConfigError("--adapter with --endpoint needs --model NAME: the name the server serves the adapter "
+                          "under (e.g. the NAME of `actune serve --adapter NAME=PATH`)")
+    args.model = args.model or DEFAULT_MODEL
+    cfg, note = resolve_agent_config(args)  # fail fast on a bad config, before starting a server
+    if note:
+        print(note, file=sys.stderr, flush=True)
+    try:
+        if args.endpoint:
+            # --model is the name the server knows the adapter (or base model) by
+            record = ModelRecord(name=args.model, adapter=args.model if args.adapter else None)
+            traj = asyncio.run(_episode(args, cfg, args.endpoint, args.model, record))
+        else:
+            from actune.serve.server import vllm_server
+
+            serve_cfg = serve_config_for(args)
+            what = args.model + (f" with adapter {args.adapter}" if args.adapter else "")
+            print(f"starting a vLLM server for {what} ...", file=sys.stderr, flush=True)
+            # No machine-wide lock here: only the test fixture takes /tmp/actune-vllm.lock, so a user may
+            # run two `actune run` at once and a test session holding the lock can still call this.
+            with vllm_server(serve_cfg) as server:
+                adapter = next(iter(serve_cfg.adapters), None)
+                record = ModelRecord(name=server.model, adapter=adapter)
+                traj = asyncio.run(_episode(args, cfg, server.base_url, adapter or server.model, record))
+    except ServeError as e:
+        print(f"actune run: {e}", file=sys.stderr)
+        return 2
     if args.json:
         print(traj.to_json())
     return 0

@@ -32,7 +32,7 @@ def load_serve_config(args: argparse.Namespace):
     """ServeConfig from the optional file, the overrides and the flags (flags win)."""
     from pydantic import ValidationError
 
-    from actune.config import ConfigError, _format_validation_error, _read_yaml, apply_overrides, load_config
+    from actune.config import ConfigError, load_config
     from actune.serve.config import ServeConfig
 
     file, overrides = args.config, list(args.overrides)
@@ -40,16 +40,8 @@ def load_serve_config(args: argparse.Namespace):
     if file is not None and "=" in file and not file.endswith((".yaml", ".yml")):
         overrides.insert(0, file)
         file = None
-    data = _read_yaml(Path(file)) if file is not None else {}
-    if isinstance(data.get("serve"), dict):
-        # A run config: take its serve section alone (the other stages' sections are not ours to check).
-        overrides = [o.removeprefix("serve.") for o in overrides]
-        try:
-            cfg = ServeConfig.model_validate(apply_overrides(data["serve"], overrides))
-        except ValidationError as e:
-            raise ConfigError(_format_validation_error(e, f"{file} (serve section)")) from None
-    else:
-        cfg = load_config(ServeConfig, file, overrides)
+    # A run config: its serve section alone is read (the other stages' sections are not ours to check).
+    cfg = load_config(ServeConfig, file, overrides, section="serve")
     adapters = {}
     for item in args.adapter:
         name, sep, path = item.partition("=")

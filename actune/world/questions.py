@@ -185,14 +185,14 @@ def _split_questions(split: str, n: int, cfg: WorldConfig, world: World, pools: 
         trained = [t for t in TEMPLATES if t.kind == kind and not t.heldout]
         heldout = [t for t in TEMPLATES if t.kind == kind and t.heldout]
         n_held = round(count / 3) if split != "train" and heldout else 0
-        chosen = [heldout[i % len(heldout)] for i in range(n_held)]
-        for _ in range(count - n_held):
-            open_templates = [t for t in trained if pools.remaining(t)] or trained
-            chosen.append(rng.choice(open_templates))
+        # None: a trained template, picked when drawn among those with subjects left
+        plan: list[Template | None] = [heldout[i % len(heldout)] for i in range(n_held)] + [None] * (count - n_held)
         # Half the comparisons (rounded up) have the first-named entity as the answer.
         first_flags = [i % 2 == 0 for i in range(count)] if kind == "comparison" else []
         rng.shuffle(first_flags)
-        for i, t in enumerate(chosen):
+        for i, t in enumerate(plan):
+            if t is None:
+                t = rng.choice([t for t in trained if pools.remaining(t)] or trained)
             subject = pools.draw(t)
             if kind == "comparison":
                 a, b = subject
@@ -213,5 +213,8 @@ def _split_questions(split: str, n: int, cfg: WorldConfig, world: World, pools: 
 def sample_splits(cfg: WorldConfig, world: World, rng: random.Random) -> dict[str, list[dict]]:
     """Task records per split (``train``, ``dev``, ``test``), each question unique in the world."""
     pools = _Pools(world, rng)
-    sizes = {"train": cfg.n_train, "dev": cfg.n_dev, "test": cfg.n_test}
-    return {split: _split_questions(split, n, cfg, world, pools, rng) for split, n in sizes.items()}
+    # Test and dev first: their held-out questions must be drawn, while train can move to another
+    # template when one runs out of subjects.
+    out = {split: _split_questions(split, n, cfg, world, pools, rng)
+           for split, n in (("test", cfg.n_test), ("dev", cfg.n_dev), ("train", cfg.n_train))}
+    return {split: out[split] for split in ("train", "dev", "test")}

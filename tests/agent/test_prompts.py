@@ -128,3 +128,28 @@ def test_prompt_spec_round_trip_and_apply(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps({"method": "react", "wire": "fax"}))
     with pytest.raises(ConfigError, match=r"bad\.json: invalid prompt spec: wire"):
         load_prompt_spec(tmp_path / "bad.json")
+
+
+def test_docqa_exemplars_match_the_real_environment():
+    """Every docqa exemplar action parses to an action the real DocQAEnv offers, and every observation
+    is exactly what the env prints for it (on the tiny documents the exemplars were written from)."""
+    from actune.agent.parser import parse_action
+    from actune.envs.docqa_env import DocQAEnv
+
+    env = DocQAEnv.from_folder(DATA / "agent" / "docqa")
+    exemplars = load_exemplars("docqa").exemplars
+    used = set()
+    for ex in exemplars:
+        env.reset(Task(id="ex", question=ex.question, env="docqa"))
+        for s in ex.steps:
+            action, error = parse_action(s.action, env.action_names, env.finish_action)
+            assert error is None, (ex.question, s.action, error)
+            used.add(action.name)
+            result = env.step(action)
+            if s.observation:
+                assert result.observation == s.observation, (ex.question, s.action)
+                assert result.info["sources"], s.action  # a real hit, not "No passage matches"
+            else:
+                assert result.done and result.info["answer"] == ex.answer
+    # the documented names (not the ReAct alias search[...]), so a model learns what describe_actions lists
+    assert used == {"lexical_search", "finish"}

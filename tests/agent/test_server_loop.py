@@ -85,3 +85,43 @@ def test_cli_run_prints_record(vllm_server, tmp_path, capsys):
     record = Trajectory.from_dict(json.loads(capsys.readouterr().out))
     assert record.method == "act" and record.task.answer == "1946"
     assert record.usage.requests >= 1 and step_order_problems(record) == []
+
+
+def _serve_tests_module():
+    # Reuse the serve tests' random-LoRA fixture rather than a second copy. tests/serve is not a package
+    # (and "serve" would name the project's own serve/ folder), so load the file by path.
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "serve" / "test_server.py"
+    spec = importlib.util.spec_from_file_location("actune_tests_serve_test_server", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+random_lora = _serve_tests_module().random_lora
+
+
+def test_cli_run_adapter_uses_its_prompt_spec(vllm_server, random_lora, capsys):
+    from actune.cli import main
+    from actune.serve.adapters import load_adapter, unload_adapter
+
+    name = "cli-adapter"
+    save_prompt_spec(PromptSpec(method="react", regime="zero_shot", wire="chat"), random_lora)
+    load_adapter(vllm_server.base_url, name, random_lora)
+    try:
+        rc = main(["run", "--endpoint", vllm_server.base_url, "--model", name, "--adapter", str(random_lora),
+                   "--env", "wiki", "--corpus", str(CORPUS), "--question", TASK.question, "--answer", "1946",
+                   "--set", "max_steps=2", "--set", "max_tokens=24", "--json"])
+    finally:
+        unload_adapter(vllm_server.base_url, name)
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    assert f"applied prompt spec {random_lora / 'actune_prompt.json'}: method=react regime=zero_shot wire=chat" in out.err
+    record = Trajectory.from_dict(json.loads(out.out))
+    # the adapter answered (an unknown model name would be a 404 -> server_error), in the spec's format
+    assert record.finish_reason not in ("server_error", "context_overflow"), record.info.get("error")
+    assert record.usage.requests >= 1 and record.usage.completion_tokens > 0
+    assert (record.model.name, record.model.adapter) == (name, name)
+    assert (record.model.regime, record.model.wire, record.model.exemplar_set) == ("zero_shot", "chat", None)
+    assert step_order_problems(record) == []

@@ -254,3 +254,26 @@ def test_endpoints_or_server_uses_given_endpoints_or_starts_one(tmp_path, monkey
         assert endpoints == [f"http://127.0.0.1:{cfg.port}/v1"] and model == "served"
         assert httpx.get(f"http://127.0.0.1:{cfg.port}/health").status_code == 200
     server.check_port_free("127.0.0.1", cfg.port)  # the server is gone
+
+
+def test_unknown_model_is_a_serve_error_before_start(tmp_path, monkeypatch):
+    _fake_vllm_installed(monkeypatch)
+    from actune.serve.errors import ServeError
+
+    with pytest.raises(ServeError, match="cannot serve model 'no-such-model'"):
+        server.start_server(ServeConfig(model="no-such-model", port=server.free_port()), log_path=tmp_path / "log")
+    assert not (tmp_path / "log").exists()
+
+
+def test_stale_ipc_sockets_are_removed_but_bound_ones_kept(tmp_path):
+    live = socket.socket(socket.AF_UNIX)
+    live.bind(str(tmp_path / "live"))
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(str(tmp_path / "stale"))
+    stale.close()  # closed, but the socket file stays, as vLLM's do
+    (tmp_path / "plain-file").write_text("x")
+    try:
+        assert server.remove_stale_sockets(tmp_path) == [tmp_path / "stale"]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["live", "plain-file"]
+    finally:
+        live.close()

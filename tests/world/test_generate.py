@@ -88,7 +88,7 @@ def test_comparison_answers_follow_the_years_and_are_balanced(world_dir: Path) -
             if r["meta"]["kind"] != "comparison":
                 continue
             a, b = r["meta"]["supporting_titles"]
-            year = {t: int(re.search(r"\b(\d{4})\b", pages[t].replace(t, "")).group(1)) for t in (a, b)}
+            year = {t: int(re.search(r"(?:founded|born)[^.]*?\b(\d{3,4})\b", pages[t]).group(1)) for t in (a, b)}
             assert r["answer"] == min((a, b), key=year.get)
             assert r["meta"]["answer_position"] == ("first" if r["answer"] == a else "second")
             positions[split, r["meta"]["answer_position"]] += 1
