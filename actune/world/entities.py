@@ -132,8 +132,9 @@ def _city_page(rng: random.Random, c: City, cfg: WorldConfig) -> Page:
 
 
 def _person_page(rng: random.Random, p: Person, companies: dict[str, Company], cfg: WorldConfig) -> Page:
-    intro = rng.choice((f"{p.name} (born {p.born}) is a {p.occupation}.",
-                        f"{p.name} is a {p.occupation} born in {p.born}."))
+    a = "an" if p.occupation[0] in "aeiou" else "a"
+    intro = rng.choice((f"{p.name} (born {p.born}) is {a} {p.occupation}.",
+                        f"{p.name} is {a} {p.occupation} born in {p.born}."))
     keys = [("birth_city", rng.choice((f"{p.family} was born in {p.birth_city}.",
                                        f"{p.name} was born in the city of {p.birth_city}.")))]
     if p.founded_company is not None:
@@ -169,7 +170,7 @@ def _company_page(rng: random.Random, c: Company, cfg: WorldConfig) -> Page:
 def build_world(cfg: WorldConfig, rng: random.Random) -> World:
     """Draw every entity and write every page; deterministic given ``rng``'s state."""
     names = NameGenerator(rng)
-    provinces = [names.token((2, 3)) for _ in range(cfg.n_provinces)]
+    provinces = [names.token((2,)) for _ in range(cfg.n_provinces)]
     rivers = [names.token((2,)) for _ in range(max(4, cfg.n_cities // 3))]
 
     cities: dict[str, City] = {}
@@ -182,7 +183,7 @@ def build_world(cfg: WorldConfig, rng: random.Random) -> World:
 
     people: dict[str, Person] = {}
     for _ in range(cfg.n_people):
-        p = Person(names.token((2,)), names.token((2, 2, 3)), rng.randrange(1890, 1996),
+        p = Person(names.token((2,)), names.token((2,)), rng.randrange(1890, 1996),
                    rng.choice(city_names), rng.choice(_OCCUPATIONS))
         people[p.name] = p
 
@@ -192,7 +193,7 @@ def build_world(cfg: WorldConfig, rng: random.Random) -> World:
     for founder_name in founders:
         founder = people[founder_name]
         industry = rng.choice(industries)
-        name = f"{names.token((2, 2, 3))} {_INDUSTRIES[industry]}"
+        name = f"{names.token((2,))} {_INDUSTRIES[industry]}"
         # Founders found companies between ages 22 and 60.
         founded = founder.born + rng.randrange(22, min(61, 2025 - founder.born))
         companies[name] = Company(name, industry, founded, founder_name)

@@ -96,3 +96,43 @@ def test_one_game_of_each_type_is_won_by_its_walkthrough_in_react_form() -> None
         puts = [r.observation for c, r in zip(walkthrough(task.meta["gamefile"]), results) if c.startswith("move ")]
         assert all(o.startswith("You put the ") and " in/on the " in o for o in puts), puts
     env.close()
+
+
+class ScriptedLLM:
+    """A fake model: returns the given step texts in order."""
+
+    def __init__(self, replies: list[str]) -> None:
+        self.replies = list(replies)
+        self.prompts: list[str] = []
+
+    async def complete(self, prompt, *, sampling, stop=None):
+        from actune.llm import Completion, Usage
+
+        self.prompts.append(prompt)
+        return Completion(text=self.replies.pop(0), finish_reason="stop", usage=Usage(1, 1))
+
+    async def chat(self, messages, *, sampling, stop=None, extra_body=None):
+        raise AssertionError("text wire only")
+
+
+@needs_textworld
+def test_the_agent_loop_wins_a_game_and_scores_it() -> None:
+    import asyncio
+
+    from actune.agent import AgentConfig, run_episode
+    from actune.envs.alfworld_env import AlfWorldEnv
+
+    task = load_games(SAMPLE)[0]
+    llm = ScriptedLLM([
+        " To solve the task, I need to find an alarmclock, then a desklamp.\nAction 1: think: The desk may hold both.",
+        " I will check the desk first.\nAction 2: go to desk 1",
+        " The desk has a desklamp 1.\nAction 3: use desklamp 1",
+        " Now I take the alarmclock.\nAction 4: take alarmclock 2 from desk 1",
+    ])
+    traj = asyncio.run(run_episode(task, AlfWorldEnv(), llm, AgentConfig(method="react", regime="zero_shot")))
+    assert traj.correct and traj.scores == {"won": 1.0}
+    observations = [s.text for s in traj.steps if s.type == "observation"]
+    assert observations[0] == "OK."
+    assert observations[1].startswith("On the desk 1, you see a alarmclock 2")
+    assert "Your task is to: look at alarmclock under the desklamp." in llm.prompts[0]
+    assert llm.replies == []

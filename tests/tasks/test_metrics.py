@@ -77,3 +77,15 @@ def test_normalize_label() -> None:
     assert normalize_label(" supports. ") == "SUPPORTS"
     assert normalize_label("NOT_ENOUGH_INFO") == "NOT ENOUGH INFO"
     assert normalize_label("support") is None
+
+
+def test_docqa_citations_do_not_count_against_the_answer():
+    from actune.task import Task
+    from actune.tasks.metrics import score_prediction, strip_citations
+
+    assert strip_citations("Paris [1][2]") == "Paris"
+    assert strip_citations("Paris [1, 3].") == "Paris."
+    task = Task(id="d1", question="q", answer="Paris", env="docqa")
+    assert score_prediction(task, "Paris [2]", {})[0] is True
+    # other environments keep brackets as written
+    assert score_prediction(Task(id="w1", question="q", answer="Paris"), "Paris [2]", {})[0] is False

@@ -200,3 +200,12 @@ def test_default_world_dir_generates_once_and_reuses(tmp_path: Path) -> None:
     assert default_world_dir(cfg, root=tmp_path) == folder
     assert (folder / "world.json").stat().st_mtime_ns == stamp
     assert default_world_dir(WorldConfig(seed=3, **SMALL), root=tmp_path) != folder
+
+
+def test_pages_read_as_plain_english(world_dir: Path) -> None:
+    text = " ".join(s for p in _read_jsonl(world_dir / "corpus.jsonl") for s in p["sentences"])
+    assert not re.search(r"\ba [aeiou]", text)  # "an engineer", never "a engineer"
+    for page in _read_jsonl(world_dir / "corpus.jsonl"):
+        assert page["sentences"][0].startswith(page["title"] + " ")
+        assert all(s.endswith(".") for s in page["sentences"])
+        assert 5 <= len(page["sentences"]) <= 8
