@@ -1,7 +1,5 @@
 import json
-import os
 import shutil
-from pathlib import Path
 
 import pytest
 

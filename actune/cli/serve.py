@@ -11,7 +11,6 @@ import argparse
 import signal
 import sys
 import time
-from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:

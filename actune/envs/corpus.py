@@ -41,6 +41,7 @@ from actune.config import actune_home
 from actune.envs.bm25_index import Bm25Builder, Bm25Index
 from actune.envs.sentences import split_sentences
 from actune.envs.titles import base_title, normalize_title
+from actune.jsonl import iter_jsonl_objects
 
 __all__ = ["CorpusError", "WikiPage", "LocalCorpus", "read_corpus", "index_dir_for", "INDEX_VERSION"]
 
@@ -78,22 +79,11 @@ def _record_sentences(record: dict, where: str) -> list[str]:
 
 def read_corpus(path: str | Path) -> Iterator[tuple[str, list[str]]]:
     """Yield ``(title, sentences)`` per line; a bad line raises :class:`CorpusError` naming file:line."""
-    path = Path(path)
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{line_no}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise CorpusError(f"{where}: not valid JSON ({e.msg})") from None
-            if not isinstance(record, dict):
-                raise CorpusError(f"{where}: expected a JSON object, got {type(record).__name__}")
-            title = record.get("title")
-            if not isinstance(title, str) or not title.strip():
-                raise CorpusError(f"{where}: missing or empty 'title'")
-            yield title.strip(), _record_sentences(record, where)
+    for where, record in iter_jsonl_objects(path, CorpusError):
+        title = record.get("title")
+        if not isinstance(title, str) or not title.strip():
+            raise CorpusError(f"{where}: missing or empty 'title'")
+        yield title.strip(), _record_sentences(record, where)
 
 
 def _hash(text: str) -> int:

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
+from actune.jsonl import iter_jsonl_objects
+
 __all__ = ["TaskFileError", "iter_json_records", "iter_hf_records", "hf_split_names"]
 
 
@@ -16,18 +18,7 @@ class TaskFileError(ValueError):
 def iter_json_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield ``(where, record)``: ``where`` is ``file:line`` for JSONL, ``file: item i`` for a JSON list."""
     if path.suffix == ".jsonl":
-        with open(path, encoding="utf-8") as f:
-            for line_no, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                where = f"{path}:{line_no}"
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise TaskFileError(f"{where}: not valid JSON ({e.msg})") from None
-                if not isinstance(rec, dict):
-                    raise TaskFileError(f"{where}: expected a JSON object, got {type(rec).__name__}")
-                yield where, rec
+        yield from iter_jsonl_objects(path, TaskFileError)
         return
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
