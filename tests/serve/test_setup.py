@@ -38,6 +38,9 @@ def test_cpu_command_line_and_environment(tmp_path, monkeypatch):
     assert flag(argv, "--served-model-name") == "smollm2-135m"
     assert (flag(argv, "--host"), flag(argv, "--port"), flag(argv, "--max-model-len")) == ("127.0.0.1", "8123", "2048")
     assert "--enforce-eager" in argv and "--enable-lora" in argv and "--enable-prompt-tokens-details" in argv
+    assert "--no-enable-chunked-prefill" in argv
+    assert "--no-enable-chunked-prefill" not in build_argv(cfg.model_copy(update={"chunked_prefill": True}),
+                                                           "/models/smol", "cpu", python="py")
     assert flag(argv, "--max-lora-rank") == "16"
     assert "--tensor-parallel-size" not in argv and "--lora-modules" not in argv
     env = build_env(cfg, "cpu", base={"PATH": "/bin"})
@@ -55,7 +58,7 @@ def test_gpu_command_line_passes_parallelism_and_memory(tmp_path, monkeypatch):
                       adapters={"a": "/ad/a"}, extra_args=["--max-num-seqs", "8"])
     argv = build_argv(cfg, "org/m", "cuda", python="py")
     assert flag(argv, "--tensor-parallel-size") == "2" and flag(argv, "--gpu-memory-utilization") == "0.5"
-    assert "--enforce-eager" not in argv
+    assert "--enforce-eager" not in argv and "--no-enable-chunked-prefill" not in argv
     assert flag(argv, "--api-key") == "k"
     assert flag(argv, "--lora-modules") == "a=/ad/a" and "--enable-lora" in argv
     assert argv[-2:] == ["--max-num-seqs", "8"]
