@@ -77,7 +77,7 @@ def _deep_copy(data: Any) -> Any:
     return data
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def read_yaml(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -126,7 +126,7 @@ def load_config(
     name the full key path (``serve.port``). A file without the key is read whole.
     Raises :class:`ConfigError` naming the file and every bad key path.
     """
-    data: dict[str, Any] = _read_yaml(Path(path)) if path is not None else {}
+    data: dict[str, Any] = read_yaml(Path(path)) if path is not None else {}
     overrides = list(overrides or [])
     prefix = ""
     if section is not None and isinstance(data.get(section), dict):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from actune.config import ConfigError
@@ -43,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("actune: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `actune ... | head`: the reader left; stop quietly like other Unix tools.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

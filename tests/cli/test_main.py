@@ -29,20 +29,21 @@ def test_config_show_resolves_file_and_overrides():
     assert cfg["serve"]["model"] == "smollm2-135m"
 
 
-def test_every_shipped_run_config_is_valid():
-    # world.yaml is a WorldConfig (actune world generate --config), the others are run configs.
-    files = sorted(f for f in (REPO / "configs").glob("*.yaml") if f.name != "world.yaml")
-    assert len(files) >= 3
+def test_every_shipped_config_is_valid_and_recognised():
+    expected = {"world.yaml": "world", "envs": "env", "tasks": "tasks"}
+    files = sorted((REPO / "configs").rglob("*.yaml"))
+    assert len(files) >= 6
     for f in files:
         out = actune("config", "show", str(f))
         assert out.returncode == 0, f"{f}: {out.stderr}"
+        kind = expected.get(f.name, expected.get(f.parent.name, "run"))
+        assert out.stdout.startswith(f"# {kind} config"), (f, out.stdout[:80])
 
 
-def test_world_config_file_is_valid():
-    from actune.config import load_config
-    from actune.world.config import WorldConfig
-
-    assert load_config(WorldConfig, REPO / "configs" / "world.yaml") == WorldConfig()
+def test_config_kind_can_be_named():
+    out = actune("config", "show", "--kind", "train", "lora.r=4")
+    assert out.returncode == 0, out.stderr
+    assert yaml.safe_load(out.stdout)["lora"]["r"] == 4
 
 
 def test_config_errors_name_key_path_and_file(tmp_path):
