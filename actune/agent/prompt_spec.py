@@ -8,14 +8,13 @@ which method, regime and wire format go with which adapter.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Literal
 
 from pydantic import ValidationError
 
 from actune.agent.config import AgentConfig
+from actune.atomic_write import atomic_write_text
 from actune.config import ConfigError, StrictModel
 
 __all__ = ["PROMPT_SPEC_FILE", "PromptSpec", "save_prompt_spec", "load_prompt_spec", "find_prompt_spec"]
@@ -66,10 +65,7 @@ def save_prompt_spec(spec: PromptSpec, folder_or_file: str | Path) -> Path:
     if p.is_dir() or not p.suffix:
         p.mkdir(parents=True, exist_ok=True)
         p = p / PROMPT_SPEC_FILE
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(spec.model_dump_json(indent=2) + "\n")
-    os.replace(tmp, p)
+    atomic_write_text(p, spec.model_dump_json(indent=2) + "\n")
     return p
 
 

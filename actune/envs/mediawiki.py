@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from urllib.parse import urlparse
 
 import httpx
 
+from actune.atomic_write import atomic_write_text
 from actune.config import actune_home
 from actune.envs.corpus import WikiPage
 from actune.envs.sentences import split_sentences
@@ -81,14 +80,7 @@ class MediaWikiClient:
             return json.loads(path.read_text(encoding="utf-8"))
         data = self._fetch(params)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, ensure_ascii=False)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_text(path, json.dumps(data, ensure_ascii=False))
         return data
 
     def _fetch(self, params: dict[str, Any]) -> dict[str, Any]:

@@ -9,11 +9,10 @@ Records: ``paper_dev.jsonl`` lines ``{"id", "label", "claim", "verifiable", "evi
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from actune.atomic_write import atomic_writer
 from actune.envs.sentences import split_sentences
 from actune.task import Task
 from actune.tasks.metrics import normalize_label
@@ -90,11 +89,9 @@ def write_wiki_from_observation_cache(cache_path: str | Path, out_path: str | Pa
             pages[title] = sentences
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out_path.parent, prefix=".tmp-", suffix=".jsonl")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
+    with atomic_writer(out_path) as f:
         for title, sentences in pages.items():
             f.write(json.dumps({"title": title, "sentences": sentences}, ensure_ascii=False) + "\n")
-    os.replace(tmp, out_path)
     return len(pages)
 
 

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from actune.atomic_write import atomic_write_text
 from actune.config import actune_home
 from actune.world.config import WORLD_VERSION, WorldConfig
 from actune.world.entities import World, build_world
@@ -73,17 +72,6 @@ def _jsonl(records: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_world(cfg: WorldConfig, out_dir: str | Path) -> GeneratedWorld:
     """Generate ``cfg``'s world and write its files into ``out_dir`` (created; files replaced atomically).
 
@@ -92,10 +80,10 @@ def write_world(cfg: WorldConfig, out_dir: str | Path) -> GeneratedWorld:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     gen = generate_world(cfg)
-    _write_atomic(out / "corpus.jsonl", _jsonl(gen.corpus))
+    atomic_write_text(out / "corpus.jsonl", _jsonl(gen.corpus))
     for split, records in gen.splits.items():
-        _write_atomic(out / f"{split}.jsonl", _jsonl(records))
-    _write_atomic(out / "world.json", json.dumps(gen.manifest, indent=2, ensure_ascii=False) + "\n")
+        atomic_write_text(out / f"{split}.jsonl", _jsonl(records))
+    atomic_write_text(out / "world.json", json.dumps(gen.manifest, indent=2, ensure_ascii=False) + "\n")
     return gen
 
 
