@@ -64,3 +64,23 @@ def vllm_server(embedded_model: Path, tmp_path_factory, pytestconfig):
         server = stack.enter_context(start(cfg))
         yield server
     assert group_members(server.pid) == [], f"vLLM server processes left behind (group {server.pid})"
+
+
+@pytest.fixture(scope="module")
+def random_lora(embedded_model, tmp_path_factory):
+    """A tiny PEFT LoRA (r=8 on q_proj/v_proj) for the embedded model whose B matrices are random, so it
+    changes the outputs. One per test module: modules may write files into it (a prompt spec)."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    base = AutoModelForCausalLM.from_pretrained(embedded_model, dtype=torch.float32)
+    model = get_peft_model(base, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"]))
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0.0, 0.05)
+    out = tmp_path_factory.mktemp("lora") / "random-lora"
+    model.save_pretrained(out)
+    return out

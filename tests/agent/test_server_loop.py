@@ -80,26 +80,11 @@ def test_cli_run_prints_record(vllm_server, tmp_path, capsys):
     rc = main(["run", "--endpoint", vllm_server.base_url, "--model", vllm_server.model, "--env", "wiki",
                "--corpus", str(CORPUS), "--question", TASK.question, "--answer", "1946",
                "--prompt-spec", str(spec_dir), "--set", "max_steps=2", "--set", "max_tokens=32",
-               "--set", f"exemplar_set=wiki", "--json"])
+               "--set", "exemplar_set=wiki", "--json"])
     assert rc == 0
     record = Trajectory.from_dict(json.loads(capsys.readouterr().out))
     assert record.method == "act" and record.task.answer == "1946"
     assert record.usage.requests >= 1 and step_order_problems(record) == []
-
-
-def _serve_tests_module():
-    # Reuse the serve tests' random-LoRA fixture rather than a second copy. tests/serve is not a package
-    # (and "serve" would name the project's own serve/ folder), so load the file by path.
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[1] / "serve" / "test_server.py"
-    spec = importlib.util.spec_from_file_location("actune_tests_serve_test_server", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-random_lora = _serve_tests_module().random_lora
 
 
 def test_cli_run_adapter_uses_its_prompt_spec(vllm_server, random_lora, capsys):

@@ -71,25 +71,6 @@ def test_unknown_model_is_a_request_error(vllm_server):
         run(go())
 
 
-@pytest.fixture(scope="module")
-def random_lora(embedded_model, tmp_path_factory):
-    """A tiny PEFT LoRA (r=8 on q_proj/v_proj) whose B matrices are random, so it changes the outputs."""
-    import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    torch.manual_seed(0)
-    base = AutoModelForCausalLM.from_pretrained(embedded_model, dtype=torch.float32)
-    model = get_peft_model(base, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"]))
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if "lora_B" in name:
-                param.normal_(0.0, 0.05)
-    out = tmp_path_factory.mktemp("lora") / ADAPTER
-    model.save_pretrained(out)
-    return out
-
-
 def test_lora_adapter_loads_answers_changes_logprobs_and_unloads(vllm_server, random_lora):
     prompt = "The capital of France is"
     sampling = Sampling(max_tokens=6, logprobs=1)
