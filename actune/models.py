@@ -91,7 +91,8 @@ def _download_from_hub(repo_id: str) -> Path:
     except ImportError as e:  # pragma: no cover - huggingface_hub comes with transformers
         raise ModelError("huggingface_hub is needed to download models: pip install 'actune[cpu]'") from e
     try:
-        return Path(snapshot_download(repo_id, allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja"]))
+        patterns = ["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja"]
+        return Path(snapshot_download(repo_id, allow_patterns=patterns))
     except Exception as e:
         raise ModelError(f"could not download {repo_id!r} from the Hugging Face Hub: {e}") from e
 

@@ -1,4 +1,4 @@
-"""Wikipedia-environment latency: search/lookup p50/p95, index build time and peak memory.
+"""Wikipedia-environment latency: search/lookup p50/p95, index build time, peak build memory and open RSS.
 
 Corpora: the 17,440-paragraph HotpotQA union (when ../shared exists) and a generated corpus of
 synthetic paragraphs (Zipf-distributed pseudo-words; 1M by default) in a temp folder.
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
-import resource
 import shutil
 import statistics
 import subprocess
@@ -71,7 +71,10 @@ def generate_corpus(path: Path, n: int, profile: str = "realistic", seed: int = 
     cdf = np.cumsum(weights / weights.sum())
     chunk = 20_000
     per_doc = (sent_range[1] - 1) * (n_sent_range[1] - 1)
-    with open(path, "w", encoding="utf-8") as f:
+    from actune.atomic_write import atomic_writer
+
+    # Atomic, so an interrupted run cannot leave a short corpus that --workdir would reuse.
+    with atomic_writer(path) as f:
         for start in range(0, n, chunk):
             m = min(chunk, n - start)
             ids = np.minimum(np.searchsorted(cdf, rng.random((m, per_doc))), len(vocab) - 1)
@@ -95,10 +98,20 @@ def build_in_child(corpus: Path, index_root: Path) -> dict:
         "from actune.envs.corpus import build_index, index_dir_for;"
         "t=time.perf_counter();"
         f"m=build_index({str(corpus)!r}, index_dir_for({str(corpus)!r}, {str(index_root)!r}));"
-        "print(json.dumps({'seconds': time.perf_counter()-t, 'peak_rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024, 'meta': m}))"
+        "peak=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024;"  # ru_maxrss is in KiB on Linux
+        "print(json.dumps({'seconds': time.perf_counter()-t, 'peak_rss_mb': peak, 'meta': m}))"
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def current_rss_mb() -> float:
+    """Resident memory now (ru_maxrss is the peak, so differences of it hide what an open adds)."""
+    try:
+        resident_pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return float("nan")  # no procfs (macOS): the figure is reported as unknown
+    return resident_pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def pct(values: list[float], q: float) -> float:
@@ -111,10 +124,11 @@ def measure(corpus: Path, index_root: Path, n_queries: int, seed: int = 0) -> di
     from actune.envs.wiki_env import WikiEnv
     from actune.task import Task
 
-    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss0 = current_rss_mb()
     t = time.perf_counter()
     lc = LocalCorpus.open(corpus, index_root)
     open_s = time.perf_counter() - t
+    rss_open = current_rss_mb() - rss0
     env = WikiEnv(lc)
     env.reset(Task(id="bench", question=""))
     rng = random.Random(seed)
@@ -142,7 +156,7 @@ def measure(corpus: Path, index_root: Path, n_queries: int, seed: int = 0) -> di
     return {
         "pages": lc.num_pages,
         "open_s": open_s,
-        "rss_after_open_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - rss0,
+        "rss_after_open_mb": rss_open,
         "search_hit_p50_ms": pct(hit_ms, 50), "search_hit_p95_ms": pct(hit_ms, 95),
         "search_miss_p50_ms": pct(miss_ms, 50), "search_miss_p95_ms": pct(miss_ms, 95),
         "lookup_p50_ms": pct(look_ms, 50), "lookup_p95_ms": pct(look_ms, 95),
@@ -186,7 +200,7 @@ def main() -> int:
     finally:
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
-    keys = ["corpus", "pages", "build_s", "build_peak_rss_mb", "open_s", "search_hit_p50_ms",
+    keys = ["corpus", "pages", "build_s", "build_peak_rss_mb", "open_s", "rss_after_open_mb", "search_hit_p50_ms",
             "search_hit_p95_ms", "search_miss_p50_ms", "search_miss_p95_ms", "lookup_p50_ms", "lookup_p95_ms"]
     print("\n" + " | ".join(keys))
     for r in rows:

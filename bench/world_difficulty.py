@@ -99,7 +99,7 @@ async def _run_all(tasks, world: Path, endpoint: str, model: str, args) -> list:
 def _report(results, args, elapsed: float) -> dict:
     by_group: dict[str, list] = defaultdict(list)
     errors = sum(traj is None for _, _, traj, _ in results)
-    for task, attempt, traj, grounded in results:
+    for task, _attempt, traj, grounded in results:
         if traj is None:
             continue
         group = task.meta["kind"] + (" (held-out)" if task.meta.get("heldout_template") else "")
@@ -181,14 +181,16 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         results = asyncio.run(_run_all(tasks, world, endpoint, model, args))
         summary = _report(results, args, time.perf_counter() - t0)
+    from actune.atomic_write import atomic_write_text, atomic_writer
+
     if args.dump:
-        with args.dump.open("w") as f:
+        with atomic_writer(args.dump) as f:
             for _, _, traj, _ in results:
                 if traj is not None:
                     f.write(json.dumps(traj.to_dict()) + "\n")
     if args.out:
-        args.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "summary": summary},
-                                       indent=2) + "\n")
+        report = {"args": {k: str(v) for k, v in vars(args).items()}, "summary": summary}
+        atomic_write_text(args.out, json.dumps(report, indent=2) + "\n")
     return 0
 
 

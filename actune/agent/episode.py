@@ -31,9 +31,13 @@ MAX_STOP_STRINGS = 4
 class LLM(Protocol):
     """What the loop needs from a model client (``actune.llm.LLMClient`` or a test fake)."""
 
-    async def complete(self, prompt: str, *, sampling: Sampling, stop: list[str] | None = None, **kw: Any) -> Completion: ...
+    async def complete(
+        self, prompt: str, *, sampling: Sampling, stop: list[str] | None = None, **kw: Any
+    ) -> Completion: ...
 
-    async def chat(self, messages: list[dict[str, Any]], *, sampling: Sampling, stop: list[str] | None = None, **kw: Any) -> Completion: ...
+    async def chat(
+        self, messages: list[dict[str, Any]], *, sampling: Sampling, stop: list[str] | None = None, **kw: Any
+    ) -> Completion: ...
 
 
 @dataclass
@@ -135,7 +139,9 @@ class Episode:
         return self._prompts[method]
 
     # --- model calls -------------------------------------------------------------------------
-    def sampling(self, temperature: float | None = None, max_tokens: int | None = None, offset: int | None = None) -> Sampling:
+    def sampling(
+        self, temperature: float | None = None, max_tokens: int | None = None, offset: int | None = None
+    ) -> Sampling:
         k = self.requests if offset is None else offset
         return Sampling(
             temperature=self.cfg.temperature if temperature is None else temperature,

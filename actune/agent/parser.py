@@ -5,17 +5,21 @@ Tolerant by design: labels in any case (``Action``, ``ACTION``), with or without
 ``FINAL ANSWER: ...`` or ``finish[...]``. Anything the model writes after its action that looks like
 an observation (even a fragment such as ``\\nObserv`` left by a stop string) is cut off: an
 observation the model made up is never trusted. Never raises on any input string; what cannot be
-parsed comes back with ``error`` set, which the loop turns into a format hint for the model.
+parsed comes back with ``error`` set, which the loop turns into a format hint for the model. (A crash
+inside the parser is caught and logged as a bug; the fuzz test runs the parser without that net.)
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 
 from actune.envs.base import Action
 
 __all__ = ["ParsedStep", "parse_step", "parse_action", "parse_answer", "strip_made_up_observation"]
+
+log = logging.getLogger(__name__)
 
 # A made-up observation, a new question/claim, or a stop string cut mid-token ("\nObserv").
 _CUT = re.compile(r"(?:^|\n)[ \t]*(?:observation[ \t]*\d*[ \t]*:|question[ \t]*:|claim[ \t]*:)", re.IGNORECASE)
@@ -113,7 +117,10 @@ def parse_step(
     """Parse a generated step: optional leading label, thought, ``Action i: ...`` or ``FINAL ANSWER:``."""
     try:
         return _parse_step(text, action_names, finish_action, free_text)
-    except Exception as e:  # the parser must never take an episode down
+    except Exception as e:
+        # A safety net, not a code path: the parser must never take an episode down, but a crash here is
+        # a parser bug (the fuzz test calls _parse_step without this net), so it is logged with its traceback.
+        log.exception("parse_step crashed on %r", text)
         return ParsedStep(thought="", error=f"Invalid step: could not parse ({type(e).__name__}).")
 
 
@@ -181,16 +188,21 @@ def parse_answer(text: str) -> tuple[str, str | None]:
     Looks for an ``Answer:`` line, then for "the answer is X".
     """
     try:
-        body = strip_made_up_observation(str(text))
-        m = _ANSWER.search(body)
-        if m:
-            answer = m.group(1).strip()
-            return _LEAD_LABEL.sub("", body[: m.start()]).strip(), (answer or None)
-        m2 = None
-        for m2 in _ANSWER_IS.finditer(body):
-            pass
-        if m2 is not None:
-            return _LEAD_LABEL.sub("", body).strip(), m2.group(1).strip() or None
-        return _LEAD_LABEL.sub("", body).strip(), None
+        return _parse_answer(text)
     except Exception:
+        log.exception("parse_answer crashed on %r", text)  # a parser bug; see parse_step
         return "", None
+
+
+def _parse_answer(text: str) -> tuple[str, str | None]:
+    body = strip_made_up_observation(str(text))
+    m = _ANSWER.search(body)
+    if m:
+        answer = m.group(1).strip()
+        return _LEAD_LABEL.sub("", body[: m.start()]).strip(), (answer or None)
+    m2 = None
+    for m2 in _ANSWER_IS.finditer(body):  # noqa: B007 - the last "the answer is" wins
+        pass
+    if m2 is not None:
+        return _LEAD_LABEL.sub("", body).strip(), m2.group(1).strip() or None
+    return _LEAD_LABEL.sub("", body).strip(), None

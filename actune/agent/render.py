@@ -36,7 +36,7 @@ PAPER_WEBTHINK_INSTRUCTION = """Solve a question answering task with interleavin
 (2) Lookup[keyword], which returns the next sentence containing keyword in the current passage.
 (3) Finish[answer], which returns the answer and finishes the task.
 Here are some examples.
-"""
+"""  # noqa: E501, W291 - verbatim from the paper's code, trailing space included
 
 _TASK_PHRASE = {
     "fever": "Decide whether a claim is SUPPORTS, REFUTES or NOT ENOUGH INFO",
@@ -175,7 +175,10 @@ def _answer_line(ctx: PromptContext, s: Step) -> str:
         return f"Answer: {s.action_arg or ''}"
     if ctx.method == "reflact":
         return f"FINAL ANSWER: {s.action_arg or ''}"
-    text = s.text if _is_finish(s.text, ctx.finish_action) is not None else f"{ctx.finish_action or 'finish'}[{s.action_arg or ''}]"
+    if _is_finish(s.text, ctx.finish_action) is not None:
+        text = s.text
+    else:
+        text = f"{ctx.finish_action or 'finish'}[{s.action_arg or ''}]"
     return f"Action {s.iteration}: {text}"
 
 

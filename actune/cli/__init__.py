@@ -22,7 +22,9 @@ SUBCOMMAND_MODULES = [
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="actune",
-        description="Serve a model with vLLM, run agent loops, bootstrap trajectories, fine-tune LoRA adapters, evaluate.",
+        description=(
+            "Serve a model with vLLM, run agent loops, bootstrap trajectories, fine-tune LoRA adapters, evaluate."
+        ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMAND_MODULES:

@@ -168,7 +168,8 @@ class AlfWorldEnv:
         # the older "You arrive at loc 12."), and "move" reads as ReAct's "put ... in/on".
         obs = _ARRIVE.sub("", obs.strip())
         obs = _MOVED.sub(r"You put the \1 in/on the \2.", obs)
-        return StepResult(clip_observation(obs, self.max_observation_chars), done=self.done, info={"won": self.won, "admissible_commands": self.admissible})
+        return StepResult(clip_observation(obs, self.max_observation_chars), done=self.done,
+                          info={"won": self.won, "admissible_commands": self.admissible})
 
 
 def walkthrough(game_file: str | Path) -> list[str]:

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from actune.agent import parser
 from actune.agent.parser import parse_action, parse_answer, parse_step, strip_made_up_observation
 from actune.envs.base import Action
 
@@ -64,14 +65,33 @@ def test_parse_answer():
     assert parse_answer(" nothing here") == ("nothing here", None)
 
 
+_STEP_CHARS = st.sampled_from(list("abc []:\nActionObservationFINALANSWERfinish[]search123 \t"))
+
+
 @settings(max_examples=400, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("abc []:\nActionObservationFINALANSWERfinish[]search123 \t")) | st.characters(),
-               max_size=120))
+@given(st.text(alphabet=_STEP_CHARS | st.characters(), max_size=120))
 def test_no_input_crashes(s):
-    p = parse_step(s, NAMES)
+    # The inner functions, without parse_step's catch-all: any exception here fails the test.
+    p = parser._parse_step(s, NAMES, "finish", False)
     assert p.action is None or p.action.name in NAMES
     assert (p.action is None) or p.error is None
-    p2 = parse_step(s, None, None, free_text=True)
+    p2 = parser._parse_step(s, None, None, True)
     assert isinstance(p2.thought, str)
-    r, a = parse_answer(s)
+    r, a = parser._parse_answer(s)
     assert isinstance(r, str) and (a is None or isinstance(a, str))
+
+
+def test_a_parser_crash_is_logged_and_becomes_a_step_error(monkeypatch, caplog):
+    def crash(*args):
+        raise IndexError("parser bug")
+
+    monkeypatch.setattr(parser, "_parse_step", crash)
+    monkeypatch.setattr(parser, "_parse_answer", crash)
+    with caplog.at_level("ERROR", logger="actune.agent.parser"):
+        step = parse_step(" t\nAction 1: search[x]", NAMES)
+        answer = parse_answer("Answer: x")
+    assert step.action is None and step.error == "Invalid step: could not parse (IndexError)."
+    assert answer == ("", None)
+    assert [r.getMessage() for r in caplog.records] == [
+        "parse_step crashed on ' t\\nAction 1: search[x]'", "parse_answer crashed on 'Answer: x'"]
+    assert all(r.exc_info and r.exc_info[0] is IndexError for r in caplog.records)

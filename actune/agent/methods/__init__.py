@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import AsyncIterator, Callable
 
 from actune.agent.episode import Episode, Event
-from actune.agent.methods.direct import run_cot, run_standard
 from actune.agent.methods.cot_sc import run_cot_sc
+from actune.agent.methods.direct import run_cot, run_standard
 from actune.agent.methods.hybrid import run_cotsc_react, run_react_cotsc
 from actune.agent.methods.interactive import run_interactive
 

@@ -26,7 +26,9 @@ async def run_standard(ep: Episode) -> AsyncIterator[Event]:
     ep.traj.finish_reason = "answered"
 
 
-async def cot_sample(ep: Episode, temperature: float | None = None, offset: int | None = None) -> tuple[str, str | None, int, float]:
+async def cot_sample(
+    ep: Episode, temperature: float | None = None, offset: int | None = None
+) -> tuple[str, str | None, int, float]:
     """One chain of thought -> (reasoning incl. the CoT prefix, answer or None, tokens, latency)."""
     c = await ep.generate([], f"Thought: {COT_PREFIX}", [], prompt=ep.prompt_for("cot"),
                           temperature=temperature, offset=offset)

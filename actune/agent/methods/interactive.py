@@ -108,8 +108,9 @@ async def run_interactive(ep: Episode, method: str, budget: int | None = None) -
         res = ep.env_step(action)
         obs = truncate_observation(res.observation, cfg.observation_max_tokens, ep.count_tokens)
         obs = " ".join(obs.split("\n"))  # one line per observation keeps the text format parseable
+        truncated = obs.endswith(" ...") and not res.observation.endswith(" ...")
         yield ep.add(Step("observation", obs, i, tokens=ep.count_tokens(obs),
-                          meta={"truncated": True} if obs.endswith(" ...") and not res.observation.endswith(" ...") else {}))
+                          meta={"truncated": True} if truncated else {}))
         if res.done:
             answer = (res.info or {}).get("answer")
             traj.prediction = answer

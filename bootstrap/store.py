@@ -1,0 +1,212 @@
+"""The bootstrap store: an append-only JSONL file of every finished episode, judged, one per line.
+
+    with TrajectoryStore.open("runs/x/trajectories.jsonl") as store:
+        if not store.has("task-7", 2):
+            store.append(traj)            # one line, flushed and fsynced before it returns
+
+Each line is a :class:`actune.trajectory.Trajectory` (``Trajectory.to_json``) whose
+``info["verdict"]`` holds the judge's verdict (:mod:`actune.bootstrap.judge`); kept or not, every
+finished episode is written, so a resumed run knows what was tried.
+
+Resuming: opening the store reads it and remembers every ``(task id, attempt)`` already done and how
+many records were kept. A record counts once its closing newline is on disk: a last line without one
+(the process died mid-write, or Ctrl-C) is cut off, and nothing else is ever rewritten. A bad line
+anywhere else is corruption, not a torn write: opening fails naming ``file:line``. No pair is ever
+written twice: ``append`` refuses a pair the store already holds, and an exclusive ``flock`` on the
+file stops a second process from appending to the same store at the same time.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from actune.bootstrap.judge import verdict_of
+from actune.trajectory import Trajectory, TrajectoryFormatError
+
+__all__ = ["StoreError", "StoreState", "TrajectoryStore", "read_state"]
+
+
+class StoreError(RuntimeError):
+    """The store cannot be used (locked by another process, corrupt line, duplicate episode)."""
+
+
+@dataclass
+class StoreState:
+    """What a store holds: counts and the episode keys, as read from the file."""
+
+    records: int = 0
+    kept: int = 0
+    done: set[tuple[str, int]] = field(default_factory=set)
+    """(task id, attempt) of every record."""
+    run_ids: list[str] = field(default_factory=list)
+    """Run ids in the order they first appear."""
+
+
+def _cut_torn_tail(fd: int) -> int:
+    """Truncate everything after the last newline; return how many bytes were cut (0: none)."""
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return 0
+    # Scan backwards in blocks for the last newline: the file may be large, the tail is short.
+    pos, block = size, 1 << 16
+    while pos > 0:
+        start = max(0, pos - block)
+        chunk = os.pread(fd, pos - start, start)
+        i = chunk.rfind(b"\n")
+        if i != -1:
+            keep = start + i + 1
+            break
+        pos = start
+    else:
+        keep = 0
+    if keep < size:
+        os.ftruncate(fd, keep)
+        os.fsync(fd)
+    return size - keep
+
+
+def read_state(path: str | Path) -> StoreState:
+    """Counts and keys of the records in ``path`` (which must end in a complete line).
+
+    Raises :class:`StoreError` naming ``file:line`` for a malformed record, a record without a
+    verdict, or a duplicate episode.
+    """
+    path = Path(path)
+    state = StoreState()
+    first_line: dict[tuple[str, int], int] = {}
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                traj = Trajectory.from_json(line)
+            except TrajectoryFormatError as e:
+                raise StoreError(f"{path}:{lineno}: corrupt store record: {e}") from None
+            key = (traj.task.id, traj.attempt)
+            if key in first_line:
+                raise StoreError(f"{path}:{lineno}: duplicate episode (task {key[0]!r}, attempt {key[1]}); "
+                                 f"first written at line {first_line[key]}")
+            first_line[key] = lineno
+            verdict = verdict_of(traj)
+            if verdict is None:
+                raise StoreError(f"{path}:{lineno}: record has no bootstrap verdict (info.verdict); "
+                                 "is this a bootstrap store?")
+            state.records += 1
+            state.kept += int(verdict.kept)
+            if traj.run_id not in state.run_ids:
+                state.run_ids.append(traj.run_id)
+    state.done = set(first_line)
+    return state
+
+
+class TrajectoryStore:
+    """An opened store: holds the file (locked) for appends. Use :meth:`open`."""
+
+    def __init__(self, path: Path, fd: int, state: StoreState, cut_bytes: int) -> None:
+        self.path = path
+        self._fd = fd
+        self.state = state
+        self.cut_bytes = cut_bytes
+        """Bytes of a torn last line removed when the store was opened (0: the file was whole)."""
+        self.appended = 0
+        """Records appended through this handle."""
+
+    @classmethod
+    def open(cls, path: str | Path) -> "TrajectoryStore":
+        """Open (creating) the store, lock it, cut a torn last line and read what it holds."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        created = not path.exists()
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise StoreError(f"{path}: another process is writing this store (it is locked); "
+                                 "wait for it or use another store path") from None
+            if created:
+                _fsync_dir(path.parent)
+            cut = _cut_torn_tail(fd)
+            state = read_state(path)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, fd, state, cut)
+
+    # --- reading -------------------------------------------------------------------------------
+    @property
+    def records(self) -> int:
+        return self.state.records
+
+    @property
+    def kept(self) -> int:
+        return self.state.kept
+
+    def has(self, task_id: str, attempt: int) -> bool:
+        return (task_id, attempt) in self.state.done
+
+    # --- writing -------------------------------------------------------------------------------
+    def append(self, traj: Trajectory) -> None:
+        """Write one judged record as one line, flushed and fsynced before returning.
+
+        Refuses a record without a verdict or whose (task, attempt) the store already holds. A failed
+        write is undone (the file is cut back), so a later append cannot land after half a line.
+        """
+        if self._fd < 0:
+            raise StoreError(f"{self.path}: the store is closed")
+        verdict = verdict_of(traj)
+        if verdict is None:
+            raise StoreError(f"{self.path}: record of task {traj.task.id!r} has no verdict; judge it first")
+        key = (traj.task.id, traj.attempt)
+        if key in self.state.done:
+            raise StoreError(f"{self.path}: episode (task {key[0]!r}, attempt {key[1]}) is already stored")
+        data = (traj.to_json() + "\n").encode("utf-8")
+        size = os.fstat(self._fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(self._fd, view)
+                view = view[n:]
+            os.fsync(self._fd)
+        except BaseException:
+            try:
+                os.ftruncate(self._fd, size)
+            except OSError:
+                self.close()  # cannot undo: refuse further appends; the next open cuts the torn tail
+            raise
+        self.state.done.add(key)
+        self.state.records += 1
+        self.state.kept += int(verdict.kept)
+        if traj.run_id not in self.state.run_ids:
+            self.state.run_ids.append(traj.run_id)
+        self.appended += 1
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)  # releases the flock
+            self._fd = -1
+
+    def __enter__(self) -> "TrajectoryStore":
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a new file's directory entry durable (best effort: not every platform opens folders)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
