@@ -9,7 +9,8 @@ PUBLIC API (other modules code against exactly this):
 
 Errors: LLMError (base), ContextLengthError (the prompt does not fit the model's context; callers
 end the episode with finish reason ``context_overflow``. When only prompt + max_tokens overflow, vLLM 0.32
-shortens max_tokens instead and the completion ends with finish_reason "length"), ServerError (5xx / connection after retries),
+shortens max_tokens instead and the completion ends with finish_reason "length"),
+ServerError (5xx / connection after retries),
 RequestError (4xx other than context length; never retried).
 
 ``model=`` on complete/chat overrides ClientConfig.model for one request (a LoRA adapter name, say);
@@ -138,7 +139,9 @@ class LLMClient:
         self._http = httpx.AsyncClient(
             headers=headers,
             timeout=httpx.Timeout(config.timeout_s, connect=min(config.timeout_s, 10.0)),
-            limits=httpx.Limits(max_connections=config.max_concurrency, max_keepalive_connections=config.max_concurrency),
+            limits=httpx.Limits(
+                max_connections=config.max_concurrency, max_keepalive_connections=config.max_concurrency
+            ),
             transport=transport,
         )
         self.usage = Usage()
@@ -310,7 +313,9 @@ def _error_message(resp: httpx.Response) -> str:
     return str(data)[:500]
 
 
-def complete_sync(config: ClientConfig, prompt: str, sampling: Sampling | None = None, stop: list[str] | None = None) -> Completion:
+def complete_sync(
+    config: ClientConfig, prompt: str, sampling: Sampling | None = None, stop: list[str] | None = None
+) -> Completion:
     """One completion from synchronous code (scripts, notebooks): opens and closes its own client."""
 
     async def _run() -> Completion:
@@ -321,7 +326,10 @@ def complete_sync(config: ClientConfig, prompt: str, sampling: Sampling | None =
 
 
 def chat_sync(
-    config: ClientConfig, messages: list[dict[str, str]], sampling: Sampling | None = None, stop: list[str] | None = None
+    config: ClientConfig,
+    messages: list[dict[str, str]],
+    sampling: Sampling | None = None,
+    stop: list[str] | None = None,
 ) -> Completion:
     """One chat completion from synchronous code."""
 

@@ -47,7 +47,8 @@ def shared_prefix(root_url: str, model: str, tokens: int) -> str:
     ids = httpx.post(f"{root_url}/tokenize", json={"model": model, "prompt": text}, timeout=60).json()["tokens"]
     if len(ids) < tokens:
         raise SystemExit(f"prefix too short: {len(ids)} tokens")
-    return httpx.post(f"{root_url}/detokenize", json={"model": model, "tokens": ids[:tokens]}, timeout=60).json()["prompt"]
+    answer = httpx.post(f"{root_url}/detokenize", json={"model": model, "tokens": ids[:tokens]}, timeout=60)
+    return answer.json()["prompt"]
 
 
 async def run_level(client: LLMClient, prefix: str, concurrency: int, requests: int, max_tokens: int) -> dict:

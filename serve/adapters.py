@@ -41,7 +41,9 @@ def validate_adapter_dir(path: str | Path, max_rank: int | None = None) -> Path:
     return folder
 
 
-def load_adapter(base_url: str, name: str, path: str | Path, api_key: str | None = None, timeout_s: float = 120.0) -> None:
+def load_adapter(
+    base_url: str, name: str, path: str | Path, api_key: str | None = None, timeout_s: float = 120.0
+) -> None:
     """Load (or reload) adapter ``name`` from ``path`` into the running server at ``base_url`` (…/v1)."""
     folder = validate_adapter_dir(path)
     _post(base_url, "load_lora_adapter", {"lora_name": name, "lora_path": str(folder)}, api_key, timeout_s,

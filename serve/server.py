@@ -108,7 +108,7 @@ def default_log_path(cfg: ServeConfig) -> Path:
 def start_server(cfg: ServeConfig, log_path: Path | None = None) -> ServerHandle:
     """Check everything that can be checked first, then launch the server (without waiting for it)."""
     require_vllm()
-    for name, path in cfg.adapters.items():
+    for path in cfg.adapters.values():
         validate_adapter_dir(path, max_rank=cfg.max_lora_rank)
     check_port_free(cfg.host, cfg.port)
     device: Device = detect_device() if cfg.device == "auto" else cfg.device
