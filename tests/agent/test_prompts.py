@@ -12,8 +12,8 @@ from actune.agent import AgentConfig, PromptSpec, load_prompt_spec, run_episode,
 from actune.agent.exemplars import ExemplarError, load_exemplars, load_paper_prompt, select_exemplars
 from actune.agent.render import build_prompt_context, render_exemplar, render_messages, render_text
 from actune.config import ConfigError
-from actune.tasks.metrics import strip_citations
 from actune.task import Task
+from actune.tasks.metrics import strip_citations
 
 from .fakes import FakeEnvironment, ScriptedLLM, exact_match_scorer
 

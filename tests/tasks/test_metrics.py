@@ -3,8 +3,7 @@ from __future__ import annotations
 import pytest
 
 from actune.task import Task
-from actune.tasks.metrics import (exact_match, f1_score, normalize_answer, normalize_label, qa_scores,
-                                  score_prediction)
+from actune.tasks.metrics import exact_match, f1_score, normalize_answer, normalize_label, qa_scores, score_prediction
 
 
 def test_normalize_answer_follows_the_official_order() -> None:
