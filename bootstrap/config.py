@@ -30,6 +30,9 @@ class BootstrapConfig(StrictModel):
     require_grounded: bool = True
     """Keep only answers whose supporting pages were actually retrieved (comparisons are coin flips
     otherwise; see the probe notes)."""
+    max_failed_episodes: int = Field(20, ge=0)
+    """Episodes that raise (a bug, a refused request; not a wrong answer) are logged and skipped, and a
+    rerun retries them; more failures than this abort the run."""
     env: EnvConfig = Field(default_factory=EnvConfig)
     """The environment episodes run in."""
     tasks: TaskConfig = Field(default_factory=TaskConfig)

@@ -16,6 +16,7 @@ SUBCOMMAND_MODULES = [
     "actune.cli.serve",
     "actune.cli.run",
     "actune.cli.world",
+    "actune.cli.bootstrap",
 ]
 
 

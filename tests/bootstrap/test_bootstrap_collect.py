@@ -1,0 +1,196 @@
+"""collect(): concurrent episodes through the real agent loop (fake model and env), judged and stored;
+interruption leaves no torn line and no duplicate; the target stops it; the summary counts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from agent.fakes import FakeEnvironment
+from bootstrap_fakes import walkman_llm
+
+from actune.agent import AgentConfig
+from actune.bootstrap.judge import verdict_of
+from actune.bootstrap.progress import summarize, write_summary
+from actune.bootstrap.run import CollectError, collect, pending_episodes
+from actune.bootstrap.store import TrajectoryStore
+from actune.task import Task
+from actune.trajectory import Trajectory, read_trajectories
+
+AGENT = AgentConfig(method="react", temperature=0.4)
+
+
+def walkman_tasks() -> list[Task]:
+    """4 tasks; the scripted model answers "Sony" to all: t0, t1 (single) and t3 (bridge) are right,
+    t2 expects another answer. t3 also needs the Sony page, which the model never reads."""
+    return [
+        Task(id="t0", question="Who makes the Walkman?", answer="Sony",
+             meta={"kind": "single", "supporting_titles": ["Walkman"]}),
+        Task(id="t1", question="Which company makes the Walkman?", answer="Sony",
+             meta={"kind": "single", "supporting_titles": ["walkman"]}),
+        Task(id="t2", question="Where is the Walkman's maker based?", answer="Japan",
+             meta={"kind": "bridge", "supporting_titles": ["Walkman", "Sony"]}),
+        Task(id="t3", question="Who makes the Walkman, founded in 1946?", answer="Sony",
+             meta={"kind": "bridge", "supporting_titles": ["Walkman", "Sony"]}),
+    ]
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines()
+
+
+def test_interrupted_collect_resumes_without_duplicates(tmp_path: Path) -> None:
+    path = tmp_path / "trajectories.jsonl"
+    tasks = walkman_tasks()
+    llm1 = walkman_llm()
+
+    async def interrupted() -> int:
+        with TrajectoryStore.open(path) as store:
+            todo = pending_episodes(tasks, 3, store)
+            assert len(todo) == 12
+            job = asyncio.create_task(collect(todo, FakeEnvironment, llm1, AGENT, store, concurrency=3,
+                                              target_correct=1000, run_id="first"))
+            while store.records < 5:
+                await asyncio.sleep(0)
+            job.cancel()  # what Ctrl-C does to asyncio.run's main task
+            with pytest.raises(asyncio.CancelledError):
+                await job
+            return store.records
+
+    n1 = asyncio.run(interrupted())
+    lines = _lines(path)
+    assert len(lines) == n1 and 5 <= n1 < 12
+    assert path.read_bytes().endswith(b"\n")
+    # episodes in flight at the cancel had asked the model but were not written
+    assert len(llm1.calls) > 2 * n1
+
+    llm2 = walkman_llm()
+
+    async def resumed() -> None:
+        with TrajectoryStore.open(path) as store:
+            assert (store.cut_bytes, store.records) == (0, n1)
+            todo = pending_episodes(tasks, 3, store)
+            assert len(todo) == 12 - n1
+            res = await collect(todo, FakeEnvironment, llm2, AGENT, store, concurrency=3, target_correct=1000,
+                                run_id="second")
+            assert (res.written, res.failed, res.target_reached) == (12 - n1, 0, False)
+
+    asyncio.run(resumed())
+    assert len(llm2.calls) == 2 * (12 - n1)  # nothing done twice: two model calls per remaining episode
+    records = list(read_trajectories(path))
+    keys = [(t.task.id, t.attempt) for t in records]
+    assert len(keys) == 12 and set(keys) == {(f"t{i}", a) for i in range(4) for a in range(3)}
+    # kept: t0 and t1 (correct, grounded), 3 attempts each; t3 is correct but ungrounded; t2 wrong
+    assert sum(verdict_of(t).kept for t in records) == 6
+    assert sum(verdict_of(t).correct for t in records) == 9
+    assert {t.run_id for t in records} == {"first", "second"}
+    for line in _lines(path):
+        assert Trajectory.from_json(line).to_json() == line
+    # attempts have distinct seeds, stable across the interruption
+    seeds = {(t.task.id, t.attempt): t.sampling.seed for t in records}
+    assert len(set(seeds.values())) == 12
+
+
+def test_collect_stops_at_the_target(tmp_path: Path) -> None:
+    path = tmp_path / "trajectories.jsonl"
+    tasks = walkman_tasks()
+
+    async def go(target: int):
+        with TrajectoryStore.open(path) as store:
+            res = await collect(pending_episodes(tasks, 3, store), FakeEnvironment, llm, AGENT, store,
+                                concurrency=4, target_correct=target, run_id="r")
+            return res, store.kept
+
+    llm = walkman_llm()
+    res, kept = asyncio.run(go(3))
+    assert res.target_reached and res.kept == 3 and kept == 3
+    records = list(read_trajectories(path))
+    assert len(records) == res.written and sum(verdict_of(t).kept for t in records) == 3
+    assert len(records) < 12
+    # already at the target: nothing runs
+    llm = walkman_llm()
+    res2, kept2 = asyncio.run(go(3))
+    assert (res2.written, res2.target_reached, kept2, len(llm.calls)) == (0, True, 3, 0)
+    # a higher target resumes from there
+    res3, kept3 = asyncio.run(go(5))
+    assert res3.target_reached and kept3 == 5
+    assert len(list(read_trajectories(path))) == len(records) + res3.written
+
+
+def test_summary_counts_per_kind(tmp_path: Path) -> None:
+    path = tmp_path / "store" / "trajectories.jsonl"
+
+    async def go() -> None:
+        with TrajectoryStore.open(path) as store:
+            await collect(pending_episodes(walkman_tasks(), 2, store), FakeEnvironment, walkman_llm(), AGENT,
+                          store, concurrency=2, target_correct=100, run_id="r1")
+
+    asyncio.run(go())
+    s = summarize(path, tasks=4, attempts_per_task=2, target_correct=100, run_id="r1")
+    assert s["by_kind"] == {
+        "bridge": {"attempts": 4, "correct": 2, "grounded": 0, "kept": 0},
+        "single": {"attempts": 4, "correct": 4, "grounded": 4, "kept": 4},
+    }
+    assert (s["episodes"], s["correct"], s["grounded"], s["kept"], s["keep_rate"]) == (8, 6, 4, 4, 0.5)
+    assert (s["tasks_with_kept"], s["target_reached"], s["run_ids"]) == (2, False, ["r1"])
+    assert s["finish_reasons"] == {"answered": 8}
+    out = write_summary(s, tmp_path / "store" / "summary.json")
+    assert json.loads(out.read_text()) == s
+
+
+def test_a_failing_episode_is_skipped_and_retried_later(tmp_path: Path) -> None:
+    path = tmp_path / "trajectories.jsonl"
+    from agent.fakes import ScriptedLLM
+
+    class Refused(Exception):
+        pass
+
+    # the first request raises an unexpected error (e.g. an HTTP 400): that episode is not written
+    llm = ScriptedLLM([Refused("bad request")] + [r for r in walkman_llm().replies])
+    messages: list[str] = []
+
+    async def go(max_failed: int):
+        with TrajectoryStore.open(path) as store:
+            return await collect(pending_episodes(walkman_tasks()[:2], 1, store), FakeEnvironment, llm, AGENT,
+                                 store, concurrency=1, target_correct=100, max_failed=max_failed,
+                                 log=messages.append)
+
+    res = asyncio.run(go(5))
+    assert (res.written, res.failed) == (1, 1)
+    assert messages == ["bootstrap: episode (task 't0', attempt 0) failed: Refused: bad request"]
+    res = asyncio.run(go(5))  # the rerun retries it
+    assert (res.written, res.failed) == (1, 0)
+    assert len(_lines(path)) == 2
+    # too many failures abort
+    llm = ScriptedLLM([Refused("x")] * 3)
+    path.unlink()
+    with pytest.raises(CollectError, match="more than 1 episodes failed; the last: Refused: x"):
+        asyncio.run(go(1))
+
+
+def test_a_store_failure_stops_collection_and_is_raised(tmp_path: Path) -> None:
+    path = tmp_path / "trajectories.jsonl"
+
+    async def go() -> None:
+        with TrajectoryStore.open(path) as store:
+            store.append = _failing_append(store.append, after=2)
+            await collect(pending_episodes(walkman_tasks(), 3, store), FakeEnvironment, walkman_llm(), AGENT,
+                          store, concurrency=3, target_correct=100)
+
+    with pytest.raises(OSError, match="disk full"):
+        asyncio.run(go())
+    assert len(_lines(path)) == 2
+
+
+def _failing_append(append, after: int):
+    n = [0]
+
+    def fake_append(traj):
+        if n[0] >= after:
+            raise OSError(28, "disk full")
+        n[0] += 1
+        append(traj)
+
+    return fake_append

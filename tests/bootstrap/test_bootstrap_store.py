@@ -1,0 +1,134 @@
+"""The store: append-only, fsynced lines; resume counts; a torn last line cut away; no duplicates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from actune.bootstrap.judge import judge, record_verdict
+from actune.bootstrap.store import StoreError, TrajectoryStore
+from actune.trajectory import TaskRecord, Trajectory
+
+
+def judged(task_id: str, attempt: int, correct: bool, run_id: str = "run-a") -> Trajectory:
+    """A minimal finished episode (no steps: a well-ordered answer), judged. No supporting titles,
+    so kept == correct."""
+    t = Trajectory(task=TaskRecord(task_id, f"question {task_id}?", "X", meta={"kind": "single"}), method="react",
+                   prediction="X" if correct else "Y", correct=correct, attempt=attempt, run_id=run_id)
+    return record_verdict(t, judge(t))
+
+
+def _fill(path: Path) -> bytes:
+    """5 records, 3 of them kept; returns the file's bytes."""
+    with TrajectoryStore.open(path) as store:
+        for tid, att, ok in [("a", 0, True), ("b", 0, False), ("a", 1, True), ("c", 0, True), ("b", 1, False)]:
+            store.append(judged(tid, att, ok))
+        assert (store.records, store.kept, store.appended) == (5, 3, 5)
+    return path.read_bytes()
+
+
+def test_resume_counts_and_a_torn_last_line_is_cut(tmp_path: Path) -> None:
+    path = tmp_path / "store" / "trajectories.jsonl"
+    good = _fill(path)
+    assert good.count(b"\n") == 5
+    torn = judged("d", 0, True).to_json().encode()[:57]  # a crash in the middle of the sixth write
+    with path.open("ab") as f:
+        f.write(torn)
+    with TrajectoryStore.open(path) as store:
+        assert store.cut_bytes == 57
+        assert path.read_bytes() == good  # only the torn tail went; good lines untouched
+        assert (store.records, store.kept) == (5, 3)
+        assert store.state.done == {("a", 0), ("b", 0), ("a", 1), ("c", 0), ("b", 1)}
+        assert store.has("a", 1) and not store.has("d", 0)
+        store.append(judged("d", 0, True, run_id="run-b"))
+        assert (store.records, store.kept) == (6, 4)
+        assert store.state.run_ids == ["run-a", "run-b"]
+    lines = path.read_text().splitlines()
+    assert len(lines) == 6
+    assert [Trajectory.from_json(x).task.id for x in lines] == ["a", "b", "a", "c", "b", "d"]
+    # reopening a whole file cuts nothing
+    with TrajectoryStore.open(path) as store:
+        assert (store.cut_bytes, store.records, store.kept) == (0, 6, 4)
+
+
+def test_a_file_holding_only_a_torn_line_becomes_empty(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b'{"task": {"id": "a"')
+    with TrajectoryStore.open(path) as store:
+        assert (store.cut_bytes, store.records, store.kept) == (19, 0, 0)
+    assert path.read_bytes() == b""
+
+
+def test_a_complete_last_line_without_newline_is_cut_too(tmp_path: Path) -> None:
+    """A record counts once its newline is written (the write is one line: JSON then newline)."""
+    path = tmp_path / "t.jsonl"
+    good = _fill(path)
+    last = judged("z", 0, True).to_json().encode()
+    path.write_bytes(good + last)
+    with TrajectoryStore.open(path) as store:
+        assert (store.cut_bytes, store.records) == (len(last), 5)
+
+
+def test_a_bad_line_before_the_end_is_an_error_and_nothing_is_rewritten(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    lines = _fill(path).decode().splitlines(keepends=True)
+    lines[2] = '{"task": oops}\n'
+    corrupt = "".join(lines).encode()
+    path.write_bytes(corrupt)
+    with pytest.raises(StoreError, match=r"t\.jsonl:3: corrupt store record"):
+        TrajectoryStore.open(path)
+    assert path.read_bytes() == corrupt
+
+
+def test_no_duplicates(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    good = _fill(path)
+    with TrajectoryStore.open(path) as store:
+        with pytest.raises(StoreError, match=r"task 'a', attempt 1\) is already stored"):
+            store.append(judged("a", 1, False))
+        assert (store.records, store.kept) == (5, 3)
+    assert path.read_bytes() == good
+    # a duplicate written by someone else is reported with both lines
+    path.write_bytes(good + judged("c", 0, True).to_json().encode() + b"\n")
+    with pytest.raises(StoreError, match=r"t\.jsonl:6: duplicate episode \(task 'c', attempt 0\); first written at line 4"):
+        TrajectoryStore.open(path)
+
+
+def test_unjudged_records_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    raw = Trajectory(task=TaskRecord("a", "q?"), method="react")
+    with TrajectoryStore.open(path) as store:
+        with pytest.raises(StoreError, match="no verdict"):
+            store.append(raw)
+    path.write_text(raw.to_json() + "\n")
+    with pytest.raises(StoreError, match=r"t\.jsonl:1: record has no bootstrap verdict"):
+        TrajectoryStore.open(path)
+
+
+def test_one_writer_at_a_time(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    with TrajectoryStore.open(path):
+        with pytest.raises(StoreError, match="another process is writing this store"):
+            TrajectoryStore.open(path)
+    with TrajectoryStore.open(path) as store:  # released on close
+        assert store.records == 0
+
+
+def test_a_failed_write_is_undone(tmp_path: Path, monkeypatch) -> None:
+    import actune.bootstrap.store as store_module
+
+    path = tmp_path / "t.jsonl"
+    good = _fill(path)
+    real_fsync = store_module.os.fsync
+    with TrajectoryStore.open(path) as store:
+        def failing_fsync(fd):
+            raise OSError(5, "I/O error")
+
+        monkeypatch.setattr(store_module.os, "fsync", failing_fsync)
+        with pytest.raises(OSError, match="I/O error"):
+            store.append(judged("e", 0, True))
+        monkeypatch.setattr(store_module.os, "fsync", real_fsync)
+        assert path.read_bytes() == good and (store.records, store.kept) == (5, 3)
+        store.append(judged("e", 0, True))  # not counted as done by the failed attempt
+    assert len(path.read_text().splitlines()) == 6
