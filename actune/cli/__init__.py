@@ -17,6 +17,7 @@ SUBCOMMAND_MODULES = [
     "actune.cli.run",
     "actune.cli.world",
     "actune.cli.bootstrap",
+    "actune.cli.eval",
 ]
 
 

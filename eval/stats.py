@@ -1,0 +1,179 @@
+"""Scores with bootstrap confidence intervals, per task kind, and paired tests between two models.
+
+    est = metric_estimate(records, "correct", samples=1000, confidence=0.95, seed=0)   # mean, low, high
+    cmp = paired_comparison(prompted, tuned, samples=1000, confidence=0.95, seed=0)      # tuned - prompted
+
+Unit of resampling: the task. A task's attempts are averaged first (one value per task), so with
+several sampled attempts per task the interval reflects how many *questions* were asked, not how many
+episodes ran. Intervals are percentile bootstrap intervals from ``numpy.random.default_rng(seed)``: the
+same inputs and seed give the same numbers.
+
+Paired comparison of model B against model A on the tasks both ran: a paired bootstrap of the per-task
+difference (B - A; the same resampled tasks for both) and an exact McNemar test on the episodes' correct
+flags, counting ``b`` = A right and B wrong, ``c`` = A wrong and B right; the two-sided p-value is
+``min(1, 2 * P(X <= min(b, c)))`` for ``X ~ Binomial(b + c, 1/2)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from actune.trajectory import Trajectory
+
+__all__ = ["Estimate", "PairedComparison", "METRICS", "NO_KIND", "metric_names", "metric_value", "task_values",
+           "bootstrap_ci", "metric_estimate", "model_stats", "mcnemar_exact", "paired_comparison"]
+
+METRICS = ("correct", "em", "f1", "acc", "won")
+"""Metrics reported when every record has them: ``correct`` (the task's own correctness flag: exact match
+for QA, label accuracy for FEVER, a win for ALFWorld) and the metric's scores."""
+NO_KIND = "(no kind)"
+
+
+@dataclass
+class Estimate:
+    """A mean over tasks with its bootstrap interval (None when there are no tasks)."""
+
+    mean: float | None
+    low: float | None
+    high: float | None
+    n: int
+    """Tasks the mean is over."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def metric_value(traj: Trajectory, metric: str) -> float | None:
+    """``metric`` of one record: ``correct`` from its flag, anything else from its scores (None: absent)."""
+    if metric == "correct":
+        return float(bool(traj.correct))
+    v = traj.scores.get(metric)
+    return None if v is None else float(v)
+
+
+def metric_names(records: Sequence[Trajectory]) -> list[str]:
+    """The :data:`METRICS` every record has (``correct`` always), in that order."""
+    return [m for m in METRICS if records and all(metric_value(t, m) is not None for t in records)] or ["correct"]
+
+
+def task_values(records: Iterable[Trajectory], metric: str) -> dict[str, float]:
+    """Task id -> the metric averaged over that task's attempts (records without it are left out)."""
+    sums: dict[str, list[float]] = defaultdict(list)
+    for t in records:
+        v = metric_value(t, metric)
+        if v is not None:
+            sums[t.task.id].append(v)
+    return {tid: float(np.mean(vs)) for tid, vs in sums.items()}
+
+
+def bootstrap_ci(values: Sequence[float] | np.ndarray, *, samples: int, confidence: float, seed: int) -> Estimate:
+    """Mean of ``values`` and its percentile bootstrap interval (``samples`` resamples with replacement)."""
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    if n == 0:
+        return Estimate(None, None, None, 0)
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, n, size=(samples, n))].mean(axis=1)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return Estimate(float(x.mean()), float(low), float(high), n)
+
+
+def metric_estimate(records: Iterable[Trajectory], metric: str, *, samples: int, confidence: float,
+                    seed: int) -> Estimate:
+    per_task = task_values(records, metric)
+    return bootstrap_ci([per_task[k] for k in sorted(per_task)], samples=samples, confidence=confidence, seed=seed)
+
+
+def model_stats(records: Sequence[Trajectory], *, samples: int, confidence: float, seed: int,
+                metrics: Sequence[str] | None = None) -> dict[str, Any]:
+    """Episodes, tasks, each metric's estimate (``metrics``, default :func:`metric_names`), and the same per
+    task kind (``task.meta["kind"]``)."""
+
+    def block(recs: Sequence[Trajectory], metrics: list[str]) -> dict[str, Any]:
+        return {
+            "episodes": len(recs),
+            "tasks": len({t.task.id for t in recs}),
+            "metrics": {m: metric_estimate(recs, m, samples=samples, confidence=confidence, seed=seed).to_dict()
+                        for m in metrics},
+        }
+
+    metrics = list(metrics) if metrics is not None else metric_names(records)
+    by_kind: dict[str, list[Trajectory]] = defaultdict(list)
+    for t in records:
+        by_kind[str(t.task.meta.get("kind", NO_KIND))].append(t)
+    out = block(records, metrics)
+    out["by_kind"] = {kind: block(recs, metrics) for kind, recs in sorted(by_kind.items())}
+    return out
+
+
+def _binom_two_sided(b: int, c: int) -> float:
+    """Exact two-sided sign-test p-value from the binomial pmf (math.comb, exact integers until the end)."""
+    n, k = b + c, min(b, c)
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(k + 1))
+    return min(1.0, 2 * tail / 2**n)
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Exact McNemar p-value for ``b`` and ``c`` discordant pairs (scipy's binomtest when installed)."""
+    if b < 0 or c < 0:
+        raise ValueError(f"discordant counts must be >= 0, got b={b}, c={c}")
+    if b + c == 0:
+        return 1.0
+    try:
+        from scipy.stats import binomtest
+    except ImportError:
+        return _binom_two_sided(b, c)
+    return float(min(1.0, binomtest(min(b, c), b + c, 0.5).pvalue))
+
+
+@dataclass
+class PairedComparison:
+    """Model B against model A on the tasks (and attempts) both ran."""
+
+    metric: str
+    tasks: int
+    """Tasks both models ran."""
+    pairs: int
+    """(task, attempt) episodes both ran (McNemar's pairs)."""
+    mean_a: float | None
+    mean_b: float | None
+    diff: Estimate
+    """B - A per task, averaged over tasks, with its paired bootstrap interval."""
+    b: int
+    """Pairs A got right and B wrong."""
+    c: int
+    """Pairs A got wrong and B right."""
+    p_value: float
+    """Exact McNemar two-sided p-value (on the correct flags)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def paired_comparison(a: Sequence[Trajectory], b: Sequence[Trajectory], *, metric: str = "correct", samples: int,
+                      confidence: float, seed: int) -> PairedComparison:
+    """Compare ``b`` against ``a`` (see the module docstring)."""
+    ea = {(t.task.id, t.attempt): t for t in a}
+    eb = {(t.task.id, t.attempt): t for t in b}
+    common = sorted(ea.keys() & eb.keys())
+    va = task_values((ea[k] for k in common), metric)
+    vb = task_values((eb[k] for k in common), metric)
+    tasks = sorted(va.keys() & vb.keys())
+    diff = bootstrap_ci([vb[t] - va[t] for t in tasks], samples=samples, confidence=confidence, seed=seed)
+    n_b = sum(1 for k in common if ea[k].correct and not eb[k].correct)
+    n_c = sum(1 for k in common if not ea[k].correct and eb[k].correct)
+    return PairedComparison(
+        metric=metric, tasks=len(tasks), pairs=len(common),
+        mean_a=float(np.mean([va[t] for t in tasks])) if tasks else None,
+        mean_b=float(np.mean([vb[t] for t in tasks])) if tasks else None,
+        diff=diff, b=n_b, c=n_c, p_value=mcnemar_exact(n_b, n_c),
+    )

@@ -1,0 +1,24 @@
+"""Hand-made trajectory records for the eval tests (no model, no environment)."""
+
+from __future__ import annotations
+
+from actune.trajectory import TaskRecord, Trajectory
+
+
+def record(task_id: str, *, correct: bool, attempt: int = 0, kind: str | None = "single",
+           prediction: str | None = "x", finish_reason: str = "answered", supporting: list[str] | None = None,
+           read: list[str] | None = None, em: float | None = None, f1: float | None = None,
+           adapter: str | None = None) -> Trajectory:
+    meta: dict = {}
+    if kind is not None:
+        meta["kind"] = kind
+    if supporting is not None:
+        meta["supporting_titles"] = supporting
+    scores = {}
+    scores["em"] = float(correct) if em is None else em
+    scores["f1"] = float(correct) if f1 is None else f1
+    t = Trajectory(task=TaskRecord(task_id, f"question {task_id}?", "gold", meta=meta), method="react",
+                   prediction=prediction, correct=correct, finish_reason=finish_reason, scores=scores,
+                   attempt=attempt, info={"env_info": {"titles": list(read or [])}})
+    t.model.adapter = adapter
+    return t

@@ -1,0 +1,68 @@
+"""run_eval on stores that already hold every episode: nothing runs (no server is needed), and the report
+covers exactly this run's tasks and attempts; a store of another adapter is refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from eval_records import record
+
+from actune.bootstrap.judge import judge, record_verdict
+from actune.bootstrap.store import TrajectoryStore
+from actune.config import ConfigError
+from actune.eval.config import EvalConfig, EvalModel
+from actune.eval.run import run_eval
+from actune.run_config import RunConfig
+from actune.tasks.config import TaskConfig
+
+
+def write_tasks(path: Path, ids: list[str]) -> None:
+    path.write_text("".join(json.dumps({"id": i, "question": f"question {i}?", "answer": "gold", "aliases": [],
+                                        "meta": {"kind": "single"}}) + "\n" for i in ids))
+
+
+def fill_store(path: Path, recs) -> None:
+    with TrajectoryStore.open(path) as store:
+        for t in recs:
+            store.append(record_verdict(t, judge(t)))
+
+
+def test_stored_episodes_are_reported_not_rerun(tmp_path: Path, capsys) -> None:
+    write_tasks(tmp_path / "tasks.jsonl", ["t1", "t2"])
+    out = tmp_path / "out"
+    # prompted: t1 right, t2 wrong, and an old task t9 this run does not ask; attempt 1 of t1 is beyond attempts=1
+    fill_store(out / "a" / "trajectories.jsonl",
+               [record("t1", correct=True), record("t2", correct=False), record("t9", correct=True),
+                record("t1", correct=False, attempt=1)])
+    fill_store(out / "b" / "trajectories.jsonl", [record("t1", correct=True), record("t2", correct=True)])
+    run = RunConfig(name="resume", eval=EvalConfig(
+        out_dir=out, models=[EvalModel(label="a"), EvalModel(label="b")], bootstrap_samples=100,
+        endpoints=["http://127.0.0.1:9/v1"],  # nothing listens: any request would fail the test
+        tasks=TaskConfig(format="custom", path=str(tmp_path / "tasks.jsonl"), split="dev")))
+    report = run_eval(run, show_progress=False, run_id="r1")
+    assert "nothing to run" in capsys.readouterr().err
+    a, b = report["models"]
+    assert (a["episodes"], a["tasks"], a["metrics"]["correct"]["mean"]) == (2, 2, 0.5)
+    assert (b["episodes"], b["tasks"], b["metrics"]["correct"]["mean"]) == (2, 2, 1.0)
+    assert (b["vs_first"]["b"], b["vs_first"]["c"], b["vs_first"]["pairs"]) == (0, 1, 2)
+    assert json.loads((out / "report.json").read_text()) == json.loads(json.dumps(report))
+    assert (out / "report.md").is_file() and (out / "scores.png").is_file()
+
+
+def test_a_store_of_another_adapter_is_refused(tmp_path: Path) -> None:
+    from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
+
+    write_tasks(tmp_path / "tasks.jsonl", ["t1"])
+    adapter = tmp_path / "ad"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text("{}")
+    (adapter / "adapter_model.safetensors").write_bytes(b"w")
+    save_prompt_spec(PromptSpec(), adapter)
+    fill_store(tmp_path / "out" / "b" / "trajectories.jsonl", [record("t1", correct=True, adapter="b-old")])
+    run = RunConfig(eval=EvalConfig(
+        out_dir=tmp_path / "out", models=[EvalModel(label="b", adapter=adapter)], endpoints=["http://127.0.0.1:9/v1"],
+        tasks=TaskConfig(format="custom", path=str(tmp_path / "tasks.jsonl"), split="dev")))
+    with pytest.raises(ConfigError, match=r"holds episodes of adapter 'b-old'"):
+        run_eval(run, show_progress=False)
