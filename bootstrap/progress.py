@@ -38,8 +38,10 @@ class Progress:
     """Counts episodes as they finish and shows them (see the module docstring)."""
 
     def __init__(self, total: int, done: int, kept: int, target: int, *, stream: TextIO | None = None,
-                 enabled: bool = True, log_every_s: float = 30.0) -> None:
+                 enabled: bool = True, log_every_s: float = 30.0, label: str = "bootstrap") -> None:
         self.total, self.done, self.kept, self.target = total, done, kept, target
+        # eval shows the same line under its own name ("eval finetuned: 12/40 episodes ...").
+        self.label = label
         self.session_done = 0
         self.session_kept = 0
         self.stream = stream or sys.stderr
@@ -56,7 +58,7 @@ class Progress:
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
             from rich.progress import Progress as RichProgress
 
-            self._bar = RichProgress(TextColumn("bootstrap"), BarColumn(), MofNCompleteColumn(),
+            self._bar = RichProgress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(),
                                      TextColumn("{task.fields[stats]}"),
                                      console=Console(file=self.stream), transient=False)
             self._bar.start()
@@ -90,7 +92,7 @@ class Progress:
                 f"ETA {eta}")
 
     def _log(self) -> None:
-        print(f"bootstrap: {self.done}/{self.total} episodes · {self._stats()}", file=self.stream, flush=True)
+        print(f"{self.label}: {self.done}/{self.total} episodes · {self._stats()}", file=self.stream, flush=True)
         self._last_log = time.monotonic()
 
     def episode(self, kept: bool) -> None:

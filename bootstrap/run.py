@@ -83,6 +83,7 @@ async def collect(
     scorer: Scorer | None = None,
     max_failed: int = 20,
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True),
+    stage: str = "bootstrap",
 ) -> CollectResult:
     """Run ``episodes`` with ``concurrency`` in flight, judge each and append it to ``store``.
 
@@ -112,7 +113,7 @@ async def collect(
                                              run_id=run_id, scorer=scorer)
                 except Exception as e:  # a bug or a refused request: skip it, say so, retry next run
                     result.failed += 1
-                    log(f"bootstrap: episode (task {task.id!r}, attempt {attempt}) failed: "
+                    log(f"{stage}: episode (task {task.id!r}, attempt {attempt}) failed: "
                         f"{type(e).__name__}: {e}")
                     if result.failed > max_failed:
                         failure.append(e)

@@ -208,12 +208,13 @@ def run_eval(run: RunConfig, *, show_progress: bool = True, run_id: str | None =
                                       max_concurrency=cfg.concurrency)
                 async with LLMClient(client) as llm:
                     total = len(tasks) * cfg.attempts
-                    with Progress(total, store.records, store.kept, total, enabled=show_progress) as progress:
+                    with Progress(total, store.records, store.kept, total, enabled=show_progress,
+                                  label=f"eval {p.label}") as progress:
                         await collect(left, lambda: make_env(cfg.env), llm, p.agent, store,
                                       concurrency=min(cfg.concurrency, len(left)),
                                       target_correct=store.kept + len(left) + 1,  # never reached: run them all
                                       model=p.record, run_id=run_id, progress=progress,
-                                      max_failed=cfg.max_failed_episodes)
+                                      max_failed=cfg.max_failed_episodes, stage=f"eval {p.label}")
 
             try:
                 for p in plans:
