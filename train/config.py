@@ -29,19 +29,22 @@ class TrainConfig(StrictModel):
     base_model: str = "smollm2-135m"
     """Model to adapt: a known name, a Hugging Face id or a local folder."""
     dataset: Path = Path("runs/dataset")
-    """Exported training dataset folder (written by the bootstrap stage's export)."""
+    """Exported training dataset folder (``actune export`` writes it from ``bootstrap.store``)."""
     output_dir: Path = Path("runs/adapter")
-    """Where the adapter, its training metadata and its prompt spec are written."""
+    """Where the adapter, ``training_meta.json`` and ``actune_prompt.json`` are written (replaced whole);
+    checkpoints go to ``<output_dir>.checkpoints`` while training runs."""
     wire_format: Literal["text", "chat"] = "text"
-    """Train on the paper's text format or on chat turns; evaluation uses the same automatically."""
+    """Train on the paper's text format or on chat turns (the dataset must be exported in the same);
+    evaluation uses the same automatically (it reads the adapter's ``actune_prompt.json``)."""
     mask_observations: bool = True
-    """Compute loss only on model-written tokens (thoughts, actions, answers), never on observations."""
+    """Compute loss only on model-written tokens (thoughts, actions, answers; chat: assistant turns and
+    their end-of-turn token), never on the prompt or observations. False: train on every token."""
     lora: LoraSettings = Field(default_factory=LoraSettings)
     """LoRA settings."""
     learning_rate: float = Field(2e-4, gt=0)
     """Peak learning rate (cosine schedule with warm-up)."""
     warmup_ratio: float = Field(0.03, ge=0, lt=1)
-    """Fraction of steps spent warming up."""
+    """Fraction of the optimizer steps spent warming up linearly."""
     num_train_epochs: float = Field(2.0, gt=0)
     """Passes over the dataset (ignored when max_steps > 0)."""
     max_steps: int = -1
@@ -51,7 +54,8 @@ class TrainConfig(StrictModel):
     gradient_accumulation_steps: int = Field(1, ge=1)
     """Steps to accumulate before an optimizer update (effective batch = batch x accumulation x devices)."""
     max_length: int = Field(1024, ge=16)
-    """Longest sequence in tokens; longer trajectories are truncated (and counted in the log)."""
+    """Longest sequence in tokens; longer trajectories keep their start (counted in the log and in
+    training_meta.json); one left without a trained token is dropped."""
     packing: bool = False
     """Pack several trajectories into one sequence (TRL packing)."""
     bf16: bool = True
@@ -61,6 +65,4 @@ class TrainConfig(StrictModel):
     logging_steps: int = Field(1, ge=1)
     """Log the loss every N steps."""
     save_steps: int = Field(200, ge=1)
-    """Checkpoint every N steps (training resumes from the last checkpoint)."""
-    accelerate_config: Path | None = None
-    """An accelerate config file for multi-GPU runs (launch with accelerate launch)."""
+    """Checkpoint every N steps (a rerun resumes from the last checkpoint)."""

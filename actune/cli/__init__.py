@@ -17,6 +17,8 @@ SUBCOMMAND_MODULES = [
     "actune.cli.run",
     "actune.cli.world",
     "actune.cli.bootstrap",
+    "actune.cli.export",
+    "actune.cli.train",
     "actune.cli.eval",
 ]
 

@@ -16,7 +16,7 @@ def actune(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
 def test_help_lists_every_command():
     out = actune("--help")
     assert out.returncode == 0
-    for cmd in ("config", "model", "serve", "run", "world", "bootstrap"):
+    for cmd in ("config", "model", "serve", "run", "world", "bootstrap", "export", "train", "eval"):
         assert cmd in out.stdout
 
 

@@ -1,0 +1,51 @@
+"""``actune export`` and ``actune train`` commands: config sections, short overrides, clear errors."""
+
+from __future__ import annotations
+
+import argparse
+
+from training_records import records
+
+from actune.bootstrap.store import TrajectoryStore
+from actune.cli import export as export_cli
+from actune.cli import train as train_cli
+
+
+def run_cli(module, argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="actune")
+    module.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def test_export_command_reads_the_run_config(tmp_path, capsys):
+    from datasets import load_from_disk
+
+    store = tmp_path / "store.jsonl"
+    with TrajectoryStore.open(store) as s:
+        for t in records():
+            s.append(t)
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(f"bootstrap:\n  store: {store}\ntrain:\n  dataset: {tmp_path / 'ds'}\n")
+    assert run_cli(export_cli, ["export", str(cfg)]) == 0
+    assert "exported 4 kept trajectories (text)" in capsys.readouterr().out
+    assert set(load_from_disk(str(tmp_path / "ds"))["wire"]) == {"text"}
+    assert run_cli(export_cli, ["export", str(cfg), "wire_format=chat", f"dataset={tmp_path / 'chat'}"]) == 0
+    assert set(load_from_disk(str(tmp_path / "chat"))["wire"]) == {"chat"}
+    assert run_cli(export_cli, ["export", str(cfg), f"store={tmp_path / 'none.jsonl'}"]) == 2
+    assert "none.jsonl: store not found" in capsys.readouterr().err
+
+
+def test_overrides_are_qualified():
+    assert export_cli.qualify_overrides(["store=a", "wire_format=chat", "name=x"]) == \
+        ["bootstrap.store=a", "train.wire_format=chat", "name=x"]
+    assert train_cli.qualify_overrides(["max_steps=3", "lora.r=4", "train.bf16=false", "eval.out_dir=e"]) == \
+        ["train.max_steps=3", "train.lora.r=4", "train.bf16=false", "eval.out_dir=e"]
+
+
+def test_train_command_reports_a_missing_dataset(tmp_path, capsys):
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(f"train:\n  dataset: {tmp_path / 'nothing'}\n  output_dir: {tmp_path / 'adapter'}\n")
+    assert run_cli(train_cli, ["train", str(cfg), "max_steps=2"]) == 2
+    assert "dataset not found (run `actune export` first)" in capsys.readouterr().err
+    assert not (tmp_path / "adapter").exists()

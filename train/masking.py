@@ -1,0 +1,139 @@
+"""Tokenise exported examples into ``input_ids`` + ``labels`` with -100 on every untrained token.
+
+    enc = tokenize_segments(tokenizer, example["segments"], max_length=1024)
+    enc = tokenize_messages(tokenizer, example["messages"], max_length=1024)
+
+Token-exact masking: the whole text is tokenised once (as the server will tokenise the prompt) and
+each token is labelled by the characters it covers (the fast tokenizer's offsets mapping). Tokenising
+segments one by one would not do: BPE merges differ at the seams, so the trained tokens would not be
+the ones the model sees.
+
+The rule, precisely: a token is trained iff its character span ``[start, end)`` is non-empty and lies
+wholly inside one run of adjacent trained segments. Tokens that straddle a trained/untrained seam are
+untrained (never learn observation characters) and are counted in ``straddling``; special tokens added
+by the tokenizer (empty spans) are untrained. So the trained tokens, decoded run by run, give exactly
+the trained text minus the characters of straddling tokens; when ``straddling == 0`` (the usual case:
+every segment starts at a line start, and these tokenizers never merge a newline with the next line's
+first word) they give the trained text exactly.
+
+Chat examples go through the same path: the tokenizer's own chat template renders the messages, and
+each message's characters are found as the difference between renders of growing prefixes (chat
+templates render a prefix of the conversation as a prefix of the text). In a trained assistant turn the
+template's opening (``<|im_start|>assistant\\n``: what ``add_generation_prompt`` adds, i.e. what the
+server writes before the model starts) is untrained; the content and the end-of-turn token are trained,
+so the model learns to stop; whitespace the template adds after the end-of-turn token is untrained.
+This works with any template that renders prefixes stably, without ``{% generation %}`` markers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+__all__ = ["Encoded", "tokenize_segments", "tokenize_messages", "chat_segments", "trained_spans"]
+
+
+@dataclass
+class Encoded:
+    input_ids: list[int]
+    labels: list[int]
+    """-100 on untrained tokens, the token id elsewhere."""
+    truncated: bool
+    """The example was longer than max_length and its tail was cut."""
+    straddling: int
+    """Tokens that cross a trained/untrained seam (left untrained; see the module docstring)."""
+
+    @property
+    def trained_tokens(self) -> int:
+        return sum(1 for x in self.labels if x != -100)
+
+
+def trained_spans(segments: Sequence[dict[str, Any]]) -> tuple[str, list[tuple[int, int]]]:
+    """The concatenated text and the character spans of its runs of adjacent trained segments."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    parts = []
+    for seg in segments:
+        text = seg["text"]
+        parts.append(text)
+        if seg["train"] and text:
+            if spans and spans[-1][1] == pos:
+                spans[-1] = (spans[-1][0], pos + len(text))
+            else:
+                spans.append((pos, pos + len(text)))
+        pos += len(text)
+    return "".join(parts), spans
+
+
+def tokenize_segments(tokenizer: Any, segments: Sequence[dict[str, Any]], max_length: int | None = None,
+                      *, add_special_tokens: bool = True, mask: bool = True) -> Encoded:
+    """Tokenise the concatenated segments once and label tokens by their character spans.
+
+    ``mask=False`` trains every token (labels == input_ids except added special tokens).
+    ``add_special_tokens`` as the server does for a completion prompt (a chat render already holds them).
+    """
+    text, spans = trained_spans(segments)
+    if not mask:
+        spans = [(0, len(text))] if text else []
+    enc = tokenizer(text, add_special_tokens=add_special_tokens, return_offsets_mapping=True)
+    ids: list[int] = list(enc["input_ids"])
+    offsets = enc["offset_mapping"]
+    labels: list[int] = []
+    straddling = 0
+    j = 0  # spans and offsets are both in increasing order
+    for tok, (start, end) in zip(ids, offsets):
+        while j < len(spans) and spans[j][1] <= start:
+            j += 1
+        inside = end > start and j < len(spans) and spans[j][0] <= start and end <= spans[j][1]
+        if not inside and end > start and j < len(spans) and start < spans[j][1] and end > spans[j][0]:
+            straddling += 1
+        labels.append(tok if inside else -100)
+    truncated = max_length is not None and len(ids) > max_length
+    if truncated:
+        ids, labels = ids[:max_length], labels[:max_length]
+    return Encoded(ids, labels, truncated, straddling)
+
+
+def chat_segments(tokenizer: Any, messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The chat template's rendering of ``messages`` as segments (see the module docstring).
+
+    Each message may carry ``train`` (default: true for assistant turns).
+    """
+    plain = [{"role": m["role"], "content": m["content"]} for m in messages]
+
+    def render(n: int, gen: bool = False) -> str:
+        if n == 0:
+            return ""
+        return tokenizer.apply_chat_template(plain[:n], tokenize=False, add_generation_prompt=gen)
+
+    eos = tokenizer.eos_token or ""
+    segments: list[dict[str, Any]] = []
+    done = ""
+    for i, m in enumerate(messages):
+        train = bool(m.get("train", m["role"] == "assistant"))
+        full = render(i + 1)
+        if not full.startswith(done):
+            raise ValueError(f"the chat template does not render message {i} after the earlier ones "
+                             "(its prefix changes); token-exact masking needs a prefix-stable template")
+        if train:
+            opened = render(i, gen=True) if i else ""
+            if not (opened.startswith(done) and full.startswith(opened)):
+                raise ValueError(f"message {i}: the generation prompt is not a prefix of the rendered turn")
+            body = full[len(opened):]
+            tail = ""
+            if eos and eos in body:  # whitespace after the end-of-turn token is the template's, not the model's
+                k = body.rindex(eos) + len(eos)
+                body, tail = body[:k], body[k:]
+            segments += [{"text": opened[len(done):], "train": False}, {"text": body, "train": True},
+                         {"text": tail, "train": False}]
+        else:
+            segments.append({"text": full[len(done):], "train": False})
+        done = full
+    return [s for s in segments if s["text"]]
+
+
+def tokenize_messages(tokenizer: Any, messages: Sequence[dict[str, Any]], max_length: int | None = None,
+                      *, mask: bool = True) -> Encoded:
+    """Render ``messages`` with the tokenizer's chat template and tokenise with assistant-only labels."""
+    return tokenize_segments(tokenizer, chat_segments(tokenizer, messages), max_length,
+                             add_special_tokens=False, mask=mask)
