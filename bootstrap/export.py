@@ -7,13 +7,14 @@ loop (``trajectory_prompt_context`` + ``render_text``/``render_messages``: instr
 so training data and evaluation prompts cannot drift apart. Two layouts:
 
 - ``text``: ``segments`` is a list of ``{"text", "train"}`` whose concatenation ``text`` is exactly
-  ``render_text(ctx, traj.steps)``. The prompt head and every observation (format hints included) are
-  ``train=false``; thoughts, reflections, actions and answers are ``train=true``, except an action the
+  ``render_text(ctx, traj.steps)``. The prompt head, every observation (format hints included) and
+  every plan critique (PreFlect's reflector wrote it, not the agent) are ``train=false``; plans,
+  thoughts, reflections, actions and answers are ``train=true``, except an action the
   parser could not read (the loop answered it with a format hint): a tuned model should not learn it.
   Each step is one segment holding its whole line (label and closing newline); in the loop the
   ``Thought i:`` label is written by the loop, so training on it only teaches what it will be given.
 - ``chat``: ``messages`` is ``render_messages(ctx, traj.steps)`` (system: instruction; user: question;
-  assistant turns: thought + action lines; user turns: observations), each message with a ``train``
+  assistant turns: plan, thought + action lines; user turns: observations, critiques), each message with a ``train``
   flag: true for assistant turns (false for one that holds an unreadable action).
 
 Both carry ids and metadata columns (``episode_id``, ``task_id``, ``method``, ``env``, ``wire``...).
@@ -28,7 +29,13 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from actune.agent.render import render_messages, render_steps_text, render_text, trajectory_prompt_context
+from actune.agent.render import (
+    USER_STEP_TYPES,
+    render_messages,
+    render_steps_text,
+    render_text,
+    trajectory_prompt_context,
+)
 from actune.bootstrap.judge import verdict_of
 from actune.trajectory import Step, Trajectory, read_trajectories
 
@@ -42,7 +49,7 @@ class ExportError(RuntimeError):
 
 
 def _trained(step: Step) -> bool:
-    if step.type == "observation":
+    if step.type in USER_STEP_TYPES:
         return False
     return not (step.type == "action" and step.action_name is None)
 
@@ -82,7 +89,7 @@ def chat_example(traj: Trajectory) -> dict[str, Any]:
     bad_turns: list[bool] = []
     current, pending = False, False
     for s in traj.steps:
-        if s.type == "observation":
+        if s.type in USER_STEP_TYPES:
             if pending:
                 bad_turns.append(current)
             current, pending = False, False

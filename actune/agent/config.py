@@ -11,7 +11,7 @@ from actune.config import StrictModel
 
 __all__ = ["AgentConfig", "METHODS", "INTERACTIVE_METHODS", "DEFAULT_MAX_STEPS"]
 
-METHODS = ("standard", "cot", "cot_sc", "act", "react", "reflact", "react_cotsc", "cotsc_react")
+METHODS = ("standard", "cot", "cot_sc", "act", "react", "reflact", "react_cotsc", "cotsc_react", "preflect")
 INTERACTIVE_METHODS = ("act", "react", "reflact")
 
 #: Paper budgets: ReAct used 7 steps on HotpotQA and 5 on FEVER; ALFWorld episodes need many more.
@@ -22,9 +22,12 @@ class AgentConfig(StrictModel):
     """One agent episode's settings. Shared by bootstrap and eval so a tuned model is evaluated in
     exactly the loop that produced its training data."""
 
-    method: Literal["standard", "cot", "cot_sc", "act", "react", "reflact", "react_cotsc", "cotsc_react"] = "react"
+    method: Literal["standard", "cot", "cot_sc", "act", "react", "reflact", "react_cotsc", "cotsc_react",
+                    "preflect"] = "react"
     """Prompting method. Hybrids: ``react_cotsc`` backs off to CoT-SC when ReAct gives no answer
-    within its budget; ``cotsc_react`` backs off to ReAct when the CoT-SC majority has < n/2 votes."""
+    within its budget; ``cotsc_react`` backs off to ReAct when the CoT-SC majority has < n/2 votes.
+    ``preflect``: plan, critique of the plan against a catalog of planning errors (revised on FAIL),
+    then ReAct steps that may call ``re_plan[reason]``."""
     regime: Literal["few_shot", "zero_shot"] = "few_shot"
     """few_shot: exemplar trajectories in the prompt; zero_shot: instruction and question only
     (what a fine-tuned model sees)."""
@@ -85,6 +88,17 @@ class AgentConfig(StrictModel):
     ``early_exit_threshold``, ask for the final answer at once."""
     early_exit_threshold: float = Field(0.9, ge=0, le=1)
     """Retrieval confidence (0..1) that triggers the early exit."""
+    preflect_catalog: Path | None = None
+    """PreFlect: the planning-error catalog (JSON, see ``actune.agent.planning_errors``) the reflector
+    checks plans against. None: the paper's three types (actune/prompts/preflect_catalog.json)."""
+    preflect_force_replan_every: int = Field(6, ge=0)
+    """PreFlect: when no re-plan happened in steps 1..N (then N+1..2N, ...), force one at step N (2N,
+    ...); the paper uses 6 (re-plans at steps 6 and 12 of 20). 0: never force."""
+    preflect_max_revisions: int = Field(1, ge=0)
+    """PreFlect: how many times a plan the reflector FAILs is revised (each revision but the last is
+    checked again). 0: critique only."""
+    preflect_critique_max_tokens: int | None = Field(None, ge=1)
+    """PreFlect: most tokens of the reflector's JSON answer (None: ``max_tokens``)."""
 
     def stops_for(self, env_name: str) -> list[str]:
         """The extra stop strings for ``env_name``."""

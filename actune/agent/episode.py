@@ -45,7 +45,8 @@ class Event:
     """One thing that happened in an episode, for live views and logs.
 
     Types: starting, iteration, thought, reflection, action, observation, parse_error, reprompt,
-    adaptive_iteration, max_iterations_reached, repetition, sample, backoff, final_answer, done.
+    adaptive_iteration, max_iterations_reached, repetition, sample, backoff, re_plan (PreFlect),
+    plan, critique, final_answer, done.
     ``done`` carries the finished record in ``data["trajectory"]``.
     """
 
@@ -163,24 +164,41 @@ class Episode:
     ) -> Completion:
         """Render the prompt (head + ``steps`` + ``prefix``) in the configured wire format and complete it."""
         ctx = prompt or self.prompt
+        if self.cfg.wire == "text":
+            return await self.ask(render_text(ctx, steps, prefix), stop, temperature=temperature,
+                                  max_tokens=max_tokens, offset=offset)
+        prefill = prefix if (self.cfg.chat_prefill and prefix) else None
+        return await self.ask(render_messages(ctx, steps, prefill=prefill), stop, temperature=temperature,
+                              max_tokens=max_tokens, offset=offset, continue_final=prefill is not None)
+
+    async def ask(
+        self,
+        prompt: str | list[dict[str, Any]],
+        stop: list[str],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        offset: int | None = None,
+        continue_final: bool = False,
+    ) -> Completion:
+        """Complete an already rendered prompt (text, or chat messages whose last assistant turn is
+        continued when ``continue_final``), counted and timed like every step; for prompts that are not
+        the agent's own (e.g. PreFlect's reflector)."""
         sampling = self.sampling(temperature, max_tokens, offset)
         self.requests += 1
         stop = list(dict.fromkeys(stop[:1] + self.cfg.stops_for(self.env.name) + stop[1:]))[:MAX_STOP_STRINGS]
         t0 = time.perf_counter()
         try:
-            if self.cfg.wire == "text":
-                c = await self.llm.complete(render_text(ctx, steps, prefix), sampling=sampling, stop=stop)
+            if isinstance(prompt, str):
+                c = await self.llm.complete(prompt, sampling=sampling, stop=stop)
+            elif continue_final:
+                if not _accepts_extra_body(self.llm.chat):
+                    raise TypeError("chat_prefill needs an LLM client whose chat() accepts extra_body "
+                                    "(vLLM continue_final_message); set chat_prefill=false")
+                c = await self.llm.chat(prompt, sampling=sampling, stop=stop, extra_body={
+                    "continue_final_message": True, "add_generation_prompt": False})
             else:
-                prefill = prefix if (self.cfg.chat_prefill and prefix) else None
-                msgs = render_messages(ctx, steps, prefill=prefill)
-                if prefill is not None:
-                    if not _accepts_extra_body(self.llm.chat):
-                        raise TypeError("chat_prefill needs an LLM client whose chat() accepts extra_body "
-                                        "(vLLM continue_final_message); set chat_prefill=false")
-                    c = await self.llm.chat(msgs, sampling=sampling, stop=stop, extra_body={
-                        "continue_final_message": True, "add_generation_prompt": False})
-                else:
-                    c = await self.llm.chat(msgs, sampling=sampling, stop=stop)
+                c = await self.llm.chat(prompt, sampling=sampling, stop=stop)
         except ContextLengthError as e:
             raise EpisodeEnd("context_overflow", str(e)) from None
         except ServerError as e:

@@ -27,7 +27,8 @@ class PromptSpec(StrictModel):
 
     format_version: int = 1
     """Layout version of this file."""
-    method: Literal["standard", "cot", "cot_sc", "act", "react", "reflact", "react_cotsc", "cotsc_react"] = "react"
+    method: Literal["standard", "cot", "cot_sc", "act", "react", "reflact", "react_cotsc", "cotsc_react",
+                    "preflect"] = "react"
     """Method whose step format the model was trained on."""
     regime: Literal["few_shot", "zero_shot"] = "zero_shot"
     """Prompt regime the model was trained with (fine-tuned models: zero_shot)."""

@@ -19,16 +19,28 @@ __all__ = [
     "build_prompt_context",
     "instruction_for",
     "render_exemplar",
+    "exemplar_plan",
     "render_steps_text",
     "render_text",
     "render_messages",
     "step_label",
     "question_line",
     "COT_PREFIX",
+    "REPLAN_ACTION",
+    "USER_STEP_TYPES",
     "trajectory_prompt_context",
 ]
 
 COT_PREFIX = "Let's think step by step."
+
+#: Steps that come from outside the agent: chat user turns, never trained on (a critique is the
+#: reflector's answer, not the agent's).
+USER_STEP_TYPES = ("observation", "critique")
+
+#: PreFlect's extra action, named in its instruction.
+REPLAN_ACTION = "re_plan"
+REPLAN_ACTION_DOC = (f"{REPLAN_ACTION}[reason], which discards the current plan when it no longer works (say why, "
+                     "e.g. the search finds nothing) and writes a new one.")
 
 # The ReAct paper's HotpotQA instruction (hotpotqa.ipynb), used with its prompt files.
 PAPER_WEBTHINK_INSTRUCTION = """Solve a question answering task with interleaving Thought, Action, Observation steps. Thought can reason about the current situation, and Action can be three types: 
@@ -74,6 +86,10 @@ def instruction_for(method: str, env: str, actions: str) -> str:
                 f"the current situation, and Action can be one of:\n{actions}")
     if method == "act":
         return f"{task} with interleaving Action, Observation steps. Action can be one of:\n{actions}"
+    if method == "preflect":
+        return (f"{task}. First write a Plan: the steps that will solve it with the actions below. Then "
+                "follow it with interleaving Thought, Action, Observation steps. Thought can reason about the "
+                f"current situation, and Action can be one of:\n{actions}\n{REPLAN_ACTION_DOC}")
     if method == "reflact":
         return (f"{task} with interleaving Reflection, Action, Observation steps. Each Reflection states "
                 "(1) the current state: what is known so far, (2) the latest discovery: what the last "
@@ -87,7 +103,7 @@ def instruction_for(method: str, env: str, actions: str) -> str:
 
 def step_label(method: str) -> str | None:
     """The label a generated step starts with: Thought (ReAct), Reflection (ReflAct), none (Act)."""
-    return {"react": "Thought", "reflact": "Reflection"}.get(method)
+    return {"react": "Thought", "reflact": "Reflection", "preflect": "Thought"}.get(method)
 
 
 def _is_finish(action: str, finish_action: str | None) -> str | None:
@@ -97,9 +113,20 @@ def _is_finish(action: str, finish_action: str | None) -> str | None:
     return m.group(1) if m else None
 
 
+def exemplar_plan(ex: Exemplar, finish_action: str | None = "finish") -> str:
+    """PreFlect: a plan for an exemplar that has none, from the actions its trajectory took (the
+    answer left out), so a few-shot prompt shows plans in the format the loop uses."""
+    acts = [s.action.strip() for s in ex.steps if s.action.strip() and _is_finish(s.action, finish_action) is None]
+    if finish_action:
+        acts.append(f"{finish_action}[answer]")
+    return ", then ".join(acts) + "." if acts else "Solve it step by step."
+
+
 def render_exemplar(ex: Exemplar, method: str, env: str, finish_action: str | None = "finish") -> str:
     """One exemplar in ``method``'s text format (ends with a newline)."""
     lines = [question_line(env, ex.question, ex.initial_observation)]
+    if method == "preflect":
+        lines += [f"Plan 1: {exemplar_plan(ex, finish_action)}", "Critique 1: PASS"]
     if method == "standard":
         lines.append(f"Answer: {ex.answer}")
     elif method == "cot":
@@ -108,7 +135,7 @@ def render_exemplar(ex: Exemplar, method: str, env: str, finish_action: str | No
     else:
         for i, s in enumerate(ex.steps, 1):
             answer = _is_finish(s.action, finish_action)
-            if method == "react":
+            if method in ("react", "preflect"):
                 lines.append(f"Thought {i}: {s.thought}")
             elif method == "reflact":
                 lines.append(f"Reflection {i}: {s.reflection or s.thought}")
@@ -136,19 +163,20 @@ def build_prompt_context(
     initial_observation: str = "",
     finish_action: str | None = "finish",
 ) -> PromptContext:
-    """Assemble the prompt head for one episode. ``paper_prompt`` = (file, key) of the ReAct repo."""
+    """Assemble the prompt head for one episode. ``paper_prompt`` = (file, key) of the ReAct repo
+    (PreFlect acts in ReAct's format, so it takes ReAct's prompts under its own instruction)."""
     qline = question_line(env, question, initial_observation)
     instruction = instruction_for(method, env, actions)
     examples = ""
     if regime == "few_shot":
         if paper_prompt is not None:
             paper_method, text = load_paper_prompt(*paper_prompt)
-            if paper_method != method:
+            if paper_method != method and not (method == "preflect" and paper_method == "react"):
                 raise ValueError(f"paper prompt key {paper_prompt[1]!r} is for {paper_method}, not {method}")
             body = text.lstrip("\n")
             if body.startswith("Question:") and method == "react":
                 instruction = PAPER_WEBTHINK_INSTRUCTION.rstrip("\n").removesuffix("Here are some examples.").rstrip()
-            elif not body.startswith("Question:"):
+            elif not body.startswith("Question:") and method != "preflect":  # preflect: keep re_plan's doc
                 instruction = ""  # FEVER files carry their own instruction line
             examples = body if body.endswith("\n") else body + "\n"
         else:
@@ -203,7 +231,8 @@ def render_text(ctx: PromptContext, steps: list[Step], next_prefix: str = "") ->
 
 def render_messages(ctx: PromptContext, steps: list[Step], prefill: str | None = None) -> list[dict[str, Any]]:
     """Chat messages: system (instruction + exemplars), user (question), then assistant turns holding
-    thought and action, user turns holding observations; ``prefill`` opens a final assistant turn."""
+    plans, thoughts and actions, user turns holding observations and plan critiques; ``prefill`` opens
+    a final assistant turn."""
     system = ctx.instruction.rstrip("\n")
     if ctx.examples:
         system = (system + "\n\nHere are some examples.\n\n" if system else "") + ctx.examples.rstrip("\n")
@@ -213,7 +242,7 @@ def render_messages(ctx: PromptContext, steps: list[Step], prefill: str | None =
     msgs.append({"role": "user", "content": ctx.question})
     buf: list[str] = []
     for s in steps:
-        if s.type == "observation":
+        if s.type in USER_STEP_TYPES:
             if buf:
                 msgs.append({"role": "assistant", "content": "\n".join(buf)})
                 buf = []

@@ -7,7 +7,8 @@ from actune.trajectory import Trajectory
 __all__ = ["step_order_problems", "steps_method"]
 
 _BASE = {"standard": "standard", "cot": "cot", "cot_sc": "cot", "act": "act", "react": "react",
-         "reflact": "reflact"}
+         "reflact": "reflact", "preflect": "preflect"}
+REPLAN_ACTION = "re_plan"  # actune.agent.render.REPLAN_ACTION, kept import-free here
 
 
 def steps_method(traj: Trajectory) -> str:
@@ -27,6 +28,8 @@ def step_order_problems(traj: Trajectory) -> list[str]:
     if method == "standard":
         if kinds not in ([], ["answer"]):
             problems.append(f"standard: expected [answer], got {kinds}")
+    elif method == "preflect":
+        problems.extend(_preflect_problems(traj.steps))
     elif method == "cot":
         if kinds not in ([], ["thought"], ["thought", "answer"]):
             problems.append(f"cot: expected [thought, answer], got {kinds}")
@@ -63,4 +66,65 @@ def step_order_problems(traj: Trajectory) -> list[str]:
             problems.append("finish_reason answered without a prediction")
         elif kinds and kinds[-1] == "answer" and traj.steps[-1].action_arg != traj.prediction:
             problems.append("the answer step and the prediction differ")
+    return problems
+
+
+def _preflect_problems(steps: list) -> list[str]:
+    """PreFlect: a planning block (plan, then critique and revised plan pairs, maybe a last critique)
+    opens step 1, may open any later step (forced re-plan) and follows a ``re_plan`` action; otherwise
+    the ReAct order (thought, action, observation | answer). An episode may end anywhere (overflow)."""
+    problems: list[str] = []
+    n = len(steps)
+    pos = 0
+
+    def block(it: int) -> None:
+        nonlocal pos
+        if pos >= n:
+            return
+        if steps[pos].type != "plan":
+            problems.append(f"steps[{pos}]: expected plan, got {steps[pos].type}")
+            return
+        while pos < n and steps[pos].type == "plan":
+            if steps[pos].iteration != it:
+                problems.append(f"steps[{pos}]: iteration {steps[pos].iteration}, expected {it}")
+            pos += 1
+            if pos < n and steps[pos].type == "critique":
+                if steps[pos].iteration != it:
+                    problems.append(f"steps[{pos}]: iteration {steps[pos].iteration}, expected {it}")
+                pos += 1
+            else:
+                break
+
+    if n and steps[0].type != "plan":
+        problems.append(f"steps[0]: expected plan, got {steps[0].type}")
+    expected = 1
+    while pos < n:
+        s = steps[pos]
+        if s.type == "plan":
+            block(expected)
+            continue
+        if s.iteration != expected:
+            problems.append(f"steps[{pos}]: iteration {s.iteration}, expected {expected}")
+        if s.type == "thought":
+            pos += 1
+            if pos == n:
+                break
+            s = steps[pos]
+        elif not (s.type == "answer" and s.meta.get("early_exit")):
+            problems.append(f"steps[{pos}]: expected thought, got {s.type}")
+        if s.type == "answer":
+            if pos != n - 1:
+                problems.append(f"steps[{pos}]: answer before the end")
+            break
+        if s.type != "action":
+            problems.append(f"steps[{pos}]: expected action, got {s.type}")
+        pos += 1
+        if s.type == "action" and s.action_name == REPLAN_ACTION:
+            if pos < n:
+                block(expected)
+        elif pos < n:
+            if steps[pos].type != "observation":
+                problems.append(f"steps[{pos}]: expected observation, got {steps[pos].type}")
+            pos += 1
+        expected += 1
     return problems

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_MODEL = "smollm2-135m"
-METHOD_CHOICES = ("standard", "cot", "cot_sc", "act", "react", "reflact", "react_cotsc", "cotsc_react")
+METHOD_CHOICES = ("standard", "cot", "cot_sc", "act", "react", "reflact", "react_cotsc", "cotsc_react",
+                  "preflect")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -65,6 +65,9 @@ def test_every_method_runs_one_real_episode(vllm_server, tmp_path):
     # the text wire really talked to the wiki env: every executed action got the env's observation
     acts = [s for s in react.steps if s.type == "action" and s.action_name]
     assert acts, [s.text for s in react.steps]
+    preflect = by_method["preflect"]  # plan, reflector critique (a verdict even from unreadable JSON), acting
+    assert [s.type for s in preflect.steps[:2]] == ["plan", "critique"]
+    assert preflect.steps[1].meta["verdict"] in ("PASS", "FAIL") and preflect.info["preflect"]["critiques"] >= 1
     chat = trajs[-1]
     assert chat.model.wire == "chat" and chat.model.regime == "zero_shot" and chat.model.exemplar_set is None
     assert chat.steps and chat.steps[0].type == "thought"

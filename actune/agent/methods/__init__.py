@@ -13,6 +13,7 @@ from actune.agent.methods.cot_sc import run_cot_sc
 from actune.agent.methods.direct import run_cot, run_standard
 from actune.agent.methods.hybrid import run_cotsc_react, run_react_cotsc
 from actune.agent.methods.interactive import run_interactive
+from actune.agent.methods.preflect import run_preflect
 
 __all__ = ["METHOD_RUNNERS", "BASE_METHOD"]
 
@@ -25,8 +26,10 @@ METHOD_RUNNERS: dict[str, Callable[[Episode], AsyncIterator[Event]]] = {
     "reflact": lambda ep: run_interactive(ep, "reflact"),
     "react_cotsc": run_react_cotsc,
     "cotsc_react": run_cotsc_react,
+    "preflect": run_preflect,
 }
 
 #: The step format each method's prompt head uses.
 BASE_METHOD = {"standard": "standard", "cot": "cot", "cot_sc": "cot", "act": "act", "react": "react",
-               "reflact": "reflact", "react_cotsc": "react", "cotsc_react": "cot"}
+               "reflact": "reflact", "react_cotsc": "react", "cotsc_react": "cot",
+               "preflect": "preflect"}

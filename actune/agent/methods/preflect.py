@@ -1,0 +1,208 @@
+"""PreFlect (prospective reflection): check the plan before acting, not after a failure.
+
+1. The agent writes a plan (``Plan i:``) for the task given the tools.
+2. A reflector (same backbone, its own prompt; :mod:`actune.agent.critique`) diagnoses the plan
+   against a catalog of planning errors and answers JSON (analysis, PASS/FAIL, at most two errors),
+   recorded as a ``critique`` step (``Critique i:``, the catalog's success patterns on FAIL).
+3. On FAIL the agent writes a revised plan after that critique (up to ``preflect_max_revisions``).
+4. Then ReAct steps with the plan in context. ``re_plan[reason]`` is an action that writes a new
+   plan (checked the same way) instead of stepping the environment; when no re-plan happened in
+   steps 1..N (N+1..2N, ...), one is forced at step N (2N, ...), N = ``preflect_force_replan_every``.
+
+Record order: plan, critique, [plan], then per step: [plan, critique, [plan] when forced], thought,
+action, then observation (or plan, critique, [plan] after ``re_plan``), or answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import AsyncIterator
+
+from actune.agent.critique import REFLECTOR_PREFILL, Critique, parse_critique, reflector_request
+from actune.agent.episode import Episode, Event, approx_tokens, truncate_observation
+from actune.agent.methods.interactive import _final_answer_now
+from actune.agent.parser import ParsedStep, parse_step
+from actune.agent.planning_errors import PlanningErrorCatalog, load_catalog
+from actune.agent.render import REPLAN_ACTION, PromptContext
+from actune.envs.base import Action
+from actune.trajectory import Step
+
+__all__ = ["run_preflect", "clean_plan"]
+
+METHOD = "preflect"
+# A plan ends at a blank line or where the model runs on into the acting steps.
+PLAN_STOP = ["\n\n", "\nCritique", "\nThought"]
+STEP_STOP = ["\nObservation", "\n\n", "\nThought"]
+_PLAN_CUT = re.compile(r"(?:^|\n)[ \t]*(?:thought|action|observation|critique|plan|question|claim)[ \t]*\d*[ \t]*:",
+                       re.IGNORECASE)
+
+
+def clean_plan(text: str) -> str:
+    """The plan as written, cut where the model starts another labelled line."""
+    body = str(text)
+    m = _PLAN_CUT.search(body)
+    if m:
+        body = body[: m.start()]
+    return body.strip()
+
+
+def _action_names(ep: Episode) -> tuple[str, ...] | None:
+    names = tuple(ep.env.action_names)
+    return names + (REPLAN_ACTION,) if names else None
+
+
+def _parse(ep: Episode, text: str) -> ParsedStep:
+    return parse_step(text, _action_names(ep), ep.env.finish_action, free_text=ep.env.finish_action is None)
+
+
+def _format_hint(ep: Episode, error: str | None) -> str:
+    why = error if error and error != "no action" else "Invalid action: no action was given."
+    names = _action_names(ep)
+    valid = ", ".join(f"{n}[...]" for n in names) if names else "name[argument]"
+    return f"{why} Write exactly one action per step as 'Action i: name[argument]' with name one of: {valid}."
+
+
+async def _critique(ep: Episode, catalog: PlanningErrorCatalog, plan: str) -> tuple[Critique, int, float]:
+    """Ask the reflector about ``plan``: (critique, generated tokens, latency)."""
+    cfg, traj = ep.cfg, ep.traj
+    instruction, request = reflector_request(catalog, traj.task.question, ep.env.describe_actions(), traj.steps, plan)
+    stop = ["\n\n", "\nTask:"]
+    if cfg.wire == "text":
+        c = await ep.ask(f"{instruction}\n\n{request}\nJSON: {REFLECTOR_PREFILL}", stop,
+                         max_tokens=cfg.preflect_critique_max_tokens)
+        prefilled = True
+    else:
+        prefilled = cfg.chat_prefill
+        msgs = [{"role": "system", "content": instruction}, {"role": "user", "content": request}]
+        if prefilled:
+            msgs.append({"role": "assistant", "content": REFLECTOR_PREFILL})
+        c = await ep.ask(msgs, stop, max_tokens=cfg.preflect_critique_max_tokens, continue_final=prefilled)
+    text = (REFLECTOR_PREFILL if prefilled else "") + c.text
+    return parse_critique(text, catalog), c.usage.completion_tokens, c.latency_s
+
+
+async def _plan_block(ep: Episode, prompt: PromptContext, catalog: PlanningErrorCatalog, i: int,
+                      meta: dict) -> AsyncIterator[Event]:
+    """Write a plan at step ``i``, have it critiqued, revise it on FAIL."""
+    cfg, traj = ep.cfg, ep.traj
+    c = await ep.generate(traj.steps, f"Plan {i}:", PLAN_STOP, prompt=prompt)
+    plan = clean_plan(c.text)
+    yield ep.add(Step("plan", plan, i, tokens=c.usage.completion_tokens, latency_s=c.latency_s, meta=dict(meta)))
+    plans = traj.info.setdefault("preflect", {"plans": 0, "critiques": 0, "fails": 0, "revisions": 0,
+                                              "re_plans": 0, "forced_re_plans": 0, "critique_parse_errors": 0})
+    plans["plans"] += 1
+    revisions = 0
+    while True:
+        crit, tokens, latency = await _critique(ep, catalog, plan)
+        plans["critiques"] += 1
+        plans["fails"] += crit.verdict == "FAIL"
+        plans["critique_parse_errors"] += crit.parse_error is not None
+        yield ep.add(Step("critique", crit.line(catalog), i, tokens=tokens, latency_s=latency, meta=crit.to_meta()))
+        if crit.verdict == "PASS" or revisions >= cfg.preflect_max_revisions:
+            return
+        revisions += 1
+        plans["revisions"] += 1
+        c = await ep.generate(traj.steps, f"Plan {i}:", PLAN_STOP, prompt=prompt)
+        plan = clean_plan(c.text)
+        yield ep.add(Step("plan", plan, i, tokens=c.usage.completion_tokens, latency_s=c.latency_s,
+                          meta={"revision": revisions, "errors": list(crit.errors)}))
+        plans["plans"] += 1
+        if revisions >= cfg.preflect_max_revisions:
+            return  # the last allowed revision stands unchecked: no further turn could act on its critique
+
+
+async def run_preflect(ep: Episode) -> AsyncIterator[Event]:
+    cfg, env, traj = ep.cfg, ep.env, ep.traj
+    budget = cfg.step_budget(env.name)
+    catalog = load_catalog(cfg.preflect_catalog)
+    prompt = ep.prompt_for(METHOD)
+    every = cfg.preflect_force_replan_every
+    errors_in_row = 0
+    seen: Counter[tuple[str, str]] = Counter()
+    force_answer = False
+    last_replan = 0  # the step of the latest re-plan (0: none yet; the first plan is not a re-plan)
+    traj.info.setdefault("parse_errors", 0)
+    for i in range(1, budget + 1):
+        yield Event("iteration", i, {"goal": traj.task.question, "max_iterations": budget})
+        if i == 1:
+            async for ev in _plan_block(ep, prompt, catalog, i, {"initial": True}):
+                yield ev
+        elif every and i % every == 0 and last_replan <= i - every:
+            yield Event("re_plan", i, {"reason": "scheduled", "forced": True})
+            async for ev in _plan_block(ep, prompt, catalog, i, {"forced": True}):
+                yield ev
+            last_replan = i
+            traj.info["preflect"]["forced_re_plans"] += 1
+        if force_answer:
+            async for ev in _final_answer_now(ep, METHOD, i):
+                yield ev
+            return
+        c = await ep.generate(traj.steps, f"Thought {i}:", STEP_STOP, prompt=prompt)
+        parsed = _parse(ep, c.text)
+        if parsed.action_text is None:
+            parsed.thought = parsed.thought.strip().split("\n", 1)[0].strip()  # as ReAct: first line only
+        yield ep.add(Step("thought", parsed.thought, i, tokens=c.usage.completion_tokens, latency_s=c.latency_s))
+        tokens, latency = 0, 0.0
+        meta: dict = {}
+        if parsed.action_text is None and cfg.reprompt_action:
+            yield Event("reprompt", i, {"prefix": f"Action {i}:"})
+            c2 = await ep.generate(traj.steps, f"Action {i}:", ["\n"], prompt=prompt)
+            parsed2 = _parse(ep, f"Action {i}: " + c2.text)
+            parsed = ParsedStep(parsed.thought, parsed2.action_text, parsed2.action, parsed2.answer, parsed2.error)
+            tokens, latency = c2.usage.completion_tokens, c2.latency_s
+            meta = {"reprompted": True}
+        if parsed.answer is not None and (env.finish_action or parsed.action is None):
+            if env.finish_action:
+                ep.env_step(Action(env.finish_action, parsed.answer))
+            yield ep.add(Step("answer", parsed.action_text or "", i, action_name=env.finish_action or "answer",
+                              action_arg=parsed.answer, tokens=tokens, latency_s=latency, meta=meta))
+            traj.prediction = parsed.answer
+            traj.finish_reason = "answered"
+            return
+        if parsed.action is None:
+            errors_in_row += 1
+            traj.info["parse_errors"] += 1
+            yield ep.add(Step("action", parsed.action_text or "", i, tokens=tokens, latency_s=latency, meta=meta))
+            hint = _format_hint(ep, parsed.error)
+            yield Event("parse_error", i, {"error": parsed.error, "consecutive": errors_in_row})
+            yield ep.add(Step("observation", hint, i, tokens=approx_tokens(hint), meta={"format_hint": True}))
+            if errors_in_row >= cfg.max_parse_errors:
+                traj.finish_reason = "parse_errors"
+                return
+            continue
+        errors_in_row = 0
+        action = parsed.action
+        yield ep.add(Step("action", parsed.action_text or str(action), i, action_name=action.name,
+                          action_arg=action.argument, tokens=tokens, latency_s=latency, meta=meta))
+        key = (action.name, " ".join(action.argument.lower().split()))
+        seen[key] += 1
+        if seen[key] >= cfg.repeat_limit:
+            yield Event("repetition", i, {"action": str(action), "count": seen[key]})
+            traj.finish_reason = "repetition"
+            return
+        if action.name == REPLAN_ACTION:
+            yield Event("re_plan", i, {"reason": action.argument, "forced": False})
+            async for ev in _plan_block(ep, prompt, catalog, i, {"reason": action.argument}):
+                yield ev
+            last_replan = i
+            traj.info["preflect"]["re_plans"] += 1
+            continue
+        res = ep.env_step(action)
+        obs = truncate_observation(res.observation, cfg.observation_max_tokens, ep.count_tokens)
+        obs = " ".join(obs.split("\n"))  # one line per observation keeps the text format parseable
+        truncated = obs.endswith(" ...") and not res.observation.endswith(" ...")
+        yield ep.add(Step("observation", obs, i, tokens=ep.count_tokens(obs),
+                          meta={"truncated": True} if truncated else {}))
+        if res.done:
+            answer = (res.info or {}).get("answer")
+            traj.prediction = answer
+            traj.finish_reason = "answered" if answer is not None else "env_done"
+            return
+        score = (res.info or {}).get("retrieval_score")
+        if cfg.early_exit and score is not None and score >= cfg.early_exit_threshold:
+            force_answer = True
+            traj.info["early_exit"] = {"iteration": i, "retrieval_score": score}
+            yield Event("adaptive_iteration", i, {"retrieval_score": score})
+    yield Event("max_iterations_reached", budget, {})
+    traj.finish_reason = "max_steps"

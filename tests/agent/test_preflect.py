@@ -1,0 +1,273 @@
+"""PreFlect driven by a ScriptedLLM over a FakeEnvironment: plan, critique, revision, re-planning."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from actune.agent import AgentConfig, run_episode
+from actune.agent.critique import extract_json_object, parse_critique
+from actune.agent.planning_errors import CatalogError, load_catalog
+from actune.agent.validate import step_order_problems
+from actune.task import Task
+from actune.trajectory import Step, Trajectory
+
+from .fakes import FakeEnvironment, ScriptedLLM, exact_match_scorer
+
+TASK = Task(id="t1", question="In which year was the company that makes the Walkman founded?", answer="1946")
+CATALOG = load_catalog()
+PLAN = " 1. search[Walkman] for its maker. 2. search the maker for its founding year. 3. finish."
+PASS = 'The plan finds the maker, then the year.", "verdict": "PASS", "errors": []}'
+FAIL = ('It trusts the first page.", "verdict": "FAIL", "errors": ["Insufficient constraint verification", '
+        '{"name": "shallow_content_verification"}, "made up"]}')
+SOLVE = [" I need the maker.\nAction 1: search[Walkman]", " It is Sony.\nAction 2: search[Sony]",
+         " Founded in 1946.\nAction 3: finish[1946]"]
+
+
+def run(cfg: AgentConfig, replies, env=None) -> tuple[Trajectory, ScriptedLLM, FakeEnvironment]:
+    llm = ScriptedLLM(replies)
+    env = env or FakeEnvironment()
+    traj = asyncio.run(run_episode(TASK, env, llm, cfg, scorer=exact_match_scorer))
+    assert not llm.replies, f"{len(llm.replies)} scripted replies left unused"
+    return traj, llm, env
+
+
+def kinds(traj: Trajectory) -> list[str]:
+    return [s.type for s in traj.steps]
+
+
+def cfg(**kw) -> AgentConfig:
+    return AgentConfig(method="preflect", **kw)
+
+
+def test_default_catalog_is_the_papers_three_errors():
+    assert [e.name for e in CATALOG.errors] == ["insufficient constraint verification", "ineffective tool selection",
+                                                "shallow content verification"]
+    assert all(e.description and e.failure_pattern and e.success_pattern for e in CATALOG.errors)
+    assert CATALOG.find("Ineffective_Tool_Selection").name == "ineffective tool selection"
+    assert CATALOG.find("2. shallow content verification error").name == "shallow content verification"
+    assert CATALOG.find("hallucination") is None
+
+
+def test_bad_catalog_names_file_and_key(tmp_path):
+    p = tmp_path / "cat.json"
+    p.write_text(json.dumps({"errors": [{"name": "x", "description": "d", "failure_pattern": "f"}]}))
+    with pytest.raises(CatalogError, match=r"cat\.json: errors\[0\]\.success_pattern: must be a non-empty string"):
+        load_catalog(p)
+    p.write_text('{"errors": [\n')
+    with pytest.raises(CatalogError, match=r"cat\.json:2: invalid JSON"):
+        load_catalog(p)
+    with pytest.raises(CatalogError, match="not found"):
+        load_catalog(tmp_path / "missing.json")
+
+
+def test_pass_path_records_plan_critique_then_react_steps():
+    traj, llm, env = run(cfg(), [PLAN, PASS] + SOLVE)
+    assert kinds(traj) == ["plan", "critique"] + ["thought", "action", "observation"] * 2 + ["thought", "answer"]
+    assert [s.iteration for s in traj.steps] == [1, 1, 1, 1, 1, 2, 2, 2, 3, 3]
+    assert traj.steps[0].text == PLAN.strip() and traj.steps[0].meta == {"initial": True}
+    crit = traj.steps[1]
+    assert crit.text == "PASS. The plan finds the maker, then the year."
+    assert crit.meta["verdict"] == "PASS" and crit.meta["errors"] == [] and "parse_error" not in crit.meta
+    assert traj.correct and traj.finish_reason == "answered" and traj.prediction == "1946"
+    assert [str(a) for a in env.actions] == ["search[Walkman]", "search[Sony]", "finish[1946]"]
+    # the agent's plan prompt: the preflect instruction (tools + re_plan) and the Plan label
+    p0 = llm.calls[0].prompt
+    assert "First write a Plan" in p0 and "re_plan[reason]" in p0 and "(1) search[entity]" in p0
+    assert p0.endswith("Question: In which year was the company that makes the Walkman founded?\nPlan 1:")
+    assert "Here are some examples." in p0 and "Thought 1:" in p0  # few-shot: the ReAct exemplars
+    # ... each opened by a plan made of its own actions (answer left out) and a passing critique
+    assert ("\nPlan 1: search[Walkman], then search[Sony], then finish[answer].\nCritique 1: PASS\nThought 1:"
+            in p0), p0[:1500]
+    assert llm.calls[0].stop == ["\n\n", "\nQuestion:", "\nCritique", "\nThought"]
+    # the reflector's own prompt: catalog, task, tools, past actions, plan, JSON prefill
+    p1 = llm.calls[1].prompt
+    assert p1.startswith("You check an agent's plan before it acts.")
+    assert "1. insufficient constraint verification:" in p1 and "Success pattern:" in p1
+    assert f"Task: {TASK.question}\nTools:\n(1) search[entity]" in p1
+    assert "Past actions:\n(none yet)\nPlan:\n" + PLAN.strip() + '\nJSON: {"analysis": "' in p1
+    assert "Here are some examples." not in p1
+    # acting sees plan and critique in context
+    assert llm.calls[2].prompt.endswith(f"Plan 1: {PLAN.strip()}\nCritique 1: {crit.text}\nThought 1:")
+    assert traj.info["preflect"] == {"plans": 1, "critiques": 1, "fails": 0, "revisions": 0, "re_plans": 0,
+                                     "forced_re_plans": 0, "critique_parse_errors": 0}
+    assert traj.usage.requests == 5 == len(llm.calls)
+    assert step_order_problems(traj) == []
+    assert traj.info["prompt"]["method"] == "preflect"
+    assert Trajectory.from_json(traj.to_json()) == traj
+
+
+def test_fail_path_revises_the_plan_with_the_catalog_patterns():
+    revised = " 1. search[Walkman]. 2. search the maker. 3. read its page and check the year. 4. finish."
+    traj, llm, _ = run(cfg(), [PLAN, FAIL, revised] + SOLVE)
+    assert kinds(traj)[:4] == ["plan", "critique", "plan", "thought"]
+    crit = traj.steps[1]
+    # at most two errors, catalog names, the unknown one kept apart
+    assert crit.meta["verdict"] == "FAIL"
+    assert crit.meta["errors"] == ["insufficient constraint verification", "shallow content verification"]
+    assert crit.meta["unknown_errors"] == ["made up"]
+    fixes = " ".join(e.success_pattern for e in (CATALOG.errors[0], CATALOG.errors[2]))
+    assert crit.text == ("FAIL (insufficient constraint verification; shallow content verification). "
+                         f"It trusts the first page. Revise: {fixes}")
+    # the revision turn is the agent's own prompt continued after the critique
+    assert llm.calls[2].prompt.endswith(f"Critique 1: {crit.text}\nPlan 1:")
+    assert traj.steps[2].text == revised.strip()
+    assert traj.steps[2].meta == {"revision": 1, "errors": crit.meta["errors"]}
+    # the last allowed revision is not critiqued again: the next call acts
+    assert llm.calls[3].prompt.endswith(f"Plan 1: {revised.strip()}\nThought 1:")
+    assert traj.info["preflect"]["fails"] == 1 and traj.info["preflect"]["revisions"] == 1
+    assert traj.correct and step_order_problems(traj) == []
+
+
+def test_more_revisions_are_each_checked_until_pass():
+    traj, llm, _ = run(cfg(preflect_max_revisions=2), [PLAN, FAIL, " plan two", PASS] + SOLVE)
+    assert kinds(traj)[:5] == ["plan", "critique", "plan", "critique", "thought"]
+    assert [s.meta.get("verdict") for s in traj.steps if s.type == "critique"] == ["FAIL", "PASS"]
+    assert "Plan:\nplan two\n" in llm.calls[3].prompt
+    assert step_order_problems(traj) == []
+
+
+def test_zero_revisions_is_critique_only():
+    traj, _, _ = run(cfg(preflect_max_revisions=0), [PLAN, FAIL] + SOLVE)
+    assert kinds(traj)[:3] == ["plan", "critique", "thought"] and traj.correct
+
+
+@pytest.mark.parametrize("reply, error", [
+    ("I think the plan is fine", "verdict is None, not PASS or FAIL"),
+    ('", "verdict": PASS}', "invalid JSON: Expecting value"),
+    ('ok", "verdict": "MAYBE"}', "verdict is 'MAYBE', not PASS or FAIL"),
+])
+def test_unparseable_critique_counts_as_pass_with_the_failure_recorded(reply, error):
+    traj, llm, _ = run(cfg(), [PLAN, reply] + SOLVE)
+    crit = traj.steps[1]
+    assert crit.type == "critique" and crit.meta["verdict"] == "PASS"
+    assert crit.meta["parse_error"] == error and crit.meta["raw"] == '{"analysis": "' + reply
+    assert kinds(traj)[2] == "thought"  # no revision
+    assert crit.text == "PASS"  # an unreadable answer's text is not shown to the agent
+    assert traj.info["preflect"]["critique_parse_errors"] == 1 and traj.correct
+
+
+def test_parse_critique_is_tolerant_and_never_evaluates():
+    c = parse_critique('Sure!\n```json\n{"Analysis": "a {b}", "Verdict": "fail", "detected_errors": '
+                       '[{"type": "ineffective tool selection", "root_cause": "x"}]}\n```', CATALOG)
+    assert (c.verdict, c.analysis, c.errors, c.parse_error) == ("FAIL", "a {b}", ["ineffective tool selection"], None)
+    # cut off by the token limit: the complete part is still read
+    c = parse_critique('{"analysis": "too short", "verdict": "FAIL", "errors": ["insufficient constr', CATALOG)
+    assert c.verdict == "FAIL" and c.errors == ["insufficient constraint verification"]
+    assert parse_critique("[1, 2]", CATALOG).parse_error == "no JSON object in the critique"
+    assert parse_critique('{"verdict": "PASS"]', CATALOG).parse_error == "no JSON object in the critique"
+    assert parse_critique('{"verdict": __import__("os")}', CATALOG).parse_error.startswith("invalid JSON")
+    assert extract_json_object('x {"a": "}"} y') == '{"a": "}"}'
+    # PASS drops errors; more than two errors keep the first two
+    assert parse_critique('{"verdict": "PASS", "errors": ["ineffective tool selection"]}', CATALOG).errors == []
+    c = parse_critique(json.dumps({"verdict": "FAIL", "errors": [e.name for e in reversed(CATALOG.errors)]}), CATALOG)
+    assert c.errors == ["shallow content verification", "ineffective tool selection"]
+
+
+def test_re_plan_action_writes_a_new_checked_plan_instead_of_an_env_step():
+    replies = [PLAN, PASS,
+               " Search it.\nAction 1: search[Walkmen]",
+               " Nothing.\nAction 2: re_plan[Tool Failure: search finds nothing]",
+               " 1. search[Walkman] exactly. 2. search[Sony].", PASS,
+               " Exact title.\nAction 3: search[Walkman]", " Sony.\nAction 4: search[Sony]",
+               " 1946.\nAction 5: finish[1946]"]
+    traj, llm, env = run(cfg(), replies)
+    assert kinds(traj) == (["plan", "critique", "thought", "action", "observation", "thought", "action", "plan",
+                            "critique"] + ["thought", "action", "observation"] * 2 + ["thought", "answer"])
+    act = traj.steps[6]
+    assert (act.action_name, act.action_arg) == ("re_plan", "Tool Failure: search finds nothing")
+    assert traj.steps[7].iteration == 2 and traj.steps[7].meta == {"reason": "Tool Failure: search finds nothing"}
+    assert [str(a) for a in env.actions] == ["search[Walkmen]", "search[Walkman]", "search[Sony]", "finish[1946]"]
+    # the reflector sees the past actions with what they brought back
+    p = llm.calls[5].prompt
+    assert "Past actions:\n1. search[Walkmen] -> Could not find [Walkmen]." in p
+    assert "\n2. re_plan[Tool Failure: search finds nothing]\nPlan:\n1. search[Walkman] exactly." in p
+    assert llm.calls[6].prompt.endswith("Action 2: re_plan[Tool Failure: search finds nothing]\n"
+                                        "Plan 2: 1. search[Walkman] exactly. 2. search[Sony].\n"
+                                        "Critique 2: PASS. The plan finds the maker, then the year.\nThought 3:")
+    assert traj.info["preflect"]["re_plans"] == 1 and traj.info["preflect"]["plans"] == 2
+    assert traj.correct and step_order_problems(traj) == []
+
+
+def _searches(n: int, start: int = 1) -> list[str]:
+    return [f" Try.\nAction {i}: search[Page{i}]" for i in range(start, start + n)]
+
+
+def test_forced_re_plan_at_step_6_when_none_happened():
+    replies = [PLAN, PASS] + _searches(5) + [" new plan", PASS, " Done.\nAction 6: finish[1946]"]
+    traj, llm, _ = run(cfg(max_steps=8), replies)
+    plans = [s for s in traj.steps if s.type == "plan"]
+    assert [(p.iteration, p.meta) for p in plans] == [(1, {"initial": True}), (6, {"forced": True})]
+    k = traj.steps.index(plans[1])
+    assert [s.type for s in traj.steps[k - 1:k + 3]] == ["observation", "plan", "critique", "thought"]
+    assert llm.calls[7].prompt.endswith("Observation 5: Could not find [Page5]. Similar: ['Danube', 'Rhine'].\n"
+                                        "Plan 6:")
+    assert traj.info["preflect"]["forced_re_plans"] == 1 and traj.info["preflect"]["re_plans"] == 0
+    assert traj.correct and step_order_problems(traj) == []
+
+
+def test_own_re_plan_in_the_window_skips_the_forced_one():
+    # every=3: a re-plan at step 2 covers steps 1-3; none in 4-6 -> forced at 6
+    replies = ([PLAN, PASS] + _searches(1) + [" Stuck.\nAction 2: re_plan[no luck]", " p2", PASS]
+               + _searches(3, start=3) + [" p6", PASS, " Done.\nAction 6: finish[1946]"])
+    traj, _, _ = run(cfg(preflect_force_replan_every=3, max_steps=7), replies)
+    plans = [(s.iteration, s.meta) for s in traj.steps if s.type == "plan"]
+    assert plans == [(1, {"initial": True}), (2, {"reason": "no luck"}), (6, {"forced": True})]
+    assert step_order_problems(traj) == []
+
+
+def test_no_forced_re_plan_when_disabled():
+    traj, _, _ = run(cfg(preflect_force_replan_every=0, max_steps=6), [PLAN, PASS] + _searches(6))
+    assert [s.type for s in traj.steps].count("plan") == 1 and traj.finish_reason == "max_steps"
+
+
+def test_chat_wire_critique_is_a_user_turn_and_reflector_is_prefilled():
+    traj, llm, _ = run(cfg(wire="chat", regime="zero_shot"), [PLAN, PASS] + SOLVE)
+    assert traj.correct and step_order_problems(traj) == []
+    refl = llm.calls[1]
+    assert [m["role"] for m in refl.prompt] == ["system", "user", "assistant"]
+    assert refl.prompt[2]["content"] == '{"analysis": "' and refl.extra_body["continue_final_message"] is True
+    act = llm.calls[2].prompt
+    assert act[-3:] == [{"role": "assistant", "content": f"Plan 1: {PLAN.strip()}"},
+                        {"role": "user", "content": f"Critique 1: {traj.steps[1].text}"},
+                        {"role": "assistant", "content": "Thought 1:"}]
+
+
+def test_step_order_problems_catches_a_missing_plan():
+    traj, _, _ = run(cfg(), [PLAN, PASS] + SOLVE)
+    traj.steps = traj.steps[2:]
+    assert step_order_problems(traj)[0] == "steps[0]: expected plan, got thought"
+    traj.steps.insert(1, Step("critique", "PASS", 1))
+    assert any("expected action, got critique" in p for p in step_order_problems(traj))
+
+
+@pytest.mark.parametrize("wire", ["text", "chat"])
+def test_export_trains_on_plans_not_on_the_reflectors_critiques(wire):
+    from actune.bootstrap.export import chat_example, text_example
+
+    traj, _, _ = run(cfg(wire=wire), [PLAN, FAIL, " revised plan"] + SOLVE)
+    if wire == "text":
+        ex = text_example(traj)
+        flags = {seg["text"].split(":", 1)[0]: seg["train"] for seg in ex["segments"][1:]}
+        assert flags["Plan 1"] and flags["Thought 1"] and flags["Action 1"]
+        assert not flags["Critique 1"] and not flags["Observation 1"]
+    else:
+        msgs = chat_example(traj)["messages"]
+        assert [(m["role"], m["content"].split(":", 1)[0], m["train"]) for m in msgs[2:5]] == [
+            ("assistant", "Plan 1", True), ("user", "Critique 1", False), ("assistant", "Plan 1", True)]
+        assert all(m["train"] == (m["role"] == "assistant") for m in msgs[1:])
+
+
+def test_paper_react_prompt_serves_preflect_under_its_own_instruction():
+    from pathlib import Path
+
+    sample = Path(__file__).resolve().parents[1] / "data" / "react_prompts_sample.json"
+    c = cfg(paper_prompt_file=sample, paper_prompt_key="webthink_simple2")
+    traj, llm, _ = run(c, [PLAN, PASS] + SOLVE)
+    p = llm.calls[0].prompt
+    assert p.startswith("Solve a question answering task. First write a Plan")
+    assert "Question: Which river is longer, the Danube or the Rhine?\nThought 1:" in p and traj.correct
+    with pytest.raises(ValueError, match="is for act, not preflect"):
+        run(cfg(paper_prompt_file=sample, paper_prompt_key="webact_simple2"), [])
