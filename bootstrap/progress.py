@@ -134,6 +134,7 @@ def summarize(store: str | Path, *, tasks: int, attempts_per_task: int, target_c
     finish = Counter()
     run_ids: list[str] = []
     tasks_kept: set[str] = set()
+    tasks_seen: set[str] = set()
     if store.exists():
         for traj in read_trajectories(store):
             v = verdict_of(traj)
@@ -145,6 +146,7 @@ def summarize(store: str | Path, *, tasks: int, attempts_per_task: int, target_c
                 counts["grounded"] += int(bool(v and v.grounded))
                 counts["kept"] += int(bool(v and v.kept))
             finish[traj.finish_reason] += 1
+            tasks_seen.add(traj.task.id)
             if v and v.kept:
                 tasks_kept.add(traj.task.id)
             if traj.run_id not in run_ids:
@@ -162,6 +164,9 @@ def summarize(store: str | Path, *, tasks: int, attempts_per_task: int, target_c
         **{k: totals[k] for k in ("correct", "grounded", "kept")},
         "keep_rate": totals["kept"] / totals["attempts"] if totals["attempts"] else 0.0,
         "tasks_with_kept": len(tasks_kept),
+        # store-wide like every count here: a run over a subset (tasks.where) resumes a store that holds
+        # other runs' tasks too, so ``tasks`` (this run's task set) is no denominator for tasks_with_kept
+        "tasks_in_store": len(tasks_seen),
         "by_kind": dict(sorted(by_kind.items())),
         "finish_reasons": dict(sorted(finish.items())),
     }
@@ -188,5 +193,6 @@ def format_summary(summary: dict[str, Any]) -> str:
                      f"{rate:>9.0%}")
     state = "reached" if summary["target_reached"] else "not reached"
     lines.append(f"target {summary['target_correct']} kept: {state}; {summary['tasks_with_kept']} of "
-                 f"{summary['tasks']} tasks have a kept episode; store {summary['store']}")
+                 f"{summary['tasks_in_store']} tasks in the store have a kept episode (this run: "
+                 f"{summary['tasks']} tasks); store {summary['store']}")
     return "\n".join(lines)

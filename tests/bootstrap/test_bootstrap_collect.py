@@ -13,7 +13,7 @@ from bootstrap_fakes import walkman_llm
 
 from actune.agent import AgentConfig
 from actune.bootstrap.judge import verdict_of
-from actune.bootstrap.progress import summarize, write_summary
+from actune.bootstrap.progress import format_summary, summarize, write_summary
 from actune.bootstrap.run import CollectError, collect, pending_episodes
 from actune.bootstrap.store import TrajectoryStore
 from actune.task import Task
@@ -138,6 +138,22 @@ def test_summary_counts_per_kind(tmp_path: Path) -> None:
     assert s["finish_reasons"] == {"answered": 8}
     out = write_summary(s, tmp_path / "store" / "summary.json")
     assert json.loads(out.read_text()) == s
+
+
+def test_summary_of_a_subset_run_counts_tasks_over_the_whole_store(tmp_path: Path) -> None:
+    # Regression (quickstart run): bootstrapping one kind at a time (tasks.where) into one store printed
+    # "124 of 40 tasks have a kept episode": store-wide kept tasks over this run's task count.
+    path = tmp_path / "trajectories.jsonl"
+
+    async def go() -> None:
+        with TrajectoryStore.open(path) as store:
+            await collect(pending_episodes(walkman_tasks(), 2, store), FakeEnvironment, walkman_llm(), AGENT,
+                          store, concurrency=2, target_correct=100, run_id="r1")
+
+    asyncio.run(go())
+    s = summarize(path, tasks=1, attempts_per_task=2, target_correct=100, run_id="r2")
+    assert (s["tasks"], s["tasks_in_store"], s["tasks_with_kept"]) == (1, 4, 2)
+    assert "; 2 of 4 tasks in the store have a kept episode (this run: 1 tasks); " in format_summary(s)
 
 
 def test_a_failing_episode_is_skipped_and_retried_later(tmp_path: Path) -> None:
