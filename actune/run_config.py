@@ -24,3 +24,16 @@ class RunConfig(StrictModel):
     """LoRA fine-tuning."""
     eval: EvalConfig = Field(default_factory=EvalConfig)
     """Prompted vs fine-tuned evaluation."""
+
+
+def qualify_section_overrides(overrides: list[str], section: str) -> list[str]:
+    """Prefix ``section.`` to overrides whose first key is a field of that section and not of the run
+    config, so a stage command accepts ``concurrency=4`` for ``bootstrap.concurrency=4``."""
+    section_fields = RunConfig.model_fields[section].annotation.model_fields
+    out = []
+    for item in overrides:
+        head = item.split("=", 1)[0].strip().split(".", 1)[0]
+        if head not in RunConfig.model_fields and head in section_fields:
+            item = f"{section}.{item.strip()}"
+        out.append(item)
+    return out

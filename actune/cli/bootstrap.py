@@ -21,17 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def qualify_overrides(overrides: list[str]) -> list[str]:
-    """Prefix ``bootstrap.`` to overrides whose first key is a bootstrap field, not a run-config one."""
-    from actune.bootstrap.config import BootstrapConfig
-    from actune.run_config import RunConfig
+    """Short keys (``concurrency=4``) mean this stage's section."""
+    from actune.run_config import qualify_section_overrides
 
-    out = []
-    for item in overrides:
-        head = item.split("=", 1)[0].strip().split(".", 1)[0]
-        if head not in RunConfig.model_fields and head in BootstrapConfig.model_fields:
-            item = f"bootstrap.{item.strip()}"
-        out.append(item)
-    return out
+    return qualify_section_overrides(overrides, "bootstrap")
 
 
 def _bootstrap(args: argparse.Namespace) -> int:

@@ -22,17 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def qualify_overrides(overrides: list[str]) -> list[str]:
-    """Prefix ``eval.`` to overrides whose first key is an eval field, not a run-config one."""
-    from actune.eval.config import EvalConfig
-    from actune.run_config import RunConfig
+    """Short keys (``attempts=2``) mean this stage's section."""
+    from actune.run_config import qualify_section_overrides
 
-    out = []
-    for item in overrides:
-        head = item.split("=", 1)[0].strip().split(".", 1)[0]
-        if head not in RunConfig.model_fields and head in EvalConfig.model_fields:
-            item = f"eval.{item.strip()}"
-        out.append(item)
-    return out
+    return qualify_section_overrides(overrides, "eval")
 
 
 def _eval(args: argparse.Namespace) -> int:

@@ -20,17 +20,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def qualify_overrides(overrides: list[str]) -> list[str]:
-    """Prefix ``train.`` to overrides whose first key is a train field, not a run-config one."""
-    from actune.run_config import RunConfig
-    from actune.train.config import TrainConfig
+    """Short keys (``max_steps=10``) mean this stage's section."""
+    from actune.run_config import qualify_section_overrides
 
-    out = []
-    for item in overrides:
-        head = item.split("=", 1)[0].strip().split(".", 1)[0]
-        if head not in RunConfig.model_fields and head in TrainConfig.model_fields:
-            item = f"train.{item.strip()}"
-        out.append(item)
-    return out
+    return qualify_section_overrides(overrides, "train")
 
 
 def _train(args: argparse.Namespace) -> int:
