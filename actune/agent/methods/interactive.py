@@ -38,6 +38,76 @@ def _parse(ep: Episode, method: str, text: str, i: int) -> ParsedStep:
     return parse_step(text, tuple(env.action_names) or None, env.finish_action, free_text=free)
 
 
+# The outcomes of one parsed step, shared by every method that acts (react, reflact, act, preflect).
+# They return the events to yield (no awaits in between, so yielding them as a list is the same
+# stream) and whether the episode ended.
+
+def answer_events(ep: Episode, parsed: ParsedStep, i: int, tokens: int, latency: float, meta: dict) -> list[Event]:
+    """The model answered: record it (telling the env when it has a finish action); the episode ends."""
+    env, traj = ep.env, ep.traj
+    if env.finish_action:
+        ep.env_step(Action(env.finish_action, parsed.answer))
+    events = [ep.add(Step("answer", parsed.action_text or "", i, action_name=env.finish_action or "answer",
+                          action_arg=parsed.answer, tokens=tokens, latency_s=latency, meta=meta))]
+    traj.prediction = parsed.answer
+    traj.finish_reason = "answered"
+    return events
+
+
+def parse_error_events(ep: Episode, parsed: ParsedStep, i: int, tokens: int, latency: float, meta: dict,
+                       errors_in_row: int, hint: str) -> tuple[list[Event], bool]:
+    """An unusable action: record it and a format hint as the observation. ``errors_in_row`` counts this
+    one; the episode ends (``parse_errors``) when it reaches the limit."""
+    traj = ep.traj
+    traj.info["parse_errors"] += 1
+    events = [
+        ep.add(Step("action", parsed.action_text or "", i, tokens=tokens, latency_s=latency, meta=meta)),
+        Event("parse_error", i, {"error": parsed.error, "consecutive": errors_in_row}),
+        ep.add(Step("observation", hint, i, tokens=approx_tokens(hint), meta={"format_hint": True})),
+    ]
+    if errors_in_row >= ep.cfg.max_parse_errors:
+        traj.finish_reason = "parse_errors"
+        return events, True
+    return events, False
+
+
+def action_events(ep: Episode, action: Action, action_text: str | None, i: int, tokens: int, latency: float,
+                  meta: dict, seen: Counter[tuple[str, str]]) -> tuple[list[Event], bool]:
+    """Record a valid action; the episode ends (``repetition``) when it is issued ``repeat_limit`` times."""
+    events = [ep.add(Step("action", action_text or str(action), i, action_name=action.name,
+                          action_arg=action.argument, tokens=tokens, latency_s=latency, meta=meta))]
+    key = (action.name, " ".join(action.argument.lower().split()))
+    seen[key] += 1
+    if seen[key] >= ep.cfg.repeat_limit:
+        events.append(Event("repetition", i, {"action": str(action), "count": seen[key]}))
+        ep.traj.finish_reason = "repetition"
+        return events, True
+    return events, False
+
+
+def observation_events(ep: Episode, action: Action, i: int) -> tuple[list[Event], bool, bool]:
+    """Step the environment and record the observation. Returns (events, episode ended, answer next:
+    the LLARS early exit after a high-confidence retrieval)."""
+    cfg, traj = ep.cfg, ep.traj
+    res = ep.env_step(action)
+    obs = truncate_observation(res.observation, cfg.observation_max_tokens, ep.count_tokens)
+    obs = " ".join(obs.split("\n"))  # one line per observation keeps the text format parseable
+    truncated = obs.endswith(" ...") and not res.observation.endswith(" ...")
+    events = [ep.add(Step("observation", obs, i, tokens=ep.count_tokens(obs),
+                          meta={"truncated": True} if truncated else {}))]
+    if res.done:
+        answer = (res.info or {}).get("answer")
+        traj.prediction = answer
+        traj.finish_reason = "answered" if answer is not None else "env_done"
+        return events, True, False
+    score = (res.info or {}).get("retrieval_score")
+    if cfg.early_exit and score is not None and score >= cfg.early_exit_threshold:
+        traj.info["early_exit"] = {"iteration": i, "retrieval_score": score}
+        events.append(Event("adaptive_iteration", i, {"retrieval_score": score}))
+        return events, False, True
+    return events, False, False
+
+
 async def run_interactive(ep: Episode, method: str, budget: int | None = None) -> AsyncIterator[Event]:
     cfg, env, traj = ep.cfg, ep.env, ep.traj
     budget = budget or cfg.step_budget(env.name)
@@ -77,50 +147,29 @@ async def run_interactive(ep: Episode, method: str, budget: int | None = None) -
             reprompted = True
         meta = {"reprompted": True} if reprompted else {}
         if parsed.answer is not None and (env.finish_action or parsed.action is None):
-            if env.finish_action:
-                ep.env_step(Action(env.finish_action, parsed.answer))
-            yield ep.add(Step("answer", parsed.action_text or "", i, action_name=env.finish_action or "answer",
-                              action_arg=parsed.answer, tokens=tokens, latency_s=latency, meta=meta))
-            traj.prediction = parsed.answer
-            traj.finish_reason = "answered"
+            for ev in answer_events(ep, parsed, i, tokens, latency, meta):
+                yield ev
             return
         if parsed.action is None or (env.action_names and parsed.action.name not in env.action_names):
             errors_in_row += 1
-            traj.info["parse_errors"] += 1
-            yield ep.add(Step("action", parsed.action_text or "", i, tokens=tokens, latency_s=latency, meta=meta))
-            hint = _format_hint(ep, parsed.error)
-            yield Event("parse_error", i, {"error": parsed.error, "consecutive": errors_in_row})
-            yield ep.add(Step("observation", hint, i, tokens=approx_tokens(hint), meta={"format_hint": True}))
-            if errors_in_row >= cfg.max_parse_errors:
-                traj.finish_reason = "parse_errors"
+            events, ended = parse_error_events(ep, parsed, i, tokens, latency, meta, errors_in_row,
+                                               _format_hint(ep, parsed.error))
+            for ev in events:
+                yield ev
+            if ended:
                 return
             continue
         errors_in_row = 0
-        action = parsed.action
-        yield ep.add(Step("action", parsed.action_text or str(action), i, action_name=action.name,
-                          action_arg=action.argument, tokens=tokens, latency_s=latency, meta=meta))
-        key = (action.name, " ".join(action.argument.lower().split()))
-        seen[key] += 1
-        if seen[key] >= cfg.repeat_limit:
-            yield Event("repetition", i, {"action": str(action), "count": seen[key]})
-            traj.finish_reason = "repetition"
+        events, ended = action_events(ep, parsed.action, parsed.action_text, i, tokens, latency, meta, seen)
+        for ev in events:
+            yield ev
+        if ended:
             return
-        res = ep.env_step(action)
-        obs = truncate_observation(res.observation, cfg.observation_max_tokens, ep.count_tokens)
-        obs = " ".join(obs.split("\n"))  # one line per observation keeps the text format parseable
-        truncated = obs.endswith(" ...") and not res.observation.endswith(" ...")
-        yield ep.add(Step("observation", obs, i, tokens=ep.count_tokens(obs),
-                          meta={"truncated": True} if truncated else {}))
-        if res.done:
-            answer = (res.info or {}).get("answer")
-            traj.prediction = answer
-            traj.finish_reason = "answered" if answer is not None else "env_done"
+        events, ended, force_answer = observation_events(ep, parsed.action, i)
+        for ev in events:
+            yield ev
+        if ended:
             return
-        score = (res.info or {}).get("retrieval_score")
-        if cfg.early_exit and score is not None and score >= cfg.early_exit_threshold:
-            force_answer = True
-            traj.info["early_exit"] = {"iteration": i, "retrieval_score": score}
-            yield Event("adaptive_iteration", i, {"retrieval_score": score})
     yield Event("max_iterations_reached", budget, {})
     traj.finish_reason = "max_steps"
 

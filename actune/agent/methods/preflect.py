@@ -20,12 +20,17 @@ from collections import Counter
 from typing import AsyncIterator
 
 from actune.agent.critique import REFLECTOR_PREFILL, Critique, parse_critique, reflector_request
-from actune.agent.episode import Episode, Event, approx_tokens, truncate_observation
-from actune.agent.methods.interactive import _final_answer_now
+from actune.agent.episode import Episode, Event
+from actune.agent.methods.interactive import (
+    _final_answer_now,
+    action_events,
+    answer_events,
+    observation_events,
+    parse_error_events,
+)
 from actune.agent.parser import ParsedStep, parse_step
 from actune.agent.planning_errors import PlanningErrorCatalog, load_catalog
 from actune.agent.render import REPLAN_ACTION, PromptContext
-from actune.envs.base import Action
 from actune.trajectory import Step
 
 __all__ = ["run_preflect", "clean_plan"]
@@ -153,33 +158,24 @@ async def run_preflect(ep: Episode) -> AsyncIterator[Event]:
             tokens, latency = c2.usage.completion_tokens, c2.latency_s
             meta = {"reprompted": True}
         if parsed.answer is not None and (env.finish_action or parsed.action is None):
-            if env.finish_action:
-                ep.env_step(Action(env.finish_action, parsed.answer))
-            yield ep.add(Step("answer", parsed.action_text or "", i, action_name=env.finish_action or "answer",
-                              action_arg=parsed.answer, tokens=tokens, latency_s=latency, meta=meta))
-            traj.prediction = parsed.answer
-            traj.finish_reason = "answered"
+            for ev in answer_events(ep, parsed, i, tokens, latency, meta):
+                yield ev
             return
         if parsed.action is None:
             errors_in_row += 1
-            traj.info["parse_errors"] += 1
-            yield ep.add(Step("action", parsed.action_text or "", i, tokens=tokens, latency_s=latency, meta=meta))
-            hint = _format_hint(ep, parsed.error)
-            yield Event("parse_error", i, {"error": parsed.error, "consecutive": errors_in_row})
-            yield ep.add(Step("observation", hint, i, tokens=approx_tokens(hint), meta={"format_hint": True}))
-            if errors_in_row >= cfg.max_parse_errors:
-                traj.finish_reason = "parse_errors"
+            events, ended = parse_error_events(ep, parsed, i, tokens, latency, meta, errors_in_row,
+                                               _format_hint(ep, parsed.error))
+            for ev in events:
+                yield ev
+            if ended:
                 return
             continue
         errors_in_row = 0
         action = parsed.action
-        yield ep.add(Step("action", parsed.action_text or str(action), i, action_name=action.name,
-                          action_arg=action.argument, tokens=tokens, latency_s=latency, meta=meta))
-        key = (action.name, " ".join(action.argument.lower().split()))
-        seen[key] += 1
-        if seen[key] >= cfg.repeat_limit:
-            yield Event("repetition", i, {"action": str(action), "count": seen[key]})
-            traj.finish_reason = "repetition"
+        events, ended = action_events(ep, action, parsed.action_text, i, tokens, latency, meta, seen)
+        for ev in events:
+            yield ev
+        if ended:
             return
         if action.name == REPLAN_ACTION:
             yield Event("re_plan", i, {"reason": action.argument, "forced": False})
@@ -188,21 +184,10 @@ async def run_preflect(ep: Episode) -> AsyncIterator[Event]:
             last_replan = i
             traj.info["preflect"]["re_plans"] += 1
             continue
-        res = ep.env_step(action)
-        obs = truncate_observation(res.observation, cfg.observation_max_tokens, ep.count_tokens)
-        obs = " ".join(obs.split("\n"))  # one line per observation keeps the text format parseable
-        truncated = obs.endswith(" ...") and not res.observation.endswith(" ...")
-        yield ep.add(Step("observation", obs, i, tokens=ep.count_tokens(obs),
-                          meta={"truncated": True} if truncated else {}))
-        if res.done:
-            answer = (res.info or {}).get("answer")
-            traj.prediction = answer
-            traj.finish_reason = "answered" if answer is not None else "env_done"
+        events, ended, force_answer = observation_events(ep, action, i)
+        for ev in events:
+            yield ev
+        if ended:
             return
-        score = (res.info or {}).get("retrieval_score")
-        if cfg.early_exit and score is not None and score >= cfg.early_exit_threshold:
-            force_answer = True
-            traj.info["early_exit"] = {"iteration": i, "retrieval_score": score}
-            yield Event("adaptive_iteration", i, {"retrieval_score": score})
     yield Event("max_iterations_reached", budget, {})
     traj.finish_reason = "max_steps"
