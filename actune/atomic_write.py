@@ -33,8 +33,9 @@ def _create_temp(path: Path) -> tuple[int, Path]:
     raise FileExistsError(f"{path.parent}: could not create a unique temporary file for {path.name}")
 
 
-def _fsync_dir(folder: Path) -> None:
-    """Make the rename itself durable; not every platform can open a folder, which is fine."""
+def fsync_dir(folder: Path) -> None:
+    """Make a rename or a new file's directory entry durable; not every platform can open a folder,
+    which is fine."""
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:
@@ -74,7 +75,7 @@ def atomic_writer(path: str | Path, *, binary: bool = False, encoding: str = "ut
             os.close(fd)
         tmp.unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from actune.atomic_write import fsync_dir
 from actune.bootstrap.judge import verdict_of
 from actune.trajectory import Trajectory, TrajectoryFormatError
 
@@ -129,7 +130,7 @@ class TrajectoryStore:
                 raise StoreError(f"{path}: another process is writing this store (it is locked); "
                                  "wait for it or use another store path") from None
             if created:
-                _fsync_dir(path.parent)
+                fsync_dir(path.parent)
             cut = _cut_torn_tail(fd)
             state = read_state(path)
         except BaseException:
@@ -196,17 +197,3 @@ class TrajectoryStore:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make a new file's directory entry durable (best effort: not every platform opens folders)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
