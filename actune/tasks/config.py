@@ -35,6 +35,9 @@ class TaskConfig(StrictModel):
     """Keep only the ReAct paper's evaluation questions, in its order:
     ``random.Random(233).shuffle(list(range(7405)))[:500]`` applied to the full dev set (or to the
     records' ``dev_index`` when they carry one)."""
+    exclude_react_subset: bool = False
+    """Drop the ReAct paper's evaluation questions (the complement of ``react_subset``): bootstrap on the
+    rest of a split whose 500 paper questions eval keeps unseen."""
     where: dict[str, Any] = Field(default_factory=dict)
     """Keep tasks whose ``meta[key] == value`` for every pair, e.g. ``{gold_titles_in_union: true}``."""
     offset: int = Field(0, ge=0)
@@ -47,6 +50,8 @@ class TaskConfig(StrictModel):
     @model_validator(mode="after")
     def _one_source(self) -> "TaskConfig":
         # Neither is fine here (a stage config holds a default TaskConfig); load_tasks requires one.
+        if self.react_subset and self.exclude_react_subset:
+            raise ValueError("react_subset and exclude_react_subset: choose one (they select complementary sets)")
         if self.path is not None and self.hf_dataset is not None:
             raise ValueError("give exactly one of 'path' (file or folder) and 'hf_dataset', not both")
         return self

@@ -65,6 +65,9 @@ def load_tasks(cfg: TaskConfig) -> list[Task]:
             tasks.append(custom_task(rec, where, index, cfg.split, cfg.env))
     if cfg.react_subset:
         tasks = _react_subset(tasks, cfg.path or cfg.hf_dataset or "")
+    elif cfg.exclude_react_subset:
+        held_out = {id(t) for t in _react_subset(tasks, cfg.path or cfg.hf_dataset or "")}
+        tasks = [t for t in tasks if id(t) not in held_out]
     return _select(tasks, cfg)
 
 

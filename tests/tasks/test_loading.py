@@ -65,6 +65,19 @@ def test_react_subset_picks_the_papers_questions_in_its_order(tmp_path: Path) ->
         load_tasks(TaskConfig(path=str(short), react_subset=True))
 
 
+def test_exclude_react_subset_is_the_complement(tmp_path: Path) -> None:
+    rows = [{"question": f"question {i}?", "answer": f"answer {i}"} for i in range(7405)]
+    f = tmp_path / "dev.json"
+    f.write_text(json.dumps(rows))
+    rest = load_tasks(TaskConfig(path=str(f), exclude_react_subset=True))
+    held = set(paper_subset())
+    assert len(rest) == 7405 - 500
+    assert [t.meta["index"] for t in rest[:3]] == [i for i in range(7405) if i not in held][:3]
+    assert not {t.meta["index"] for t in rest} & held
+    with pytest.raises(ValueError, match="choose one"):
+        TaskConfig(path=str(f), react_subset=True, exclude_react_subset=True)
+
+
 def test_where_offset_and_limit(tmp_path: Path) -> None:
     f = tmp_path / "t.jsonl"
     f.write_text("".join(json.dumps({"question": f"q{i}", "answer": "a", "ok": i % 2 == 0}) + "\n"
@@ -85,6 +98,28 @@ def test_fever_claims(tmp_path: Path) -> None:
     bad.write_text('{"id": 1, "claim": "x", "label": "TRUE"}\n')
     with pytest.raises(TaskFileError, match=r"bad\.jsonl:1: 'label' must be SUPPORTS"):
         load_tasks(TaskConfig(path=str(bad), format="fever"))
+
+
+def test_fever_evidence_sets(tmp_path: Path) -> None:
+    """One title list per evidence set (any one verifies the claim): deduplicated within a set and
+    across sets; supporting_titles stays every title, flattened."""
+    tasks = load_tasks(TaskConfig(path=str(DATA / "fever_paper_dev_sample.jsonl"), format="fever"))
+    assert [t.meta["evidence_sets"] for t in tasks] == [[], [], [["Soul Food (film)"]], [["Paramore"]]]
+    f = tmp_path / "multi.jsonl"
+    evidence = [
+        [[1, 10, "Paramore", 0], [1, 11, "Franklin,_Tennessee", 0], [1, 12, "Paramore", 3]],
+        [[2, 20, "Hayley_Williams", 1]],
+        [[3, 30, "Franklin,_Tennessee", 2], [3, 31, "Paramore", 1]],  # the first set again, in another order
+        [[4, None, None, None]],
+    ]
+    f.write_text(json.dumps({"id": 5, "label": "REFUTES", "claim": "Paramore is not from Tennessee.",
+                             "evidence": evidence}) + "\n"
+                 + json.dumps({"id": 6, "label": "SUPPORTS", "claim": "Soul Food is a film.",
+                               "evidence_wiki_url": "Soul_Food_-LRB-film-RRB-"}) + "\n")
+    multi, hf = load_tasks(TaskConfig(path=str(f), format="fever"))
+    assert multi.meta["evidence_sets"] == [["Paramore", "Franklin, Tennessee"], ["Hayley Williams"]]
+    assert multi.meta["supporting_titles"] == ["Paramore", "Franklin, Tennessee", "Hayley Williams"]
+    assert (hf.meta["evidence_sets"], hf.meta["supporting_titles"]) == ([["Soul Food (film)"]], ["Soul Food (film)"])
 
 
 def test_custom_tasks(tmp_path: Path) -> None:
