@@ -11,8 +11,17 @@
   collected by the loop). A small model answers comparisons right by chance half the time; grounding
   keeps only answers that were looked up. Tasks without supporting titles cannot be checked: they
   count as grounded and the verdict says ``grounding_checked: false``.
-- kept: correct, grounded (unless grounding is not required) and no step-order problems
-  (:func:`actune.agent.validate.step_order_problems`), so the record renders as a clean example.
+- FEVER: a claim may have several evidence sets (``task.meta["evidence_sets"]``, from
+  :mod:`actune.tasks.fever`), each enough on its own to verify it. Grounded means ANY ONE set was read
+  in full, not every title of every set (which would ask for pages the claim does not need);
+  ``missing_titles`` then lists what the closest set (fewest unread, first on a tie) lacks.
+- methods that read no pages (:data:`NO_PAGE_METHODS`: ``standard``, ``cot``, ``cot_sc``) cannot be
+  grounded, so holding them to it would keep none of them: their verdict says
+  ``grounding_applies: false`` (and ``grounding_checked: false``, ``grounded: false``) and they are kept
+  on correctness and step order alone. Filter on ``grounding_applies`` (or on ``method``) to keep only
+  looked-up answers in a mixed store.
+- kept: correct, grounded (unless grounding is not required or does not apply) and no step-order
+  problems (:func:`actune.agent.validate.step_order_problems`), so the record renders as a clean example.
 """
 
 from __future__ import annotations
@@ -20,11 +29,20 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from actune.agent.config import METHODS
 from actune.agent.validate import step_order_problems
 from actune.envs.titles import normalize_title
 from actune.trajectory import Trajectory
 
-__all__ = ["Verdict", "judge", "record_verdict", "titles_read", "verdict_of"]
+__all__ = ["NO_PAGE_METHODS", "Verdict", "judge", "record_verdict", "titles_read", "verdict_of"]
+
+NO_PAGE_METHODS: tuple[str, ...] = ("standard", "cot", "cot_sc")
+"""Methods (of :data:`actune.agent.config.METHODS`) that answer from the model alone, reading no pages.
+The hybrids are not here: their ReAct phase reads pages, and those are judged."""
+
+if not set(NO_PAGE_METHODS) <= set(METHODS):  # a renamed method would silently be held to grounding again
+    raise ImportError(f"actune.bootstrap.judge.NO_PAGE_METHODS: {sorted(set(NO_PAGE_METHODS) - set(METHODS))} "
+                      "not in actune.agent.config.METHODS")
 
 
 @dataclass
@@ -35,11 +53,16 @@ class Verdict:
     grounded: bool
     kept: bool
     grounding_checked: bool = True
-    """False when the task names no supporting titles (grounded is then vacuously true)."""
+    """False when grounding was not checked: the task names no supporting titles (grounded is then
+    vacuously true) or grounding does not apply to the method (grounded is then false)."""
     require_grounded: bool = True
     missing_titles: list[str] = field(default_factory=list)
-    """Supporting titles the episode never read (as the task spells them)."""
+    """Supporting titles the episode never read (as the task spells them; with evidence sets, those of
+    the closest set)."""
     order_problems: list[str] = field(default_factory=list)
+    grounding_applies: bool = True
+    """False for a method that reads no pages (:data:`NO_PAGE_METHODS`): kept on correctness alone.
+    Defaults to true so verdicts stored before this field existed load unchanged."""
 
 
 def titles_read(traj: Trajectory) -> list[str]:
@@ -48,17 +71,32 @@ def titles_read(traj: Trajectory) -> list[str]:
     return [t for t in env_info.get("titles") or [] if isinstance(t, str)]
 
 
+def _missing(titles: list[Any], read: set[str]) -> list[str]:
+    """The titles of ``titles`` not read, as the task spells them."""
+    return [str(t) for t in titles if normalize_title(str(t)) not in read]
+
+
 def judge(traj: Trajectory, require_grounded: bool = True) -> Verdict:
     """The verdict for ``traj`` (see the module docstring for the rules)."""
-    supporting = traj.task.meta.get("supporting_titles") or []
-    read = {normalize_title(t) for t in titles_read(traj)}
-    missing = [t for t in supporting if normalize_title(str(t)) not in read]
-    grounded = not missing
+    correct = bool(traj.correct)
     problems = step_order_problems(traj)
-    kept = bool(traj.correct) and (grounded or not require_grounded) and not problems
-    return Verdict(correct=bool(traj.correct), grounded=grounded, kept=kept,
-                   grounding_checked=bool(supporting), require_grounded=require_grounded,
-                   missing_titles=missing, order_problems=problems)
+    if traj.method in NO_PAGE_METHODS:
+        return Verdict(correct=correct, grounded=False, kept=correct and not problems, grounding_checked=False,
+                       require_grounded=require_grounded, order_problems=problems, grounding_applies=False)
+    read = {normalize_title(t) for t in titles_read(traj)}
+    # An empty set would be read "in full" by every episode: ignore it rather than ground everything.
+    sets = [s for s in traj.task.meta.get("evidence_sets") or [] if s]
+    if sets:
+        missing = min((_missing(s, read) for s in sets), key=len)  # min keeps the first of equals
+        checked = True
+    else:
+        supporting = traj.task.meta.get("supporting_titles") or []
+        missing = _missing(supporting, read)
+        checked = bool(supporting)
+    grounded = not missing
+    kept = correct and (grounded or not require_grounded) and not problems
+    return Verdict(correct=correct, grounded=grounded, kept=kept, grounding_checked=checked,
+                   require_grounded=require_grounded, missing_titles=missing, order_problems=problems)
 
 
 def record_verdict(traj: Trajectory, verdict: Verdict) -> Trajectory:

@@ -5,7 +5,8 @@
 Top to bottom, :func:`run_bootstrap` does:
 
 1. load the tasks (``bootstrap.tasks``) and open the store (``bootstrap.store``); a rerun resumes:
-   every (task, attempt) already in the store is skipped and its kept records count towards the target;
+   every (task, attempt) already in the store under ``agent.method`` is skipped (the store may hold other
+   methods' episodes too) and the store's kept records count towards the target;
 2. list what is left: attempt 0 of every task, then attempt 1, ... (breadth first, so stopping at the
    target leaves kept episodes spread over many tasks rather than many attempts of a few);
 3. use ``bootstrap.endpoints``, or start a vLLM server from the ``serve`` section for the run;
@@ -47,9 +48,12 @@ def make_run_id(name: str) -> str:
     return f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
 
 
-def pending_episodes(tasks: list[Task], attempts_per_task: int, store: TrajectoryStore) -> list[tuple[Task, int]]:
-    """(task, attempt) pairs not yet in the store, attempt-major (all tasks' attempt 0 first)."""
-    return [(t, a) for a in range(attempts_per_task) for t in tasks if not store.has(t.id, a)]
+def pending_episodes(tasks: list[Task], attempts_per_task: int, store: TrajectoryStore,
+                     method: str) -> list[tuple[Task, int]]:
+    """(task, attempt) pairs not yet in the store under ``method``, attempt-major (all tasks' attempt 0
+    first). The store keys episodes by (task, method, attempt): episodes of other methods in the same
+    store are not this run's, so they neither count as done nor block it."""
+    return [(t, a) for a in range(attempts_per_task) for t in tasks if not store.has(t.id, method, a)]
 
 
 class CollectError(RuntimeError):
@@ -189,7 +193,7 @@ def run_bootstrap(run: RunConfig, *, show_progress: bool = True, run_id: str | N
                   f"{store.kept} kept", file=sys.stderr)
 
         # 2. what is left
-        todo = pending_episodes(tasks, cfg.attempts_per_task, store)
+        todo = pending_episodes(tasks, cfg.attempts_per_task, store, cfg.agent.method)
         total = len(tasks) * cfg.attempts_per_task
         if not todo or store.kept >= cfg.target_correct:
             print("bootstrap: nothing to do (all episodes done or target reached)", file=sys.stderr)
@@ -203,7 +207,9 @@ def run_bootstrap(run: RunConfig, *, show_progress: bool = True, run_id: str | N
                 async def _collect() -> None:
                     client = ClientConfig(endpoints=endpoints, model=model_name, max_concurrency=cfg.concurrency)
                     async with LLMClient(client) as llm:
-                        with Progress(total, store.records, store.kept, cfg.target_correct,
+                        # done: this run's episodes, not store.records (the store may also hold other
+                        # methods' and tasks' episodes)
+                        with Progress(total, total - len(todo), store.kept, cfg.target_correct,
                                       enabled=show_progress) as progress:
                             await collect(todo, lambda: make_env(cfg.env), llm, cfg.agent, store,
                                           concurrency=min(cfg.concurrency, len(todo)),

@@ -1,18 +1,23 @@
 """The bootstrap store: an append-only JSONL file of every finished episode, judged, one per line.
 
     with TrajectoryStore.open("runs/x/trajectories.jsonl") as store:
-        if not store.has("task-7", 2):
+        if not store.has("task-7", "react", 2):
             store.append(traj)            # one line, flushed and fsynced before it returns
 
 Each line is a :class:`actune.trajectory.Trajectory` (``Trajectory.to_json``) whose
 ``info["verdict"]`` holds the judge's verdict (:mod:`actune.bootstrap.judge`); kept or not, every
 finished episode is written, so a resumed run knows what was tried.
 
-Resuming: opening the store reads it and remembers every ``(task id, attempt)`` already done and how
-many records were kept. A record counts once its closing newline is on disk: a last line without one
+An episode is identified by ``(task id, method, attempt)``: ReAct, ReflAct, CoT and CoT-SC episodes of
+the same task can share one store (a training set mixing methods), and attempt 0 of a task under ReAct
+is not attempt 0 under CoT. Every record has always carried its ``method``, so stores written when the
+key was ``(task id, attempt)`` read unchanged.
+
+Resuming: opening the store reads it and remembers every ``(task id, method, attempt)`` already done and
+how many records were kept. A record counts once its closing newline is on disk: a last line without one
 (the process died mid-write, or Ctrl-C) is cut off, and nothing else is ever rewritten. A bad line
-anywhere else is corruption, not a torn write: opening fails naming ``file:line``. No pair is ever
-written twice: ``append`` refuses a pair the store already holds, and an exclusive ``flock`` on the
+anywhere else is corruption, not a torn write: opening fails naming ``file:line``. No episode is ever
+written twice: ``append`` refuses a key the store already holds, and an exclusive ``flock`` on the
 file stops a second process from appending to the same store at the same time.
 """
 
@@ -41,10 +46,19 @@ class StoreState:
 
     records: int = 0
     kept: int = 0
-    done: set[tuple[str, int]] = field(default_factory=set)
-    """(task id, attempt) of every record."""
+    done: set[tuple[str, str, int]] = field(default_factory=set)
+    """(task id, method, attempt) of every record."""
     run_ids: list[str] = field(default_factory=list)
     """Run ids in the order they first appear."""
+
+
+def _key(traj: Trajectory) -> tuple[str, str, int]:
+    """The episode key of a record: (task id, method, attempt)."""
+    return (traj.task.id, traj.method, traj.attempt)
+
+
+def _describe(key: tuple[str, str, int]) -> str:
+    return f"task {key[0]!r}, method {key[1]!r}, attempt {key[2]}"
 
 
 def _cut_torn_tail(fd: int) -> int:
@@ -78,7 +92,7 @@ def read_state(path: str | Path) -> StoreState:
     """
     path = Path(path)
     state = StoreState()
-    first_line: dict[tuple[str, int], int] = {}
+    first_line: dict[tuple[str, str, int], int] = {}
     with path.open(encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
@@ -87,9 +101,9 @@ def read_state(path: str | Path) -> StoreState:
                 traj = Trajectory.from_json(line)
             except TrajectoryFormatError as e:
                 raise StoreError(f"{path}:{lineno}: corrupt store record: {e}") from None
-            key = (traj.task.id, traj.attempt)
+            key = _key(traj)
             if key in first_line:
-                raise StoreError(f"{path}:{lineno}: duplicate episode (task {key[0]!r}, attempt {key[1]}); "
+                raise StoreError(f"{path}:{lineno}: duplicate episode ({_describe(key)}); "
                                  f"first written at line {first_line[key]}")
             first_line[key] = lineno
             verdict = verdict_of(traj)
@@ -147,14 +161,15 @@ class TrajectoryStore:
     def kept(self) -> int:
         return self.state.kept
 
-    def has(self, task_id: str, attempt: int) -> bool:
-        return (task_id, attempt) in self.state.done
+    def has(self, task_id: str, method: str, attempt: int) -> bool:
+        """Whether attempt ``attempt`` of task ``task_id`` with ``method`` is stored."""
+        return (task_id, method, attempt) in self.state.done
 
     # --- writing -------------------------------------------------------------------------------
     def append(self, traj: Trajectory) -> None:
         """Write one judged record as one line, flushed and fsynced before returning.
 
-        Refuses a record without a verdict or whose (task, attempt) the store already holds. A failed
+        Refuses a record without a verdict or whose (task, method, attempt) the store already holds. A failed
         write is undone (the file is cut back), so a later append cannot land after half a line.
         """
         if self._fd < 0:
@@ -162,9 +177,9 @@ class TrajectoryStore:
         verdict = verdict_of(traj)
         if verdict is None:
             raise StoreError(f"{self.path}: record of task {traj.task.id!r} has no verdict; judge it first")
-        key = (traj.task.id, traj.attempt)
+        key = _key(traj)
         if key in self.state.done:
-            raise StoreError(f"{self.path}: episode (task {key[0]!r}, attempt {key[1]}) is already stored")
+            raise StoreError(f"{self.path}: episode ({_describe(key)}) is already stored")
         data = (traj.to_json() + "\n").encode("utf-8")
         size = os.fstat(self._fd).st_size
         try:

@@ -182,7 +182,7 @@ def run_eval(run: RunConfig, *, show_progress: bool = True, run_id: str | None =
     todo: dict[str, list[tuple[Task, int]]] = {}
     for p in plans:
         with TrajectoryStore.open(store_path(cfg, p.label)) as store:
-            todo[p.label] = pending_episodes(tasks, cfg.attempts, store)
+            todo[p.label] = pending_episodes(tasks, cfg.attempts, store, p.agent.method)
     total_left = sum(len(v) for v in todo.values())
 
     interrupted = False

@@ -3,7 +3,10 @@
 Records: ``paper_dev.jsonl`` lines ``{"id", "label", "claim", "verifiable", "evidence":
 [[[annotation_id, evidence_id, "Wiki_Title", sentence_id], ...], ...]}`` (or the Hugging Face
 ``fever`` rows with ``evidence_wiki_url``). Evidence titles are turned into page titles
-(``Soul_Food_-LRB-film-RRB-`` -> ``Soul Food (film)``) in ``meta["supporting_titles"]``.
+(``Soul_Food_-LRB-film-RRB-`` -> ``Soul Food (film)``): all of them, flattened, in
+``meta["supporting_titles"]``, and per evidence set in ``meta["evidence_sets"]`` (a list of title lists).
+Each outer ``evidence`` entry is one annotator's set, enough on its own to verify the claim, so the
+bootstrap judge counts a claim grounded when any one set was read (:mod:`actune.bootstrap.judge`).
 """
 
 from __future__ import annotations
@@ -31,16 +34,32 @@ def fever_title(raw: str) -> str:
     return " ".join(raw.replace("_", " ").split())
 
 
-def _evidence_titles(rec: dict[str, Any]) -> list[str]:
-    titles: list[str] = []
+def _evidence_sets(rec: dict[str, Any]) -> list[list[str]]:
+    """One title list per evidence set (deduplicated within a set; equal sets once, first order kept).
+
+    Sets without a title (NOT ENOUGH INFO claims: ``[[id, null, null, null]]``) are left out. A Hugging
+    Face row holds one evidence item (``evidence_wiki_url``): a set of its own."""
+    sets: list[list[str]] = []
+    seen: set[frozenset[str]] = set()
+
+    def add(titles: list[str]) -> None:
+        titles = list(dict.fromkeys(titles))
+        if titles and frozenset(titles) not in seen:
+            seen.add(frozenset(titles))
+            sets.append(titles)
+
     for group in rec.get("evidence") or []:
-        for item in group or []:
-            if isinstance(item, (list, tuple)) and len(item) >= 3 and isinstance(item[2], str):
-                titles.append(fever_title(item[2]))
+        add([fever_title(item[2]) for item in group or []
+             if isinstance(item, (list, tuple)) and len(item) >= 3 and isinstance(item[2], str)])
     url = rec.get("evidence_wiki_url")
     if isinstance(url, str) and url:
-        titles.append(fever_title(url))
-    return list(dict.fromkeys(titles))
+        add([fever_title(url)])
+    return sets
+
+
+def _evidence_titles(sets: list[list[str]]) -> list[str]:
+    """Every title of every set, once, in order of first appearance."""
+    return list(dict.fromkeys(t for s in sets for t in s))
 
 
 def fever_task(rec: dict[str, Any], where: str, index: int, split: str, env: str) -> Task:
@@ -51,7 +70,8 @@ def fever_task(rec: dict[str, Any], where: str, index: int, split: str, env: str
     label = normalize_label(raw_label) if isinstance(raw_label, str) else None
     if label is None:
         raise TaskFileError(f"{where}: 'label' must be SUPPORTS, REFUTES or NOT ENOUGH INFO, got {raw_label!r}")
-    meta: dict[str, Any] = {"index": index, "supporting_titles": _evidence_titles(rec)}
+    sets = _evidence_sets(rec)
+    meta: dict[str, Any] = {"index": index, "supporting_titles": _evidence_titles(sets), "evidence_sets": sets}
     if "verifiable" in rec:
         meta["verifiable"] = rec["verifiable"]
     task_id = rec.get("id", f"fever-{split}-{index}")

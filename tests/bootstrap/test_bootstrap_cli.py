@@ -50,8 +50,9 @@ def test_a_finished_store_needs_no_server_and_gets_its_summary(tmp_path: Path, c
 
     async def fill() -> None:
         with TrajectoryStore.open(store_path) as store:
-            await collect(pending_episodes(tasks, 2, store), FakeEnvironment, walkman_llm(), AgentConfig(), store,
-                          concurrency=2, target_correct=100, run_id="earlier")
+            # AgentConfig(): the method run_bootstrap's default config runs, so its resume finds them all
+            await collect(pending_episodes(tasks, 2, store, AgentConfig().method), FakeEnvironment, walkman_llm(),
+                          AgentConfig(), store, concurrency=2, target_correct=100, run_id="earlier")
 
     asyncio.run(fill())
     before = store_path.read_bytes()

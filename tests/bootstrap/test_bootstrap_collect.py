@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from agent.fakes import FakeEnvironment
-from bootstrap_fakes import walkman_llm
+from bootstrap_fakes import PacedScriptedLLM, walkman_llm
 
 from actune.agent import AgentConfig
 from actune.bootstrap.judge import verdict_of
@@ -48,7 +48,7 @@ def test_interrupted_collect_resumes_without_duplicates(tmp_path: Path) -> None:
 
     async def interrupted() -> int:
         with TrajectoryStore.open(path) as store:
-            todo = pending_episodes(tasks, 3, store)
+            todo = pending_episodes(tasks, 3, store, AGENT.method)
             assert len(todo) == 12
             job = asyncio.create_task(collect(todo, FakeEnvironment, llm1, AGENT, store, concurrency=3,
                                               target_correct=1000, run_id="first"))
@@ -71,7 +71,7 @@ def test_interrupted_collect_resumes_without_duplicates(tmp_path: Path) -> None:
     async def resumed() -> None:
         with TrajectoryStore.open(path) as store:
             assert (store.cut_bytes, store.records) == (0, n1)
-            todo = pending_episodes(tasks, 3, store)
+            todo = pending_episodes(tasks, 3, store, AGENT.method)
             assert len(todo) == 12 - n1
             res = await collect(todo, FakeEnvironment, llm2, AGENT, store, concurrency=3, target_correct=1000,
                                 run_id="second")
@@ -93,13 +93,46 @@ def test_interrupted_collect_resumes_without_duplicates(tmp_path: Path) -> None:
     assert len(set(seeds.values())) == 12
 
 
+def test_methods_share_a_store_and_cot_is_kept_without_reading_pages(tmp_path: Path) -> None:
+    """ReAct and CoT episodes of the same tasks and attempts are different episodes of one store; CoT reads
+    no pages, so grounding does not apply to it: a right CoT answer is kept even on t3 (whose Sony page
+    ReAct never reads), a wrong one (t2) is not."""
+    path = tmp_path / "trajectories.jsonl"
+    tasks = walkman_tasks()
+    cot = AgentConfig(method="cot", temperature=0.4)
+    cot_llm = PacedScriptedLLM([" Walkman is made by Sony.\nAnswer: Sony"] * 100)
+
+    async def go() -> None:
+        with TrajectoryStore.open(path) as store:
+            await collect(pending_episodes(tasks, 2, store, "react"), FakeEnvironment, walkman_llm(), AGENT, store,
+                          concurrency=2, target_correct=100, run_id="react")
+            assert pending_episodes(tasks, 2, store, "react") == []
+            todo = pending_episodes(tasks, 2, store, "cot")  # ReAct's episodes are not CoT's
+            assert [(t.id, a) for t, a in todo] == [(f"t{i}", a) for a in range(2) for i in range(4)]
+            res = await collect(todo, FakeEnvironment, cot_llm, cot, store, concurrency=2, target_correct=100,
+                                run_id="cot")
+            assert (res.written, res.kept, store.records, store.kept) == (8, 6, 16, 10)
+
+    asyncio.run(go())
+    records = list(read_trajectories(path))
+    assert {(t.task.id, t.method, t.attempt) for t in records} == \
+        {(f"t{i}", m, a) for i in range(4) for m in ("react", "cot") for a in range(2)}
+    kept = {(t.task.id, t.method) for t in records if verdict_of(t).kept}
+    assert kept == {("t0", "react"), ("t1", "react"), ("t0", "cot"), ("t1", "cot"), ("t3", "cot")}
+    for t in records:
+        v = verdict_of(t)
+        assert v.grounding_applies == (t.method == "react")
+        if t.method == "cot":
+            assert (v.grounded, v.grounding_checked, v.missing_titles) == (False, False, [])
+
+
 def test_collect_stops_at_the_target(tmp_path: Path) -> None:
     path = tmp_path / "trajectories.jsonl"
     tasks = walkman_tasks()
 
     async def go(target: int):
         with TrajectoryStore.open(path) as store:
-            res = await collect(pending_episodes(tasks, 3, store), FakeEnvironment, llm, AGENT, store,
+            res = await collect(pending_episodes(tasks, 3, store, AGENT.method), FakeEnvironment, llm, AGENT, store,
                                 concurrency=4, target_correct=target, run_id="r")
             return res, store.kept
 
@@ -124,8 +157,8 @@ def test_summary_counts_per_kind(tmp_path: Path) -> None:
 
     async def go() -> None:
         with TrajectoryStore.open(path) as store:
-            await collect(pending_episodes(walkman_tasks(), 2, store), FakeEnvironment, walkman_llm(), AGENT,
-                          store, concurrency=2, target_correct=100, run_id="r1")
+            await collect(pending_episodes(walkman_tasks(), 2, store, AGENT.method), FakeEnvironment, walkman_llm(),
+                          AGENT, store, concurrency=2, target_correct=100, run_id="r1")
 
     asyncio.run(go())
     s = summarize(path, tasks=4, attempts_per_task=2, target_correct=100, run_id="r1")
@@ -147,8 +180,8 @@ def test_summary_of_a_subset_run_counts_tasks_over_the_whole_store(tmp_path: Pat
 
     async def go() -> None:
         with TrajectoryStore.open(path) as store:
-            await collect(pending_episodes(walkman_tasks(), 2, store), FakeEnvironment, walkman_llm(), AGENT,
-                          store, concurrency=2, target_correct=100, run_id="r1")
+            await collect(pending_episodes(walkman_tasks(), 2, store, AGENT.method), FakeEnvironment, walkman_llm(),
+                          AGENT, store, concurrency=2, target_correct=100, run_id="r1")
 
     asyncio.run(go())
     s = summarize(path, tasks=1, attempts_per_task=2, target_correct=100, run_id="r2")
@@ -169,8 +202,8 @@ def test_a_failing_episode_is_skipped_and_retried_later(tmp_path: Path) -> None:
 
     async def go(max_failed: int):
         with TrajectoryStore.open(path) as store:
-            return await collect(pending_episodes(walkman_tasks()[:2], 1, store), FakeEnvironment, llm, AGENT,
-                                 store, concurrency=1, target_correct=100, max_failed=max_failed,
+            return await collect(pending_episodes(walkman_tasks()[:2], 1, store, AGENT.method), FakeEnvironment, llm,
+                                 AGENT, store, concurrency=1, target_correct=100, max_failed=max_failed,
                                  log=messages.append)
 
     res = asyncio.run(go(5))
@@ -192,8 +225,8 @@ def test_a_store_failure_stops_collection_and_is_raised(tmp_path: Path) -> None:
     async def go() -> None:
         with TrajectoryStore.open(path) as store:
             store.append = _failing_append(store.append, after=2)
-            await collect(pending_episodes(walkman_tasks(), 3, store), FakeEnvironment, walkman_llm(), AGENT,
-                          store, concurrency=3, target_correct=100)
+            await collect(pending_episodes(walkman_tasks(), 3, store, AGENT.method), FakeEnvironment, walkman_llm(),
+                          AGENT, store, concurrency=3, target_correct=100)
 
     with pytest.raises(OSError, match="disk full"):
         asyncio.run(go())

@@ -1,27 +1,34 @@
-"""The judge: correct, grounded (pages actually read, normalised) and well-ordered -> kept."""
+"""The judge: correct, grounded (pages actually read, normalised; FEVER: any one evidence set) and
+well-ordered -> kept; methods that read no pages are kept on correctness alone."""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import asdict
 
+import pytest
 from agent.fakes import FakeEnvironment, ScriptedLLM
 from bootstrap_fakes import FINISH, SEARCH
 
 from actune.agent import AgentConfig, run_episode
-from actune.bootstrap.judge import judge, record_verdict, titles_read, verdict_of
+from actune.agent.config import INTERACTIVE_METHODS, METHODS
+from actune.bootstrap.judge import NO_PAGE_METHODS, Verdict, judge, record_verdict, titles_read, verdict_of
 from actune.task import Task
 from actune.trajectory import Step, TaskRecord, Trajectory
 
 
-def _traj(supporting, titles, *, correct=True, steps=None, extra_info=None) -> Trajectory:
+def _traj(supporting, titles, *, correct=True, steps=None, extra_info=None, method="react",
+          evidence_sets=None) -> Trajectory:
     meta = {"kind": "bridge"} if supporting is None else {"kind": "bridge", "supporting_titles": supporting}
+    if evidence_sets is not None:
+        meta["evidence_sets"] = evidence_sets
     steps = steps if steps is not None else [
         Step("thought", "search first", 1), Step("action", "search[A]", 1, "search", "A"),
         Step("observation", "A is ...", 1),
         Step("thought", "done", 2), Step("answer", "finish[X]", 2, "finish", "X"),
     ]
     info = {"env_info": {"titles": list(titles), **(extra_info or {})}}
-    return Trajectory(task=TaskRecord("t1", "q?", "X", meta=meta), method="react", steps=steps, prediction="X",
+    return Trajectory(task=TaskRecord("t1", "q?", "X", meta=meta), method=method, steps=steps, prediction="X",
                       correct=correct, info=info)
 
 
@@ -77,3 +84,92 @@ def test_titles_come_from_the_loops_observations() -> None:
     traj2 = asyncio.run(run_episode(task2, FakeEnvironment(), ScriptedLLM([SEARCH, FINISH]), AgentConfig()))
     v2 = judge(traj2)
     assert (v2.correct, v2.grounded, v2.kept, v2.missing_titles) == (True, False, False, ["Sony"])
+
+
+# --- methods that read no pages -------------------------------------------------------------------------
+
+_NO_PAGE_STEPS = {  # a well-ordered episode of each (cot_sc records its winning chain like cot)
+    "standard": [Step("answer", "X", 1, "answer", "X")],
+    "cot": [Step("thought", "Let's think step by step. X.", 1), Step("answer", "X", 1, "answer", "X")],
+    "cot_sc": [Step("thought", "Let's think step by step. X.", 1), Step("answer", "X", 1, "answer", "X")],
+}
+
+
+def test_no_page_methods_are_methods_that_read_no_pages() -> None:
+    assert set(NO_PAGE_METHODS) == set(_NO_PAGE_STEPS) and set(NO_PAGE_METHODS) <= set(METHODS)
+    assert not set(NO_PAGE_METHODS) & set(INTERACTIVE_METHODS)
+
+
+@pytest.mark.parametrize("method", sorted(_NO_PAGE_STEPS))
+def test_a_right_answer_without_pages_is_kept_but_not_grounded(method: str) -> None:
+    t = _traj(["Scott Derrickson", "Ed Wood"], [], method=method, steps=_NO_PAGE_STEPS[method])
+    assert judge(t) == Verdict(correct=True, grounded=False, kept=True, grounding_checked=False,
+                               require_grounded=True, missing_titles=[], order_problems=[], grounding_applies=False)
+    assert judge(t, require_grounded=False) == Verdict(
+        correct=True, grounded=False, kept=True, grounding_checked=False, require_grounded=False,
+        missing_titles=[], order_problems=[], grounding_applies=False)
+    record_verdict(t, judge(t))
+    assert (t.scores["grounded"], t.scores["kept"]) == (0.0, 1.0)
+    assert verdict_of(Trajectory.from_json(t.to_json())) == judge(t)
+
+
+@pytest.mark.parametrize("method", sorted(_NO_PAGE_STEPS))
+def test_a_wrong_answer_without_pages_is_not_kept(method: str) -> None:
+    t = _traj(["Scott Derrickson"], [], method=method, steps=_NO_PAGE_STEPS[method], correct=False)
+    assert judge(t) == Verdict(correct=False, grounded=False, kept=False, grounding_checked=False,
+                               require_grounded=True, missing_titles=[], order_problems=[], grounding_applies=False)
+
+
+def test_a_no_page_method_with_bad_step_order_is_not_kept() -> None:
+    t = _traj(None, [], method="cot", steps=[Step("answer", "X", 1, "answer", "X"),
+                                             Step("thought", "hm", 1)])
+    assert judge(t) == Verdict(correct=True, grounded=False, kept=False, grounding_checked=False,
+                               require_grounded=True, missing_titles=[], grounding_applies=False,
+                               order_problems=["cot: expected [thought, answer], got ['answer', 'thought']"])
+
+
+def test_a_verdict_stored_before_grounding_applies_loads_with_the_default() -> None:
+    t = record_verdict(_traj(["A"], ["A"]), judge(_traj(["A"], ["A"])))
+    old = dict(t.info["verdict"])
+    del old["grounding_applies"]
+    t.info["verdict"] = old
+    v = verdict_of(t)
+    assert v is not None and v.grounding_applies is True and asdict(v) == {**old, "grounding_applies": True}
+
+
+# --- FEVER evidence sets --------------------------------------------------------------------------------
+
+def test_fever_one_evidence_set_read_in_full_is_enough() -> None:
+    t = _traj(["Soul Food (film)", "Fox 2000 Pictures", "Soul Food"], ["soul_food_(film)"],
+              evidence_sets=[["Fox 2000 Pictures", "Soul Food"], ["Soul Food (film)"]])
+    assert judge(t) == Verdict(correct=True, grounded=True, kept=True, grounding_checked=True,
+                               require_grounded=True, missing_titles=[], order_problems=[], grounding_applies=True)
+    # the flat supporting_titles rule alone would have asked for all three pages
+    flat = judge(_traj(["Soul Food (film)", "Fox 2000 Pictures", "Soul Food"], ["Soul Food (film)"]))
+    assert (flat.grounded, flat.missing_titles) == (False, ["Fox 2000 Pictures", "Soul Food"])
+
+
+def test_fever_no_set_read_lists_what_the_closest_set_lacks() -> None:
+    sets = [["Paramore", "Tennessee", "Franklin, Tennessee"], ["Hayley Williams", "Paramore"]]
+    # "Paramore" read: the second set lacks one page, the first two
+    t = _traj(["Paramore", "Tennessee", "Franklin, Tennessee", "Hayley Williams"], ["Paramore"],
+              evidence_sets=sets)
+    assert judge(t) == Verdict(correct=True, grounded=False, kept=False, grounding_checked=True,
+                               require_grounded=True, missing_titles=["Hayley Williams"], order_problems=[],
+                               grounding_applies=True)
+    # nothing read: the closest (fewest missing) is the second; on a tie the first set would be named
+    t0 = _traj(["Paramore"], [], evidence_sets=sets)
+    assert judge(t0) == Verdict(correct=True, grounded=False, kept=False, grounding_checked=True,
+                                require_grounded=True, missing_titles=["Hayley Williams", "Paramore"],
+                                order_problems=[], grounding_applies=True)
+    tie = judge(_traj(["A", "B"], [], evidence_sets=[["A"], ["B"]]))
+    assert (tie.grounded, tie.missing_titles) == (False, ["A"])
+
+
+def test_fever_empty_evidence_sets_fall_back_to_supporting_titles() -> None:
+    # NOT ENOUGH INFO claims have no sets; an empty set inside the list must not ground every episode
+    assert judge(_traj([], ["A"], evidence_sets=[])) == Verdict(
+        correct=True, grounded=True, kept=True, grounding_checked=False, require_grounded=True,
+        missing_titles=[], order_problems=[], grounding_applies=True)
+    v = judge(_traj(["A"], [], evidence_sets=[[]]))
+    assert (v.grounded, v.grounding_checked, v.missing_titles) == (False, True, ["A"])

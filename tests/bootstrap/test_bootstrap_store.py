@@ -1,7 +1,9 @@
-"""The store: append-only, fsynced lines; resume counts; a torn last line cut away; no duplicates."""
+"""The store: append-only, fsynced lines; resume counts; a torn last line cut away; no duplicates;
+episodes keyed by (task, method, attempt)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,10 +13,10 @@ from actune.bootstrap.store import StoreError, TrajectoryStore
 from actune.trajectory import TaskRecord, Trajectory
 
 
-def judged(task_id: str, attempt: int, correct: bool, run_id: str = "run-a") -> Trajectory:
+def judged(task_id: str, attempt: int, correct: bool, run_id: str = "run-a", method: str = "react") -> Trajectory:
     """A minimal finished episode (no steps: a well-ordered answer), judged. No supporting titles,
     so kept == correct."""
-    t = Trajectory(task=TaskRecord(task_id, f"question {task_id}?", "X", meta={"kind": "single"}), method="react",
+    t = Trajectory(task=TaskRecord(task_id, f"question {task_id}?", "X", meta={"kind": "single"}), method=method,
                    prediction="X" if correct else "Y", correct=correct, attempt=attempt, run_id=run_id)
     return record_verdict(t, judge(t))
 
@@ -39,8 +41,9 @@ def test_resume_counts_and_a_torn_last_line_is_cut(tmp_path: Path) -> None:
         assert store.cut_bytes == 57
         assert path.read_bytes() == good  # only the torn tail went; good lines untouched
         assert (store.records, store.kept) == (5, 3)
-        assert store.state.done == {("a", 0), ("b", 0), ("a", 1), ("c", 0), ("b", 1)}
-        assert store.has("a", 1) and not store.has("d", 0)
+        assert store.state.done == {("a", "react", 0), ("b", "react", 0), ("a", "react", 1), ("c", "react", 0),
+                                    ("b", "react", 1)}
+        assert store.has("a", "react", 1) and not store.has("d", "react", 0) and not store.has("a", "cot", 1)
         store.append(judged("d", 0, True, run_id="run-b"))
         assert (store.records, store.kept) == (6, 4)
         assert store.state.run_ids == ["run-a", "run-b"]
@@ -85,14 +88,49 @@ def test_no_duplicates(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     good = _fill(path)
     with TrajectoryStore.open(path) as store:
-        with pytest.raises(StoreError, match=r"task 'a', attempt 1\) is already stored"):
+        with pytest.raises(StoreError, match=r"t\.jsonl: episode \(task 'a', method 'react', attempt 1\) is already "
+                                             r"stored"):
             store.append(judged("a", 1, False))
         assert (store.records, store.kept) == (5, 3)
     assert path.read_bytes() == good
     # a duplicate written by someone else is reported with both lines
     path.write_bytes(good + judged("c", 0, True).to_json().encode() + b"\n")
-    with pytest.raises(StoreError, match=r"t\.jsonl:6: duplicate episode \(task 'c', attempt 0\); first written at line 4"):
+    with pytest.raises(StoreError, match=r"t\.jsonl:6: duplicate episode \(task 'c', method 'react', attempt 0\); "
+                                         r"first written at line 4"):
         TrajectoryStore.open(path)
+
+
+def test_one_task_and_attempt_under_two_methods_are_two_episodes(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    with TrajectoryStore.open(path) as store:
+        for method in ("react", "reflact", "cot", "cot_sc"):
+            store.append(judged("a", 0, True, method=method))
+        assert (store.records, store.kept) == (4, 4)
+        assert store.has("a", "cot", 0) and not store.has("a", "standard", 0)
+        with pytest.raises(StoreError, match=r"t\.jsonl: episode \(task 'a', method 'cot', attempt 0\) is already "
+                                             r"stored"):
+            store.append(judged("a", 0, False, method="cot"))
+    good = path.read_bytes()
+    with TrajectoryStore.open(path) as store:  # reopened: the same four keys
+        assert store.state.done == {("a", m, 0) for m in ("react", "reflact", "cot", "cot_sc")}
+    # a duplicate of (task, method, attempt) in the file is refused naming both lines and the method
+    path.write_bytes(good + judged("a", 0, True, method="reflact").to_json().encode() + b"\n")
+    with pytest.raises(StoreError, match=r"t\.jsonl:5: duplicate episode \(task 'a', method 'reflact', attempt 0\); "
+                                         r"first written at line 2"):
+        TrajectoryStore.open(path)
+
+
+def test_a_store_written_before_method_keys_reads_unchanged(tmp_path: Path) -> None:
+    """Records always carried ``method``; a verdict without ``grounding_applies`` loads with the default."""
+    path = tmp_path / "t.jsonl"
+    lines = []
+    for tid, ok in [("a", True), ("b", False)]:
+        d = judged(tid, 0, ok).to_dict()
+        del d["info"]["verdict"]["grounding_applies"]  # as an older actune wrote it
+        lines.append(json.dumps(d) + "\n")
+    path.write_text("".join(lines))
+    with TrajectoryStore.open(path) as store:
+        assert (store.records, store.kept, store.state.done) == (2, 1, {("a", "react", 0), ("b", "react", 0)})
 
 
 def test_unjudged_records_are_refused(tmp_path: Path) -> None:
