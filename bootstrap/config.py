@@ -3,13 +3,66 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
-from actune.agent.config import AgentConfig
+from actune.agent.config import METHODS, AgentConfig
 from actune.config import StrictModel
 from actune.envs.config import EnvConfig
 from actune.tasks.config import TaskConfig
+
+#: Methods whose records can never be in a ReAct or ReflAct step format (Act has no thoughts, PreFlect
+#: plans and re-plans); the hybrids are decided per record, from the phase that answered.
+NEVER_CONVERTIBLE = {"react": ("act", "preflect"), "reflact": ("act", "preflect", "react")}
+
+
+class ExportConfig(StrictModel):
+    """Which kept records become training examples, and in which step format (``actune export``).
+
+    Records of several stores and methods are mixed as in FireAct: each is converted into the adapter's
+    step format (see :func:`actune.bootstrap.export.convert_steps`), then near-duplicates are dropped,
+    each task is capped, and the method shares are drawn."""
+
+    stores: list[Path] = Field(default_factory=list)
+    """More stores exported together with ``bootstrap.store``, in this order (another method's run, an
+    earlier expert-iteration round, a teacher's)."""
+    steps_method: Literal["react", "reflact"] = "react"
+    """The adapter's step format: every kept record is converted into it; a record that cannot be
+    (Act, PreFlect, ReAct into ReflAct) is counted ``unconvertible`` and left out."""
+    method_shares: dict[str, float] = Field(default_factory=dict)
+    """Share of exported examples per source method (the record's ``method``), e.g. ``{react: 0.7,
+    cot: 0.3}`` (shares are relative: ``{react: 7, cot: 3}`` is the same). Empty: every kept record that
+    survives the filters. Otherwise only the named methods, as many in all (N) as lets every method have
+    share*N examples; which ones is drawn with ``seed``, spread across tasks."""
+    max_per_task: int | None = Field(2, ge=1)
+    """Most episodes exported per task (the first ones in store order, after dedupe), so easy tasks,
+    solved on every attempt, do not crowd out hard ones. None: no cap."""
+    dedupe_similarity: float = Field(0.9, ge=0.0, le=1.0)
+    """Two episodes of one task are near-duplicates when their actions (names and normalised arguments,
+    the answer included) are the same and their thoughts/reflections (lower case, whitespace collapsed)
+    have a ``difflib`` similarity ratio of at least this; the later one is dropped. 1.0: only exact
+    duplicates."""
+    seed: int = 0
+    """Seed of the ``method_shares`` draw."""
+
+    @field_validator("method_shares")
+    @classmethod
+    def _known_methods(cls, v: dict[str, float]) -> dict[str, float]:
+        for name, share in v.items():
+            if name not in METHODS:
+                raise ValueError(f"method_shares.{name}: unknown method (known: {', '.join(METHODS)})")
+            if not share > 0:
+                raise ValueError(f"method_shares.{name}: a share must be > 0, got {share}")
+        return v
+
+    @model_validator(mode="after")
+    def _shares_can_be_converted(self) -> "ExportConfig":
+        for name in self.method_shares:
+            if name in NEVER_CONVERTIBLE[self.steps_method]:
+                raise ValueError(f"method_shares.{name}: {name} records cannot be converted into "
+                                 f"steps_method {self.steps_method!r}")
+        return self
 
 
 class BootstrapConfig(StrictModel):
@@ -39,3 +92,6 @@ class BootstrapConfig(StrictModel):
     """The tasks to attempt (normally the train split)."""
     agent: AgentConfig = Field(default_factory=lambda: AgentConfig(temperature=0.4))
     """The agent loop settings (collection samples at T=0.4: the probe's best)."""
+    export: ExportConfig = Field(default_factory=ExportConfig)
+    """How kept records become a training dataset (``actune export``): stores mixed, step format,
+    dedupe, per-task cap, method shares."""

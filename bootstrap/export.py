@@ -1,8 +1,21 @@
-"""Export the kept records of a bootstrap store as a training dataset (``datasets`` on disk).
+"""Export the kept records of bootstrap stores as one training dataset (``datasets`` on disk).
 
-    n = export_dataset("runs/store/trajectories.jsonl", "runs/dataset", wire="text")
+    summary = export_dataset("runs/store/trajectories.jsonl", "runs/dataset", wire="text")
+    summary = export_dataset([react_store, cot_store], "runs/dataset", "text",
+                             ExportConfig(steps_method="react", method_shares={"react": 0.7, "cot": 0.3}))
 
-Each kept record is rendered as the zero-shot episode a fine-tuned model will see and write in the
+The records of all stores (in the order given, each in file order) pass through, FireAct-style:
+
+1. kept: only records whose verdict says kept;
+2. convert: each into the adapter's step format ``config.steps_method`` (:func:`convert_steps`), or
+   left out as ``unconvertible``;
+3. dedupe: a later episode of a task with the same actions and near-identical thoughts as an earlier
+   one is dropped (``dedupe_similarity``);
+4. cap: at most ``max_per_task`` episodes per task, the first ones;
+5. shares: with ``method_shares``, only the named source methods, in those proportions, drawn with
+   ``seed`` and spread across tasks.
+
+Each surviving record is rendered as the zero-shot episode a fine-tuned model will see and write in the
 loop (``trajectory_prompt_context`` + ``render_text``/``render_messages``: instruction, question, steps),
 so training data and evaluation prompts cannot drift apart. Two layouts:
 
@@ -17,29 +30,51 @@ so training data and evaluation prompts cannot drift apart. Two layouts:
   assistant turns: plan, thought + action lines; user turns: observations, critiques), each message with a ``train``
   flag: true for assistant turns (false for one that holds an unreadable action).
 
-Both carry ids and metadata columns (``episode_id``, ``task_id``, ``method``, ``env``, ``wire``...).
-The dataset folder is written whole or not at all (temp folder + rename).
+Both carry ids and metadata columns (``episode_id``, ``task_id``, ``method`` and ``source_method``: the
+method that collected it, ``steps_method``: the step format, the same for every row, ``source_store``,
+``env``, ``wire``...). The dataset folder is written whole or not at all (temp folder + rename), with an
+``export_summary.json`` (:class:`ExportSummary`: what each filter removed, per source method) inside.
 """
 
 from __future__ import annotations
 
+import copy
+import difflib
+import json
 import os
+import random
 import shutil
 import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
 
 from actune.agent.render import (
+    COT_PREFIX,
     USER_STEP_TYPES,
+    instruction_for,
     render_messages,
     render_steps_text,
     render_text,
     trajectory_prompt_context,
 )
+from actune.bootstrap.config import ExportConfig
 from actune.bootstrap.judge import verdict_of
-from actune.trajectory import Step, Trajectory, read_trajectories
+from actune.trajectory import Step, Trajectory, TrajectoryFormatError
 
-__all__ = ["ExportError", "export_dataset", "kept_records", "text_example", "chat_example", "WIRE_FORMATS"]
+__all__ = ["ExportError", "ExportSummary", "MethodCounts", "SUMMARY_FILE", "WIRE_FORMATS", "chat_example",
+           "convert_steps", "convertible", "export_dataset", "kept_records", "near_duplicates", "text_example"]
+
+SUMMARY_FILE = "export_summary.json"
+
+#: Step formats (``info.prompt.method``) each adapter format can be made from. Standard and CoT (CoT-SC
+#: and the hybrids that answered by CoT-SC record CoT steps) hold one reasoning and an answer, which is a
+#: one-step episode in any format; a ReflAct reflection is a ReAct thought that happens to describe the
+#: state. The converse is not true: a ReAct thought is not a goal-state reflection, Act has no thoughts,
+#: PreFlect plans.
+CONVERTIBLE_FROM = {"react": ("react", "reflact", "cot", "standard"), "reflact": ("reflact", "cot", "standard")}
 
 WIRE_FORMATS = ("text", "chat")
 
@@ -54,17 +89,202 @@ def _trained(step: Step) -> bool:
     return not (step.type == "action" and step.action_name is None)
 
 
-def kept_records(store: str | Path) -> list[Trajectory]:
-    """The records of a store whose verdict says kept, in file order (errors name ``file:line``)."""
+def _kept_lines(store: str | Path) -> list[tuple[int, Trajectory]]:
+    """(line number, record) of the kept records of a store, in file order."""
     path = Path(store)
     if not path.is_file():
         raise ExportError(f"{path}: store not found (run `actune bootstrap` first)")
-    return [t for t in read_trajectories(path) if (v := verdict_of(t)) is not None and v.kept]
+    out = []
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                t = Trajectory.from_json(line)
+            except TrajectoryFormatError as e:
+                raise TrajectoryFormatError(f"{path}:{lineno}: {e}") from None
+            if (v := verdict_of(t)) is not None and v.kept:
+                out.append((lineno, t))
+    return out
+
+
+def kept_records(store: str | Path) -> list[Trajectory]:
+    """The records of a store whose verdict says kept, in file order (errors name ``file:line``)."""
+    return [t for _, t in _kept_lines(store)]
+
+
+# --- conversion into the adapter's step format ---------------------------------------------------
+
+def convertible(source_format: str, steps_method: str) -> bool:
+    """Whether records whose steps are in ``source_format`` can be converted into ``steps_method``."""
+    return source_format in CONVERTIBLE_FROM.get(steps_method, ())
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _final_answer(traj: Trajectory) -> tuple[Step | None, str | None]:
+    """The answer step of a direct-answer record (None if it has none) and the answer."""
+    answers = [s for s in traj.steps if s.type == "answer"]
+    step = answers[-1] if answers else None
+    arg = step.action_arg if step is not None and step.action_arg is not None else traj.prediction
+    return step, arg
+
+
+def convert_steps(traj: Trajectory, steps_method: str, instruction: str | None = None) -> Trajectory | None:
+    """A copy of ``traj`` whose steps are in ``steps_method``'s format (``react`` or ``reflact``), or None
+    when its steps cannot be (:data:`CONVERTIBLE_FROM`). ``traj`` is never changed.
+
+    The source format is the record's ``info.prompt.method`` (the format its steps are in: a hybrid
+    that answered in its ReAct phase holds ReAct steps, one that answered by CoT-SC holds CoT steps).
+    Rules (tokens, latency and meta of every step are kept):
+
+    - same format: the record as is (a copy);
+    - reflact -> react: each reflection becomes a thought with the same text; a ``FINAL ANSWER: x``
+      becomes the action ``finish[x]``;
+    - cot (CoT, CoT-SC) -> react: one thought holding the chain of thought, then ``finish[answer]``,
+      both step 1; the ``Let's think step by step.`` the CoT prompt wrote is dropped (the model did not
+      write it, and a tuned ReAct model should not learn to) and the reasoning is put on one line (the
+      ReAct loop stops a step at a blank line and at a new ``Thought``, so it could not produce more);
+    - standard -> react: nothing is invented: an empty thought (the loop writes ``Thought 1:`` before
+      every step, so a record always opens with one) and ``finish[answer]``;
+    - cot/standard -> reflact: the same, the reasoning as one reflection and ``FINAL ANSWER: answer``;
+    - anything else (react -> reflact, act, preflect): None. Direct answers in an environment without a
+      finish action (ALFWorld) are None too: there the environment, not an answer, ends an episode.
+
+    A converted record's ``info.prompt`` is the head of ``steps_method`` (``instruction`` is its
+    instruction, required when the formats differ) and ``info.converted_from`` names the source format,
+    so ``trajectory_prompt_context`` + ``render_text``/``render_messages`` render it exactly as a record
+    the loop collected with ``steps_method``.
+    """
+    ctx = trajectory_prompt_context(traj)
+    source = ctx.method
+    if not convertible(source, steps_method):
+        return None
+    out = copy.deepcopy(traj)
+    if source == steps_method:
+        return out
+    if instruction is None:
+        raise ValueError(f"converting {source} steps into {steps_method} needs the {steps_method} instruction")
+    finish = ctx.finish_action
+    if source == "reflact":
+        steps = []
+        for s in out.steps:
+            if s.type == "reflection":
+                s = replace(s, type="thought")
+            elif s.type == "answer":
+                s.text = f"{finish or 'finish'}[{s.action_arg or ''}]"
+            steps.append(s)
+    else:  # cot, standard: (reasoning) + answer
+        if finish is None:
+            return None
+        answer_step, answer = _final_answer(out)
+        if answer is None:
+            return None
+        thought = next((s for s in out.steps if s.type == "thought"), None)
+        reasoning = ""
+        if thought is not None:
+            reasoning = _one_line(thought.text)
+            if reasoning.startswith(COT_PREFIX):
+                reasoning = reasoning[len(COT_PREFIX):].strip()
+        kind = "thought" if steps_method == "react" else "reflection"
+        first = (Step(kind, reasoning, 1, tokens=thought.tokens, latency_s=thought.latency_s, meta=thought.meta)
+                 if thought is not None else Step(kind, "", 1))
+        a = answer_step or Step("answer", "", 1)
+        text = f"{finish}[{answer}]" if steps_method == "react" else f"FINAL ANSWER: {answer}"
+        steps = [first, Step("answer", text, 1, action_name=finish, action_arg=answer, tokens=a.tokens,
+                             latency_s=a.latency_s, meta=a.meta)]
+    out.steps = steps
+    out.info["prompt"] = {**out.info["prompt"], "method": steps_method, "instruction": instruction}
+    out.info["converted_from"] = source
+    return out
+
+
+# --- dedupe ---------------------------------------------------------------------------------------
+
+def _norm(text: str | None) -> str:
+    return " ".join((text or "").lower().split())
+
+
+def _actions(traj: Trajectory) -> tuple[tuple[str, str], ...]:
+    """The episode's actions, normalised; an answer is one action whatever its name (finish/answer)."""
+    out = []
+    for s in traj.steps:
+        if s.type == "answer":
+            out.append(("answer", _norm(s.action_arg)))
+        elif s.type == "action":
+            out.append(((s.action_name or "").lower(), _norm(s.action_arg if s.action_name else s.text)))
+    return tuple(out)
+
+
+def _written(traj: Trajectory) -> str:
+    """What the model wrote besides actions (thoughts, reflections, plans), normalised."""
+    return "\n".join(_norm(s.text) for s in traj.steps if s.type in ("thought", "reflection", "plan"))
+
+
+def near_duplicates(a: Trajectory, b: Trajectory, similarity: float) -> bool:
+    """Same normalised actions and written text at least ``similarity`` alike (``difflib`` ratio)."""
+    if _actions(a) != _actions(b):
+        return False
+    x, y = _written(a), _written(b)
+    if x == y:
+        return True
+    m = difflib.SequenceMatcher(None, x, y, autojunk=False)  # autojunk would skip spaces, letters of long texts
+    # the quick ratios are upper bounds: most pairs are told apart without the quadratic match
+    return m.real_quick_ratio() >= similarity and m.quick_ratio() >= similarity and m.ratio() >= similarity
+
+
+# --- summary --------------------------------------------------------------------------------------
+
+@dataclass
+class MethodCounts:
+    """What happened to the kept records of one source method."""
+
+    kept: int = 0
+    unconvertible: int = 0
+    """Not convertible into the adapter's step format."""
+    duplicates: int = 0
+    """Near-duplicates of an earlier episode of the same task."""
+    capped: int = 0
+    """Over ``max_per_task``."""
+    shares: int = 0
+    """Left out by ``method_shares`` (a method not named, or more than its share)."""
+    exported: int = 0
+
+
+@dataclass
+class ExportSummary:
+    """What an export wrote (``export_summary.json`` in the dataset folder)."""
+
+    steps_method: str
+    wire: str
+    stores: list[str]
+    methods: dict[str, MethodCounts] = field(default_factory=dict)
+    """Per source method, in order of first appearance."""
+    exported: int = 0
+    tasks: int = 0
+    """Tasks with at least one exported example."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def table(self) -> str:
+        """The per-method counts as a small text table (what ``actune export`` prints)."""
+        cols = ["kept", "unconvertible", "duplicates", "capped", "shares", "exported"]
+        total = MethodCounts(**{c: sum(getattr(m, c) for m in self.methods.values()) for c in cols})
+        rows = [[name] + [str(getattr(m, c)) for c in cols] for name, m in [*self.methods.items(), ("total", total)]]
+        head = ["method"] + cols
+        widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+        lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+                 for r in [head, *rows]]
+        return "\n".join(lines) + f"\ntasks covered: {self.tasks}"
 
 
 def _meta(traj: Trajectory, wire: str) -> dict[str, Any]:
     return {"episode_id": traj.episode_id, "task_id": traj.task.id, "run_id": traj.run_id,
-            "attempt": traj.attempt, "method": traj.method, "steps_method": trajectory_prompt_context(traj).method,
+            "attempt": traj.attempt, "method": traj.method, "source_method": traj.method,
+            "steps_method": trajectory_prompt_context(traj).method,
             "env": traj.task.env, "wire": wire, "question": traj.task.question, "answer": traj.task.answer,
             "prediction": traj.prediction or "", "num_steps": len(traj.steps)}
 
@@ -105,32 +325,194 @@ def chat_example(traj: Trajectory) -> dict[str, Any]:
     return {**_meta(traj, "chat"), "messages": out}
 
 
-def export_dataset(store: str | Path, out_dir: str | Path, wire: Literal["text", "chat"] = "text") -> int:
-    """Write the kept records of ``store`` to ``out_dir`` (``Dataset.save_to_disk``), atomically.
+@dataclass
+class _Item:
+    traj: Trajectory  # converted
+    store: Path
+    line: int
 
-    Returns the number of examples. An existing ``out_dir`` is replaced only once the new one is
-    complete.
+    @property
+    def where(self) -> str:
+        return f"{self.store}:{self.line}: episode {self.traj.episode_id!r} (task {self.traj.task.id!r})"
+
+
+def _share_counts(shares: Mapping[str, float], available: Mapping[str, int]) -> dict[str, int]:
+    """Examples per method: the largest total N with share*N <= available for every method, split by
+    largest remainder (ties: the order of ``shares``), so no method gets more than it has."""
+    w = {m: Fraction(str(v)) for m, v in shares.items()}  # str: 0.7 is 7/10, not the float's binary value
+    total_w = sum(w.values())
+    w = {m: v / total_w for m, v in w.items()}
+    n = min(int(Fraction(available.get(m, 0)) / v) for m, v in w.items())
+    quota = {m: v * n for m, v in w.items()}
+    counts = {m: int(q) for m, q in quota.items()}
+    order = sorted(w, key=lambda m: -(quota[m] - counts[m]))  # stable: ties keep the shares' order
+    for m in order[: n - sum(counts.values())]:
+        counts[m] += 1
+    return counts
+
+
+def _draw(items: list[_Item], count: int, rng: random.Random) -> list[_Item]:
+    """``count`` of ``items`` spread across tasks: one per task (tasks in a seeded order) per round,
+    each task's in store order."""
+    by_task: dict[str, list[_Item]] = {}
+    for it in items:
+        by_task.setdefault(it.traj.task.id, []).append(it)
+    tasks = list(by_task)
+    rng.shuffle(tasks)
+    chosen: list[_Item] = []
+    depth = 0
+    while len(chosen) < count:
+        for t in tasks:
+            if depth < len(by_task[t]) and len(chosen) < count:
+                chosen.append(by_task[t][depth])
+        depth += 1
+    return chosen
+
+
+def _target_instruction(items: list[tuple[Path, int, Trajectory]], steps_method: str,
+                        actions: Mapping[str, str] | Callable[[str], str] | None) -> Callable[[str], str]:
+    """env -> the ``steps_method`` instruction for records converted from another format: the one a
+    record collected in that format carries (first in store order: exactly what the loop showed), else
+    ``instruction_for`` with the environment's actions from ``actions``."""
+    native: dict[str, str] = {}
+    for _, _, t in items:
+        p = t.info.get("prompt")
+        if isinstance(p, dict) and p.get("method") == steps_method and isinstance(p.get("instruction"), str):
+            native.setdefault(p.get("env", ""), p["instruction"])
+
+    def get(env: str) -> str:
+        if env not in native:
+            try:
+                text = actions.get(env) if isinstance(actions, Mapping) else actions(env) if actions else None
+            except ExportError:
+                raise
+            except Exception as e:  # building an environment can fail for reasons of its own
+                raise ExportError(f"the {env} environment's actions (for the {steps_method} instruction): {e}") from e
+            if text is None:
+                raise ExportError(f"records of env {env!r} need converting into {steps_method} steps, but no "
+                                  f"{steps_method} record of that env is exported and its actions are not known")
+            native[env] = instruction_for(steps_method, env, text)
+        return native[env]
+
+    return get
+
+
+def export_dataset(
+    stores: str | Path | Sequence[str | Path],
+    out_dir: str | Path,
+    wire: Literal["text", "chat"] = "text",
+    config: ExportConfig | None = None,
+    *,
+    actions: Mapping[str, str] | Callable[[str], str] | None = None,
+) -> ExportSummary:
+    """Write the kept records of ``stores`` (one path or several, in order) to ``out_dir``
+    (``Dataset.save_to_disk`` + ``export_summary.json``), atomically, as the module docstring says.
+
+    ``actions`` (env name -> the environment's ``describe_actions()``) is asked only when records must be
+    converted into ``config.steps_method`` for an env of which no record is already in that format (its
+    instruction names the actions). An existing ``out_dir`` is replaced only once the new one is
+    complete. Nothing to export is an :class:`ExportError` naming the filter that removed everything.
     """
     from datasets import Dataset  # heavy import: only when exporting
 
+    cfg = config or ExportConfig()
     if wire not in WIRE_FORMATS:
         raise ExportError(f"wire format must be one of {', '.join(WIRE_FORMATS)}, not {wire!r}")
-    records = kept_records(store)
-    if not records:
-        raise ExportError(f"{store}: no kept records to export")
+    paths = [Path(stores)] if isinstance(stores, (str, Path)) else [Path(p) for p in stores]
+    seen_paths: set[Path] = set()
+    for p in paths:
+        if p.resolve() in seen_paths:
+            raise ExportError(f"{p}: store listed twice (bootstrap.store and bootstrap.export.stores)")
+        seen_paths.add(p.resolve())
+    target = cfg.steps_method
+    summary = ExportSummary(steps_method=target, wire=wire, stores=[str(p) for p in paths])
+
+    def counts(method: str) -> MethodCounts:
+        return summary.methods.setdefault(method, MethodCounts())
+
+    # 1. kept
+    kept = [(p, line, t) for p in paths for line, t in _kept_lines(p)]
+    if not kept:
+        raise ExportError(f"{', '.join(map(str, paths))}: no kept records to export")
+    for _, _, t in kept:
+        counts(t.method).kept += 1
+    # 2. convert
+    instruction = _target_instruction(kept, target, actions)
+    items: list[_Item] = []
+    for p, line, t in kept:
+        where = f"{p}:{line}: episode {t.episode_id!r} (task {t.task.id!r})"
+        try:
+            ctx = trajectory_prompt_context(t)
+            needs = convertible(ctx.method, target) and ctx.method != target
+            converted = convert_steps(t, target, instruction(ctx.env) if needs else None)
+        except (ValueError, KeyError) as e:
+            raise ExportError(f"{where}: {e}") from None
+        if converted is None:
+            counts(t.method).unconvertible += 1
+        else:
+            items.append(_Item(converted, p, line))
+    if not items:
+        methods = ", ".join(sorted(summary.methods))
+        raise ExportError(f"none of the {len(kept)} kept records can be converted into {target} steps "
+                          f"(methods: {methods}); see bootstrap.export.steps_method")
+    # 3. dedupe (within a task, against the episodes kept so far)
+    by_task: dict[str, list[_Item]] = {}
+    unique: list[_Item] = []
+    for it in items:
+        earlier = by_task.setdefault(it.traj.task.id, [])
+        if any(near_duplicates(e.traj, it.traj, cfg.dedupe_similarity) for e in earlier):
+            counts(it.traj.method).duplicates += 1
+            continue
+        earlier.append(it)
+        unique.append(it)
+    # 4. cap per task
+    capped: list[_Item] = []
+    per_task: dict[str, int] = {}
+    for it in unique:
+        n = per_task.get(it.traj.task.id, 0)
+        if cfg.max_per_task is not None and n >= cfg.max_per_task:
+            counts(it.traj.method).capped += 1
+            continue
+        per_task[it.traj.task.id] = n + 1
+        capped.append(it)
+    # 5. shares
+    chosen = capped
+    if cfg.method_shares:
+        available: dict[str, list[_Item]] = {}
+        for it in capped:
+            available.setdefault(it.traj.method, []).append(it)
+        want = _share_counts(cfg.method_shares, {m: len(v) for m, v in available.items()})
+        picked: set[int] = set()
+        for m, n in want.items():
+            rng = random.Random(f"{cfg.seed}:{m}")  # a str seed is hashed stably (not by PYTHONHASHSEED)
+            picked.update(id(it) for it in _draw(available.get(m, []), n, rng))
+        chosen = [it for it in capped if id(it) in picked]
+        for it in capped:
+            if id(it) not in picked:
+                counts(it.traj.method).shares += 1
+        if not chosen:
+            have = ", ".join(f"{m} {len(available.get(m, []))}" for m in cfg.method_shares)
+            raise ExportError(f"method_shares {dict(cfg.method_shares)}: a named method has no records left "
+                              f"after conversion, dedupe and max_per_task (available: {have})")
+    # rows
     make = text_example if wire == "text" else chat_example
     rows = []
-    for t in records:
+    for it in chosen:
         try:
-            rows.append(make(t))
+            rows.append({**make(it.traj), "source_store": str(it.store)})
         except (ValueError, KeyError) as e:
-            raise ExportError(f"{store}: episode {t.episode_id!r} (task {t.task.id!r}): {e}") from None
+            raise ExportError(f"{it.where}: {e}") from None
+        counts(it.traj.method).exported += 1
+    summary.exported = len(rows)
+    summary.tasks = len({it.traj.task.id for it in chosen})
     ds = Dataset.from_list(rows)
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         ds.save_to_disk(str(tmp))
+        # inside the folder before the swap: the dataset and its summary appear together or not at all
+        (tmp / SUMMARY_FILE).write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
         old = None
         if out.exists():
             old = out.parent / f".{out.name}.old-{os.getpid()}"
@@ -141,4 +523,4 @@ def export_dataset(store: str | Path, out_dir: str | Path, wire: Literal["text",
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return len(rows)
+    return summary

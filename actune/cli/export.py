@@ -1,22 +1,28 @@
-"""``actune export CONFIG [key=value ...]``: kept records of the bootstrap store -> a training dataset.
+"""``actune export CONFIG [key=value ...]``: kept records of the bootstrap stores -> a training dataset.
 
-Reads the run config's ``bootstrap.store`` and writes ``train.dataset`` (a ``datasets`` folder, replaced
-atomically) in ``train.wire_format`` (text: segments with per-segment loss flags; chat: messages with
-per-turn flags). Overrides are run-config keys; ``dataset=...`` and ``wire_format=...`` may omit
-``train.``, ``store=...`` may omit ``bootstrap.``.
+Reads the run config's ``bootstrap.store`` and ``bootstrap.export`` (more stores, the adapter's step
+format every record is converted into, dedupe, per-task cap, method shares) and writes ``train.dataset``
+(a ``datasets`` folder with ``export_summary.json``, replaced atomically) in ``train.wire_format`` (text:
+segments with per-segment loss flags; chat: messages with per-turn flags), then prints what each filter
+left out, per source method. Overrides are run-config keys; ``dataset=...`` and ``wire_format=...`` may
+omit ``train.``, ``store=...`` may omit ``bootstrap.``, and ``stores``, ``steps_method``,
+``method_shares``, ``max_per_task`` and ``dedupe_similarity`` may omit ``bootstrap.export.``.
 """
 
 from __future__ import annotations
 
 import argparse
 
-_SHORT = {"dataset": "train", "wire_format": "train", "store": "bootstrap"}
+_SHORT = {"dataset": "train", "wire_format": "train", "store": "bootstrap", "stores": "bootstrap.export",
+          "steps_method": "bootstrap.export", "method_shares": "bootstrap.export",
+          "max_per_task": "bootstrap.export", "dedupe_similarity": "bootstrap.export"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="export kept trajectories as a training dataset (text or chat)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("config", help="run config YAML (its bootstrap.store and train section are used)")
+    p.add_argument("config", help="run config YAML (its bootstrap.store, bootstrap.export and train section "
+                                  "are used)")
     p.add_argument("overrides", nargs="*", help="key=value overrides, e.g. train.wire_format=chat")
     p.set_defaults(func=_export)
 
@@ -33,6 +39,7 @@ def qualify_overrides(overrides: list[str]) -> list[str]:
 
 def _export(args: argparse.Namespace) -> int:
     import sys
+    from functools import cache
 
     from actune.bootstrap.export import ExportError, export_dataset
     from actune.config import load_config
@@ -40,11 +47,26 @@ def _export(args: argparse.Namespace) -> int:
     from actune.trajectory import TrajectoryFormatError
 
     run = load_config(RunConfig, args.config, qualify_overrides(list(args.overrides)))
+    boot = run.bootstrap
+
+    @cache
+    def actions(env: str) -> str:
+        # Only asked when records must be converted and no record of the target format names the
+        # environment's actions; the adapter will act in bootstrap.env, so its actions are the ones.
+        if env != boot.env.name:
+            raise ExportError(f"records of env {env!r} need converting into {boot.export.steps_method} steps, "
+                              f"but bootstrap.env is {boot.env.name!r} (export them with a config for {env})")
+        from actune.envs.factory import make_env
+
+        return make_env(boot.env).describe_actions()
+
+    stores = [boot.store, *boot.export.stores]
     try:
-        n = export_dataset(run.bootstrap.store, run.train.dataset, run.train.wire_format)
+        summary = export_dataset(stores, run.train.dataset, run.train.wire_format, boot.export, actions=actions)
     except (ExportError, TrajectoryFormatError) as e:
         print(f"actune export: {e}", file=sys.stderr)
         return 2
-    print(f"exported {n} kept trajectories ({run.train.wire_format}) from {run.bootstrap.store} "
-          f"to {run.train.dataset}")
+    print(f"exported {summary.exported} kept trajectories ({run.train.wire_format}) in {summary.steps_method} "
+          f"steps from {', '.join(map(str, stores))} to {run.train.dataset}")
+    print(summary.table())
     return 0

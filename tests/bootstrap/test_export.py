@@ -95,13 +95,13 @@ def test_export_writes_a_dataset_atomically(tmp_path):
     store = tmp_path / "store.jsonl"
     make_store(store)
     out = tmp_path / "ds"
-    assert export_dataset(store, out, "text") == 2
+    assert export_dataset(store, out, "text").exported == 2
     ds = load_from_disk(str(out))
     assert ds["task_id"] == ["t1", "t2"] and set(ds["wire"]) == {"text"}
     assert ds[0]["text"] == text_example(kept_records(store)[0])["text"]
     assert ds[0]["segments"][1] == {"text": "Thought 1: I need the maker of the Walkman.\n", "train": True}
     # re-export in chat format replaces the folder; no temp folders are left beside it
-    assert export_dataset(store, out, "chat") == 2
+    assert export_dataset(store, out, "chat").exported == 2
     ds = load_from_disk(str(out))
     assert set(ds["wire"]) == {"chat"} and ds[0]["messages"][2]["role"] == "assistant"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "store.jsonl"]
@@ -121,6 +121,6 @@ def test_export_errors_name_the_problem(tmp_path):
     del traj.info["prompt"]
     with TrajectoryStore.open(old) as s:
         s.append(traj)
-    with pytest.raises(ExportError, match=r"old.jsonl: episode '\w+' \(task 't1'\): .*has no info.prompt"):
+    with pytest.raises(ExportError, match=r"old.jsonl:1: episode '\w+' \(task 't1'\): .*has no info.prompt"):
         export_dataset(old, tmp_path / "ds")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.jsonl", "store.jsonl"]
