@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from actune.agent.config import AgentConfig
 from actune.config import StrictModel
@@ -22,11 +23,18 @@ class EvalModel(StrictModel):
     """Name in the report (``prompted``, ``finetuned``...); also the folder ``out_dir/<label>/`` holding its
     trajectories, so letters, digits, ``.``, ``_`` and ``-`` only."""
     model: str = "smollm2-135m"
-    """Base model (known name, Hugging Face id or folder). Every model of one eval shares one server, so all
-    must name the same base model."""
+    """Base model (known name, Hugging Face id or folder). Models may name different bases: without
+    ``eval.endpoints`` eval starts one server per base, in the order the bases first appear, with that
+    base's adapters loaded. A folder holding ``actune_prompt.json`` is a merged model (``train.merge=true``
+    writes one): its prompt spec is applied exactly like an adapter's."""
     adapter: Path | None = None
     """LoRA adapter folder; its saved prompt spec (``actune_prompt.json``: method, regime, wire format) is
     applied to ``agent`` automatically, and requests go to the adapter's served name."""
+    agent: dict[str, Any] = Field(default_factory=dict)
+    """This model's overrides of ``eval.agent`` (AgentConfig fields), applied before an adapter's or merged
+    model's prompt spec: e.g. ``{exemplar_kinds: [task]}`` makes a ``prompted-oracle`` beside a generic
+    ``prompted`` in the same report. An unknown key or a bad value fails naming
+    ``eval.models[i].agent.KEY``."""
 
     @field_validator("label")
     @classmethod
@@ -51,9 +59,13 @@ class EvalConfig(StrictModel):
     """Systems to compare. The first is the reference of the paired tests."""
     endpoints: list[str] = Field(default_factory=list)
     """OpenAI-compatible servers to use (started with LoRA enabled when a model has an adapter; adapters
-    not yet served are loaded at run time). Empty: start one from ``serve`` with the adapters loaded."""
+    not yet served are loaded at run time). One endpoint serves one base model, so with endpoints every
+    model must name the same ``model``. Empty: start one server per base model from ``serve`` (its
+    ``model``, ``served_model_name`` and ``adapters`` set per base), with that base's adapters loaded."""
     served_model: str | None = None
-    """Name of the base model in requests (default: ``serve.served_model_name``, else the models' ``model``)."""
+    """Name of the base model in requests (default: ``serve.served_model_name``, else the models' ``model``).
+    With several base models it cannot name them all: leave it empty, and each base is served under
+    ``serve.served_model_name`` when it is ``serve.model``, else under its own ``model``."""
     concurrency: int = Field(16, ge=1)
     """Episodes in flight at once."""
     attempts: int = Field(1, ge=1)
@@ -73,8 +85,8 @@ class EvalConfig(StrictModel):
     tasks: TaskConfig = Field(default_factory=TaskConfig)
     """The tasks (normally the dev or test split)."""
     agent: AgentConfig = Field(default_factory=AgentConfig)
-    """Agent settings for prompted models (greedy, as in the paper); adapters use these with their prompt
-    spec applied."""
+    """Agent settings for prompted models (greedy, as in the paper); a model's own ``agent`` overrides
+    come on top, and adapters and merged models then get their prompt spec applied."""
 
     @field_validator("models")
     @classmethod
@@ -87,3 +99,32 @@ class EvalConfig(StrictModel):
                 raise ValueError(f"label {m.label!r} appears twice; each model needs its own label")
             seen.add(m.label)
         return v
+
+    @model_validator(mode="after")
+    def _model_agents_valid(self) -> EvalConfig:
+        problems = []
+        for i in range(len(self.models)):
+            try:
+                model_agent(self, i)
+            except ValueError as e:
+                problems.append(str(e))
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+def model_agent(cfg: EvalConfig, i: int) -> AgentConfig:
+    """``eval.agent`` with ``eval.models[i].agent`` on top, validated as an AgentConfig; a bad key raises
+    ValueError naming ``eval.models[i].agent.KEY`` (a :class:`actune.config.ConfigError` once loaded)."""
+    overrides = cfg.models[i].agent
+    if not overrides:
+        return cfg.agent
+    try:
+        return AgentConfig.model_validate({**cfg.agent.model_dump(), **overrides})
+    except ValidationError as e:
+        problems = []
+        for err in e.errors():
+            where = ".".join([f"eval.models[{i}].agent", *(str(p) for p in err["loc"])])
+            msg = "unknown key (not an AgentConfig field)" if err["type"] == "extra_forbidden" else err["msg"]
+            problems.append(f"{where}: {msg}")
+        raise ValueError("; ".join(problems)) from None

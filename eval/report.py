@@ -4,11 +4,19 @@
     report = build_report(results, samples=1000, confidence=0.95, seed=0, title="smollm2-cpu")
     paths = write_report(report, "runs/eval")
 
-``report.json``: ``{"title", "confidence", "bootstrap_samples", "seed", "metrics", "models": [...]}``;
-each model: ``label``, ``model``, ``adapter`` (folder), ``adapter_name`` (served name), ``store``,
-``episodes``, ``tasks``, ``metrics`` (name -> ``{mean, low, high, n}``), ``by_kind`` (kind -> the same
-block), ``failures`` (mode -> count, :mod:`actune.eval.failures`) and ``vs_first`` (the paired comparison
-against the first model, :func:`actune.eval.stats.paired_comparison`; None for the first).
+The headline metric is ``correct_grounded`` (:data:`actune.eval.stats.HEADLINE`: correct and grounded by
+the judge's verdict); it comes first in every table, the plot and the paired tests, ``correct`` second.
+
+``report.json``: ``{"title", "confidence", "bootstrap_samples", "seed", "headline", "metrics",
+"paired_metrics", "total_episodes", ..., "models": [...]}``; each model: ``label``, ``model`` (its own
+base model), ``adapter`` (folder), ``adapter_name`` (served name), ``prompt_spec`` (the
+``actune_prompt.json`` applied: an adapter's or a merged model's; None for a prompted model),
+``agent_overrides`` (its ``eval.models[i].agent``), ``store``, ``episodes``, ``tasks``, ``metrics``
+(name -> ``{mean, low, high, n}``), ``by_kind`` (kind -> the same block), ``cost`` (``episodes`` and the
+mean ``prompt_tokens``, ``completion_tokens``, ``wall_s`` per episode, :func:`actune.eval.stats.cost_per_episode`),
+``failures`` (mode -> count, :mod:`actune.eval.failures`) and ``vs_first`` (metric of ``paired_metrics`` ->
+the paired comparison against the first model, :func:`actune.eval.stats.paired_comparison`; None for the
+first).
 """
 
 from __future__ import annotations
@@ -22,10 +30,10 @@ from typing import Any
 
 from actune.atomic_write import atomic_write_bytes, atomic_write_text
 from actune.eval.failures import FAILURE_MODES, failure_counts
-from actune.eval.stats import metric_names, model_stats, paired_comparison
+from actune.eval.stats import HEADLINE, PAIRED_METRICS, cost_per_episode, metric_names, model_stats, paired_comparison
 from actune.trajectory import Trajectory
 
-__all__ = ["ModelResult", "build_report", "format_markdown", "plot_scores", "write_report"]
+__all__ = ["ModelResult", "build_report", "format_markdown", "headline_sentence", "plot_scores", "write_report"]
 
 
 @dataclass
@@ -34,12 +42,17 @@ class ModelResult:
 
     label: str
     model: str = ""
+    """Its base model (``eval.models[i].model``)."""
     adapter: str | None = None
-    """Adapter folder (None: the prompted base model)."""
+    """Adapter folder (None: the base model as it is)."""
     adapter_name: str | None = None
     """The adapter's name on the server."""
     store: str = ""
     records: list[Trajectory] = field(default_factory=list)
+    prompt_spec: str | None = None
+    """The prompt spec file applied to its loop (an adapter's or a merged model's); None: ``eval.agent``."""
+    agent_overrides: dict[str, Any] = field(default_factory=dict)
+    """Its ``eval.models[i].agent`` overrides of ``eval.agent``."""
 
 
 def build_report(results: Sequence[ModelResult], *, samples: int, confidence: float, seed: int,
@@ -51,14 +64,17 @@ def build_report(results: Sequence[ModelResult], *, samples: int, confidence: fl
         stats = model_stats(r.records, samples=samples, confidence=confidence, seed=seed, metrics=metrics)
         vs_first = None
         if i > 0:
-            vs_first = paired_comparison(results[0].records, r.records, samples=samples, confidence=confidence,
-                                         seed=seed).to_dict()
+            vs_first = {m: paired_comparison(results[0].records, r.records, metric=m, samples=samples,
+                                             confidence=confidence, seed=seed).to_dict()
+                        for m in PAIRED_METRICS}
         models.append({
             "label": r.label, "model": r.model, "adapter": r.adapter, "adapter_name": r.adapter_name,
-            "store": r.store, **stats, "failures": failure_counts(r.records), "vs_first": vs_first,
+            "prompt_spec": r.prompt_spec, "agent_overrides": dict(r.agent_overrides), "store": r.store, **stats,
+            "cost": cost_per_episode(r.records), "failures": failure_counts(r.records), "vs_first": vs_first,
         })
     return {"title": title, "confidence": confidence, "bootstrap_samples": samples, "seed": seed,
-            "metrics": metrics, **(extra or {}), "models": models}
+            "headline": HEADLINE, "metrics": metrics, "paired_metrics": list(PAIRED_METRICS),
+            "total_episodes": sum(len(r.records) for r in results), **(extra or {}), "models": models}
 
 
 def _score(est: dict[str, Any]) -> str:
@@ -67,78 +83,133 @@ def _score(est: dict[str, Any]) -> str:
     return f"{est['mean']:.3f} [{est['low']:.3f}, {est['high']:.3f}]"
 
 
+def _signed(est: dict[str, Any]) -> str:
+    if est["mean"] is None:
+        return "–"
+    return f"{est['mean']:+.3f} [{est['low']:+.3f}, {est['high']:+.3f}]"
+
+
+def _mean(v: float | None, digits: int) -> str:
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def _prompt(m: dict[str, Any]) -> str:
+    """How the model's loop was configured: ``eval.agent``, its overrides, then a prompt spec."""
+    parts = ["eval.agent"]
+    parts += [f"{k}={json.dumps(v)}" for k, v in (m.get("agent_overrides") or {}).items()]
+    if m.get("prompt_spec"):
+        parts.append(f"spec {m['prompt_spec']}")
+    return " + ".join(parts)
+
+
+def headline_sentence(report: dict[str, Any]) -> str:
+    """One sentence: every model's headline score, and each one's difference from the first."""
+    h = report["headline"]
+    models = report["models"]
+    scores = ", ".join(f"`{m['label']}` {_score(m['metrics'][h])}" for m in models)
+    text = f"**Headline, `{h}`** (correct and grounded: every supporting page read): {scores}"
+    if len(models) > 1:
+        first = models[0]["label"]
+        diffs = []
+        for m in models[1:]:
+            c = m["vs_first"][h]
+            diffs.append(f"`{m['label']}` − `{first}` {_signed(c['diff'])} (McNemar p = {c['p_value']:.4g})")
+        text += "; " + ", ".join(diffs)
+    return text + "."
+
+
 def format_markdown(report: dict[str, Any]) -> str:
-    """The report as Markdown: scores, per kind, failure modes, paired tests against the first model."""
+    """The report as Markdown: the headline, scores, per kind, cost, failure modes, paired tests against the
+    first model."""
     pct = f"{report['confidence']:.0%}"
     metrics = report["metrics"]
     models = report["models"]
     first = models[0]["label"] if models else ""
-    lines = [f"# Eval: {report['title']}", "",
-             f"Scores are means over tasks (a task's attempts averaged) with {pct} percentile bootstrap intervals "
-             f"({report['bootstrap_samples']} resamples, seed {report['seed']}). `correct` is the task's own "
-             "correctness flag (exact match for QA).", "", "## Scores", ""]
-    lines.append("| model | adapter | episodes | tasks | " + " | ".join(metrics) + " |")
-    lines.append("|---|---|---:|---:|" + "---|" * len(metrics))
+    lines = [f"# Eval: {report['title']}", ""]
+    if models:
+        lines += [headline_sentence(report), ""]
+    lines += [f"Scores are means over tasks (a task's attempts averaged) with {pct} percentile bootstrap intervals "
+              f"({report['bootstrap_samples']} resamples, seed {report['seed']}). `correct` is the task's own "
+              "correctness flag (exact match for QA); `correct_grounded` also needs the judge's grounding verdict "
+              "(every supporting page read), so a lucky guess does not count; a method that reads no pages (CoT) "
+              "scores 0 on it, and a record without a verdict (written before eval judged episodes) is left out "
+              "of it, not counted as wrong.", "", "## Scores", ""]
+    lines.append("| label | model | adapter | prompt | episodes | tasks | " + " | ".join(metrics) + " |")
+    lines.append("|---|---|---|---|---:|---:|" + "---|" * len(metrics))
     for m in models:
-        lines.append(f"| {m['label']} | {m['adapter_name'] or '–'} | {m['episodes']} | {m['tasks']} | "
-                     + " | ".join(_score(m["metrics"][k]) for k in metrics) + " |")
+        lines.append(f"| {m['label']} | {m['model'] or '–'} | {m['adapter_name'] or '–'} | {_prompt(m)} | "
+                     f"{m['episodes']} | {m['tasks']} | " + " | ".join(_score(m["metrics"][k]) for k in metrics) + " |")
     kinds = sorted({k for m in models for k in m["by_kind"]})
     if kinds:
-        lines += ["", "## Per task kind (`correct`)", "", "| model | " + " | ".join(kinds) + " |",
-                  "|---|" + "---|" * len(kinds)]
-        for m in models:
-            cells = []
-            for k in kinds:
-                block = m["by_kind"].get(k)
-                cells.append(f"{_score(block['metrics']['correct'])} (n={block['tasks']})" if block else "–")
-            lines.append(f"| {m['label']} | " + " | ".join(cells) + " |")
+        for metric in report["paired_metrics"]:
+            lines += ["", f"## Per task kind (`{metric}`)", "", "| label | " + " | ".join(kinds) + " |",
+                      "|---|" + "---|" * len(kinds)]
+            for m in models:
+                cells = []
+                for k in kinds:
+                    block = m["by_kind"].get(k)
+                    cells.append(f"{_score(block['metrics'][metric])} (n={block['tasks']})" if block else "–")
+                lines.append(f"| {m['label']} | " + " | ".join(cells) + " |")
+    lines += ["", "## Cost per episode", "", "| label | episodes | prompt tokens | completion tokens | wall s |",
+              "|---|---:|---:|---:|---:|"]
+    for m in models:
+        c = m["cost"]
+        lines.append(f"| {m['label']} | {c['episodes']} | {_mean(c['prompt_tokens'], 1)} | "
+                     f"{_mean(c['completion_tokens'], 1)} | {_mean(c['wall_s'], 2)} |")
+    lines += ["", f"Total: {report['total_episodes']} episodes."]
     modes = [mode for mode in FAILURE_MODES if any(m["failures"][mode] for m in models)]
     if modes:
-        lines += ["", "## Outcomes (episodes)", "", "| model | " + " | ".join(modes) + " |",
+        lines += ["", "## Outcomes (episodes)", "", "| label | " + " | ".join(modes) + " |",
                   "|---|" + "---:|" * len(modes)]
         for m in models:
             lines.append(f"| {m['label']} | " + " | ".join(str(m["failures"][mode]) for mode in modes) + " |")
     if len(models) > 1:
         lines += ["", f"## Paired against `{first}`", "",
-                  f"Difference of `correct` (model − {first}) over the tasks both ran, paired bootstrap {pct} "
-                  "interval; exact McNemar test on the episodes (b: only the reference right, c: only the model "
-                  "right).", "", "| model | tasks | difference | b | c | McNemar p |", "|---|---:|---|---:|---:|---:|"]
+                  f"Difference (model − {first}) over the tasks both ran, paired bootstrap {pct} interval; exact "
+                  "McNemar test on the episodes (b: only the reference right, c: only the model right).", "",
+                  "| label | metric | tasks | pairs | difference | b | c | McNemar p |",
+                  "|---|---|---:|---:|---|---:|---:|---:|"]
         for m in models[1:]:
-            c = m["vs_first"]
-            lines.append(f"| {m['label']} | {c['tasks']} | {_score(c['diff'])} | {c['b']} | {c['c']} | "
-                         f"{c['p_value']:.4g} |")
+            for metric in report["paired_metrics"]:
+                c = m["vs_first"][metric]
+                lines.append(f"| {m['label']} | {metric} | {c['tasks']} | {c['pairs']} | {_signed(c['diff'])} | "
+                             f"{c['b']} | {c['c']} | {c['p_value']:.4g} |")
     return "\n".join(lines) + "\n"
 
 
 def plot_scores(report: dict[str, Any], path: str | Path) -> Path:
-    """Bar chart of ``correct`` with its interval as error bars: one group for all tasks and one per kind,
-    one bar per model. Rendered with the Agg canvas (no display needed), written atomically."""
+    """Bar charts of ``correct_grounded`` (top, the headline) and ``correct`` (below) with their intervals as
+    error bars: one group for all tasks and one per kind, one bar per model. Rendered with the Agg canvas
+    (no display needed), written atomically."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     models = report["models"]
+    metrics = report["paired_metrics"]
     kinds = sorted({k for m in models for k in m["by_kind"]})
     groups = ["all", *kinds] if len(kinds) > 1 else ["all"]
-    fig = Figure(figsize=(max(4.0, 1.6 * len(groups) * max(1, len(models)) / 2 + 2), 3.6), dpi=100)
+    panel_w = max(4.0, 1.6 * len(groups) * max(1, len(models)) / 2 + 2)
+    fig = Figure(figsize=(panel_w, 3.2 * len(metrics)), dpi=100)
     FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
     width = 0.8 / max(1, len(models))
-    for i, m in enumerate(models):
-        means, lows, highs = [], [], []
-        for g in groups:
-            est = m["metrics"]["correct"] if g == "all" else (m["by_kind"].get(g) or {}).get("metrics", {}).get(
-                "correct", {"mean": None})
-            mean = est["mean"]
-            means.append(mean or 0.0)
-            lows.append(0.0 if mean is None else mean - est["low"])
-            highs.append(0.0 if mean is None else est["high"] - mean)
-        xs = [j + (i - (len(models) - 1) / 2) * width for j in range(len(groups))]
-        ax.bar(xs, means, width, yerr=[lows, highs], capsize=3, label=m["label"])
-    ax.set_xticks(range(len(groups)), groups)
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel(f"correct ({report['confidence']:.0%} CI)")
-    ax.set_title(report["title"])
-    ax.legend(fontsize="small")
+    for p, metric in enumerate(metrics):
+        ax = fig.add_subplot(len(metrics), 1, p + 1)
+        for i, m in enumerate(models):
+            means, lows, highs = [], [], []
+            for g in groups:
+                est = m["metrics"][metric] if g == "all" else (m["by_kind"].get(g) or {}).get("metrics", {}).get(
+                    metric, {"mean": None})
+                mean = est["mean"]
+                means.append(mean or 0.0)
+                lows.append(0.0 if mean is None else mean - est["low"])
+                highs.append(0.0 if mean is None else est["high"] - mean)
+            xs = [j + (i - (len(models) - 1) / 2) * width for j in range(len(groups))]
+            ax.bar(xs, means, width, yerr=[lows, highs], capsize=3, label=m["label"])
+        ax.set_xticks(range(len(groups)), groups)
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel(f"{metric} ({report['confidence']:.0%} CI)")
+        ax.set_title(f"{report['title']}: {metric}")
+        ax.legend(fontsize="small")
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png")

@@ -5,27 +5,35 @@
 Top to bottom, :func:`run_eval` does:
 
 1. load the tasks (``eval.tasks``) and plan each model (:func:`plan_models`): a prompted model runs
-   ``eval.agent`` against the base model; a model with an adapter runs ``eval.agent`` with the adapter's
-   prompt spec applied (method, regime, wire format it was trained in) and sends its requests to the
-   adapter's served name (:func:`adapter_name`: the label and a hash of the weights, so a retrained
-   adapter never reuses a stale server copy);
-2. open one store per model, ``out_dir/<label>/trajectories.jsonl`` (:mod:`actune.bootstrap.store`):
+   ``eval.agent`` with its own ``eval.models[i].agent`` overrides on top (:func:`actune.eval.config.model_agent`)
+   against its base model; a model with an adapter, or whose base is a merged model folder holding
+   ``actune_prompt.json``, runs that with the prompt spec applied (method, regime, wire format it was trained
+   in); an adapter's requests go to its served name (:func:`adapter_name`: the label and a hash of the
+   weights, so a retrained adapter never reuses a stale server copy);
+2. refuse an eval that would score a model on tasks it was trained on (:func:`check_leakage`: the
+   ``training_tasks.json`` of each adapter or merged model folder);
+3. open one store per model, ``out_dir/<label>/trajectories.jsonl`` (:mod:`actune.bootstrap.store`):
    a rerun resumes, running only the (task, attempt) pairs not yet stored;
-3. use ``eval.endpoints`` (loading adapters they do not serve yet) or start one server from the
-   ``serve`` section with every adapter loaded;
-4. per model, :func:`actune.bootstrap.run.collect` runs ``concurrency`` episodes at once, each judged (the
+4. group the models by base model (:func:`group_by_base`, in order of first appearance) and, per group with
+   episodes left, use ``eval.endpoints`` (one base only; adapters they do not serve yet are loaded) or start
+   one server from the ``serve`` section with that base and its adapters loaded, stopped before the next
+   group's starts;
+5. per model, :func:`actune.bootstrap.run.collect` runs ``concurrency`` episodes at once, each judged (the
    judge's grounding verdict is kept in the record) and appended to the model's store as it finishes;
-5. read the stores back (only this run's tasks and attempts), compute scores with bootstrap intervals,
-   per-kind scores, failure modes and paired tests against the first model, and write ``report.json``,
-   ``report.md`` and ``scores.png`` into ``out_dir``.
+6. read the stores back (only this run's tasks, attempts and method), compute scores with bootstrap
+   intervals (``correct_grounded`` first), per-kind scores, cost per episode, failure modes and paired tests
+   against the first model, and write ``report.json``, ``report.md`` and ``scores.png`` into ``out_dir``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
+import re
 import sys
-from dataclasses import dataclass
+import unicodedata
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +43,21 @@ from actune.bootstrap.progress import Progress
 from actune.bootstrap.run import collect, make_run_id, pending_episodes
 from actune.bootstrap.store import TrajectoryStore
 from actune.config import ConfigError
-from actune.eval.config import EvalConfig, EvalModel
+from actune.eval.config import EvalConfig, EvalModel, model_agent
 from actune.eval.report import ModelResult, build_report, write_report
+from actune.eval.stats import HEADLINE
 from actune.run_config import RunConfig
 from actune.serve.config import ServeConfig
 from actune.task import Task
 from actune.trajectory import ModelRecord, Trajectory, read_trajectories
 
-__all__ = ["PlannedModel", "adapter_name", "plan_models", "store_path", "run_eval", "ensure_adapters"]
+__all__ = ["PlannedModel", "ServerGroup", "TRAINING_TASKS_FILE", "adapter_name", "base_models", "served_names",
+           "merged_model_folder", "plan_models", "group_by_base", "plan_groups", "group_serve_config",
+           "check_endpoints", "check_leakage", "store_path", "run_eval", "ensure_adapters"]
+
+TRAINING_TASKS_FILE = "training_tasks.json"
+"""Written by training (``actune.train.run.TRAINING_TASKS_FILE``, not imported: that module needs the
+training stack) into the adapter and merged model folders: ``[{"id", "question"}, ...]``, the tasks it saw."""
 
 
 @dataclass
@@ -57,6 +72,36 @@ class PlannedModel:
     record: ModelRecord
     """What its records say about the model (``name``: base served name; ``adapter``: adapter name)."""
     adapter: Path | None = None
+    base: str = ""
+    """Its base model (``eval.models[i].model``): the server it needs."""
+    prompt_spec: Path | None = None
+    """The ``actune_prompt.json`` applied to its loop (an adapter's, else a merged model's)."""
+    prompt_spec_source: str | None = None
+    """``adapter`` or ``merged``: where ``prompt_spec`` comes from (None: no spec)."""
+    agent_overrides: dict[str, Any] = field(default_factory=dict)
+    """Its ``eval.models[i].agent``."""
+
+    def spec_note(self) -> dict[str, Any] | None:
+        """What its records say about the prompt spec (``info["prompt_spec"]``), None without one."""
+        if self.prompt_spec is None:
+            return None
+        return {"source": self.prompt_spec_source, "path": str(self.prompt_spec),
+                "spec": load_prompt_spec(self.prompt_spec).model_dump()}
+
+
+@dataclass
+class ServerGroup:
+    """Models sharing one base model, so one server (their adapters loaded on it)."""
+
+    base: str
+    served_name: str
+    """The base model's name in requests."""
+    models: list[PlannedModel]
+
+    @property
+    def adapters(self) -> dict[str, str]:
+        """Adapter name -> folder, for the server of this group."""
+        return {p.request_model: str(p.adapter) for p in self.models if p.adapter is not None}
 
 
 def adapter_name(label: str, folder: str | Path) -> str:
@@ -73,31 +118,55 @@ def adapter_name(label: str, folder: str | Path) -> str:
     return f"{label}-{h.hexdigest()[:10]}"
 
 
-def base_model(cfg: EvalConfig) -> str:
-    """The base model every eval model shares (one server serves them all)."""
-    names = {m.model for m in cfg.models}
-    if len(names) > 1:
-        raise ConfigError(f"eval.models: all models must share one base model (one server serves them, "
-                          f"adapters on top); got {sorted(names)}")
-    return cfg.models[0].model
+def base_models(cfg: EvalConfig) -> list[str]:
+    """The models' base models, each once, in order of first appearance."""
+    return list(dict.fromkeys(m.model for m in cfg.models))
 
 
-def served_base_name(cfg: EvalConfig, serve: ServeConfig) -> str:
-    return cfg.served_model or serve.served_model_name or base_model(cfg)
+def served_names(cfg: EvalConfig, serve: ServeConfig) -> dict[str, str]:
+    """Base model -> its name in requests. One base: ``eval.served_model``, else ``serve.served_model_name``,
+    else the base itself (as before several bases were allowed). Several: ``serve.served_model_name`` names
+    ``serve.model`` only (the serve section is shared with other stages); every other base is served under
+    its own ``model``."""
+    bases = base_models(cfg)
+    if len(bases) == 1:
+        return {bases[0]: cfg.served_model or serve.served_model_name or bases[0]}
+    if cfg.served_model:
+        raise ConfigError(f"eval.served_model: names one base model, but eval.models name {len(bases)} "
+                          f"({', '.join(bases)}); leave it empty (each base is served under its own model)")
+    return {b: serve.served_model_name if serve.served_model_name and b == serve.model else b for b in bases}
+
+
+def merged_model_folder(model: str) -> Path | None:
+    """The folder of a merged model: ``model`` is a local folder holding ``actune_prompt.json`` (written by
+    ``train.merge=true``). None for a model name, a Hugging Face id or a folder without a spec."""
+    folder = Path(model).expanduser()
+    return folder if folder.is_dir() and find_prompt_spec(folder) is not None else None
 
 
 def plan_models(cfg: EvalConfig, serve: ServeConfig) -> list[PlannedModel]:
-    """Each model's loop settings and request name (see the module docstring, step 1)."""
-    served = served_base_name(cfg, serve)
-    plans = []
-    for i, m in enumerate(cfg.models):
-        plans.append(_plan_one(i, m, cfg.agent, served))
-    return plans
+    """Each model's loop settings and request name, in ``eval.models`` order (module docstring, step 1)."""
+    served = served_names(cfg, serve)
+    return [_plan_one(cfg, i, served[m.model]) for i, m in enumerate(cfg.models)]
 
 
-def _plan_one(i: int, m: EvalModel, agent: AgentConfig, served: str) -> PlannedModel:
+def _plan_one(cfg: EvalConfig, i: int, served: str) -> PlannedModel:
+    m: EvalModel = cfg.models[i]
+    try:
+        agent = model_agent(cfg, i)
+    except ValueError as e:  # validated on load; a config built with model_copy skips that
+        raise ConfigError(str(e)) from None
+    spec_file: Path | None = None
+    source: str | None = None
+    merged = merged_model_folder(m.model)
+    if merged is not None:
+        # a merged model learnt one loop format, as its adapter did: the same spec, applied the same way
+        agent = load_prompt_spec(merged).apply(agent)
+        spec_file, source = merged / PROMPT_SPEC_FILE, "merged"
+    common = {"base": m.model, "agent_overrides": dict(m.agent)}
     if m.adapter is None:
-        return PlannedModel(m.label, agent, served, ModelRecord(name=served))
+        return PlannedModel(m.label, agent, served, ModelRecord(name=served), prompt_spec=spec_file,
+                            prompt_spec_source=source, **common)
     folder = Path(m.adapter)
     if not folder.is_dir():
         raise ConfigError(f"eval.models[{i}].adapter: {folder} is not a folder")
@@ -107,7 +176,87 @@ def _plan_one(i: int, m: EvalModel, agent: AgentConfig, served: str) -> PlannedM
                           "actune.agent.prompt_spec.save_prompt_spec)")
     spec = load_prompt_spec(folder)
     name = adapter_name(m.label, folder)
-    return PlannedModel(m.label, spec.apply(agent), name, ModelRecord(name=served, adapter=name), folder)
+    return PlannedModel(m.label, spec.apply(agent), name, ModelRecord(name=served, adapter=name), folder,
+                        prompt_spec=folder / PROMPT_SPEC_FILE, prompt_spec_source="adapter", **common)
+
+
+def group_by_base(plans: list[PlannedModel]) -> list[ServerGroup]:
+    """The planned models grouped by base model, groups in order of first appearance and models in their
+    own order within a group."""
+    groups: dict[str, ServerGroup] = {}
+    for p in plans:
+        if p.base not in groups:
+            groups[p.base] = ServerGroup(p.base, p.record.name, [])
+        groups[p.base].models.append(p)
+    return list(groups.values())
+
+
+def plan_groups(cfg: EvalConfig, serve: ServeConfig) -> list[ServerGroup]:
+    """The servers eval needs and the models each runs (no server is started)."""
+    return group_by_base(plan_models(cfg, serve))
+
+
+def group_serve_config(group: ServerGroup, serve: ServeConfig, groups: int = 1) -> ServeConfig:
+    """The ``serve`` section for ``group``'s server: its base, served name and adapters. The section's own
+    ``adapters`` are for ``serve.model``; they are kept for that base (and when there is one base only, as
+    before several bases were allowed)."""
+    keep = serve.adapters if groups == 1 or group.base == serve.model else {}
+    return serve.model_copy(update={"model": group.base, "served_model_name": group.served_name,
+                                    "adapters": {**keep, **group.adapters}})
+
+
+def check_endpoints(cfg: EvalConfig) -> None:
+    """``eval.endpoints`` serve one base model: refuse models on several."""
+    bases = base_models(cfg)
+    if cfg.endpoints and len(bases) > 1:
+        raise ConfigError(f"eval.endpoints: one endpoint serves one base model, but eval.models name {len(bases)} "
+                          f"({', '.join(bases)}); run one eval per base with its endpoints, or leave eval.endpoints "
+                          "empty to start one server per base")
+
+
+def _normalise_question(q: str) -> str:
+    """Case, punctuation and spacing ignored: a reworded-by-whitespace copy is still the same question."""
+    return " ".join(re.sub(r"[^\w\s]", " ", unicodedata.normalize("NFKC", q).casefold()).split())
+
+
+def _training_tasks(path: Path) -> list[dict[str, str]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
+    if not isinstance(data, list):
+        raise ConfigError(f"{path}: expected a list of {{\"id\", \"question\"}} objects")
+    for j, item in enumerate(data):
+        if not (isinstance(item, dict) and isinstance(item.get("id"), str) and isinstance(item.get("question"), str)):
+            raise ConfigError(f"{path}: [{j}]: expected an object with string \"id\" and \"question\"")
+    return data
+
+
+def _training_folders(m: EvalModel) -> list[Path]:
+    folders = [Path(m.adapter)] if m.adapter is not None else []
+    base = Path(m.model).expanduser()
+    if base.is_dir():  # a merged model (or any local fine-tune that kept its training tasks)
+        folders.append(base)
+    return folders
+
+
+def check_leakage(cfg: EvalConfig, tasks: list[Task]) -> None:
+    """Refuse to score a model on tasks it was trained on: for each adapter or merged model folder with a
+    ``training_tasks.json``, no eval task may share a training task's id or normalised question."""
+    for i, m in enumerate(cfg.models):
+        for folder in _training_folders(m):
+            path = folder / TRAINING_TASKS_FILE
+            if not path.is_file():
+                continue
+            seen = _training_tasks(path)
+            ids = {t["id"] for t in seen}
+            questions = {q for q in (_normalise_question(t["question"]) for t in seen) if q}
+            leaked = [t for t in tasks if t.id in ids or _normalise_question(t.question) in questions]
+            if leaked:
+                examples = ", ".join(f"{t.id!r} ({t.question!r})" for t in leaked[:3])
+                raise ConfigError(f"eval.models[{i}] ({m.label!r}): {len(leaked)} of {len(tasks)} eval tasks are "
+                                  f"among its training tasks ({path}), e.g. {examples}; evaluate it on tasks it "
+                                  "was not trained on (another split)")
 
 
 def store_path(cfg: EvalConfig, label: str) -> Path:
@@ -129,12 +278,30 @@ def ensure_adapters(endpoints: list[str], plans: list[PlannedModel], api_key: st
     return loaded
 
 
-def _records_for(path: Path, tasks: list[Task], attempts: int) -> list[Trajectory]:
-    """The store's records of this run's tasks and attempts (a store may hold more from earlier runs)."""
+class _SpecNotingStore:
+    """A model's store that notes, in each record it appends, the prompt spec the loop ran with
+    (``info["prompt_spec"]``). ``collect`` is shared with bootstrap and writes the records itself, so the
+    store is where eval can add to them."""
+
+    def __init__(self, store: TrajectoryStore, note: dict[str, Any]) -> None:
+        self._store = store
+        self._note = note
+
+    def append(self, traj: Trajectory) -> None:
+        traj.info["prompt_spec"] = dict(self._note)
+        self._store.append(traj)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def _records_for(path: Path, tasks: list[Task], attempts: int, method: str) -> list[Trajectory]:
+    """The store's records of this run's tasks, attempts and method (a store may hold more from earlier
+    runs, other methods' included: the store keys episodes by task, method and attempt)."""
     if not path.exists():
         return []
     ids = {t.id for t in tasks}
-    return [t for t in read_trajectories(path) if t.task.id in ids and t.attempt < attempts]
+    return [t for t in read_trajectories(path) if t.task.id in ids and t.attempt < attempts and t.method == method]
 
 
 def _check_store_model(path: Path, plan: PlannedModel) -> None:
@@ -172,67 +339,73 @@ def run_eval(run: RunConfig, *, show_progress: bool = True, run_id: str | None =
     cfg = run.eval
     run_id = run_id or make_run_id(run.name)
 
-    # 1. tasks and plans
+    # 1. tasks and plans; 2. no model scored on its own training tasks
+    check_endpoints(cfg)
     tasks = _load_unique_tasks(cfg)
     plans = plan_models(cfg, run.serve)
+    groups = group_by_base(plans)
+    check_leakage(cfg, tasks)
     for p in plans:
         _check_store_model(store_path(cfg, p.label), p)
 
-    # 2. what is left, per model
+    # 3. what is left, per model
     todo: dict[str, list[tuple[Task, int]]] = {}
     for p in plans:
         with TrajectoryStore.open(store_path(cfg, p.label)) as store:
             todo[p.label] = pending_episodes(tasks, cfg.attempts, store, p.agent.method)
     total_left = sum(len(v) for v in todo.values())
 
+    # 5. the episodes of one model
+    async def _collect(p: PlannedModel, endpoints: list[str], store: TrajectoryStore | _SpecNotingStore,
+                       left: list[tuple[Task, int]]) -> None:
+        client = ClientConfig(endpoints=endpoints, model=p.request_model, api_key=run.serve.api_key,
+                              max_concurrency=cfg.concurrency)
+        async with LLMClient(client) as llm:
+            total = len(tasks) * cfg.attempts
+            # done: this run's episodes already stored (the store may hold other methods' too)
+            with Progress(total, total - len(left), store.kept, total, enabled=show_progress,
+                          label=f"eval {p.label}") as progress:
+                await collect(left, lambda: make_env(cfg.env), llm, p.agent, store,
+                              concurrency=min(cfg.concurrency, len(left)),
+                              target_correct=store.kept + len(left) + 1,  # never reached: run them all
+                              model=p.record, run_id=run_id, progress=progress,
+                              max_failed=cfg.max_failed_episodes, stage=f"eval {p.label}")
+
     interrupted = False
     if total_left == 0:
         print("eval: nothing to run (every episode is stored); writing the report", file=sys.stderr)
     else:
-        # 3. one server for all models
-        serve = run.serve.model_copy(update={
-            "model": base_model(cfg),
-            "served_model_name": served_base_name(cfg, run.serve),
-            "adapters": {**run.serve.adapters, **{p.request_model: str(p.adapter) for p in plans if p.adapter}},
-        })
-        with endpoints_or_server(cfg.endpoints, served_base_name(cfg, run.serve), serve) as (endpoints, _):
-            if cfg.endpoints:
-                for name in ensure_adapters(endpoints, plans, run.serve.api_key):
-                    print(f"eval: loaded adapter {name} into {', '.join(endpoints)}", file=sys.stderr)
-            print(f"eval: {total_left} episodes to run on {', '.join(endpoints)}, {cfg.concurrency} at once; "
-                  f"run id {run_id}", file=sys.stderr, flush=True)
+        try:
+            # 4. one server per base model, one at a time (a base with nothing left starts none)
+            for g in groups:
+                busy = [p for p in g.models if todo[p.label]]
+                if not busy:
+                    continue
+                serve = group_serve_config(g, run.serve, len(groups))
+                with endpoints_or_server(cfg.endpoints, g.served_name, serve) as (endpoints, _):
+                    if cfg.endpoints:
+                        for name in ensure_adapters(endpoints, busy, run.serve.api_key):
+                            print(f"eval: loaded adapter {name} into {', '.join(endpoints)}", file=sys.stderr)
+                    left_here = sum(len(todo[p.label]) for p in busy)
+                    print(f"eval: {left_here} episodes of base {g.base!r} to run on {', '.join(endpoints)}, "
+                          f"{cfg.concurrency} at once; run id {run_id}", file=sys.stderr, flush=True)
+                    for p in busy:
+                        left = todo[p.label]
+                        print(f"eval: {p.label}: {len(left)} episodes ({p.agent.method}, {p.agent.regime}, "
+                              f"{p.agent.wire}; model {p.request_model!r})", file=sys.stderr, flush=True)
+                        note = p.spec_note()
+                        with TrajectoryStore.open(store_path(cfg, p.label)) as store:
+                            target = store if note is None else _SpecNotingStore(store, note)
+                            asyncio.run(_collect(p, endpoints, target, left))
+        except KeyboardInterrupt:
+            interrupted = True  # what finished is stored; the report covers it
 
-            # 4. the episodes, model after model
-            async def _collect(p: PlannedModel, store: TrajectoryStore, left: list[tuple[Task, int]]) -> None:
-                client = ClientConfig(endpoints=endpoints, model=p.request_model, api_key=run.serve.api_key,
-                                      max_concurrency=cfg.concurrency)
-                async with LLMClient(client) as llm:
-                    total = len(tasks) * cfg.attempts
-                    with Progress(total, store.records, store.kept, total, enabled=show_progress,
-                                  label=f"eval {p.label}") as progress:
-                        await collect(left, lambda: make_env(cfg.env), llm, p.agent, store,
-                                      concurrency=min(cfg.concurrency, len(left)),
-                                      target_correct=store.kept + len(left) + 1,  # never reached: run them all
-                                      model=p.record, run_id=run_id, progress=progress,
-                                      max_failed=cfg.max_failed_episodes, stage=f"eval {p.label}")
-
-            try:
-                for p in plans:
-                    left = todo[p.label]
-                    if not left:
-                        continue
-                    print(f"eval: {p.label}: {len(left)} episodes ({p.agent.method}, {p.agent.regime}, "
-                          f"{p.agent.wire}; model {p.request_model!r})", file=sys.stderr, flush=True)
-                    with TrajectoryStore.open(store_path(cfg, p.label)) as store:
-                        asyncio.run(_collect(p, store, left))
-            except KeyboardInterrupt:
-                interrupted = True  # what finished is stored; the report covers it
-
-    # 5. the report
+    # 6. the report
     results = [
-        ModelResult(label=p.label, model=base_model(cfg), adapter=str(p.adapter) if p.adapter else None,
+        ModelResult(label=p.label, model=p.base, adapter=str(p.adapter) if p.adapter else None,
                     adapter_name=p.record.adapter, store=str(store_path(cfg, p.label)),
-                    records=_records_for(store_path(cfg, p.label), tasks, cfg.attempts))
+                    records=_records_for(store_path(cfg, p.label), tasks, cfg.attempts, p.agent.method),
+                    prompt_spec=str(p.prompt_spec) if p.prompt_spec else None, agent_overrides=p.agent_overrides)
         for p in plans
     ]
     report = build_report(results, samples=cfg.bootstrap_samples, confidence=cfg.confidence, seed=cfg.seed,
@@ -240,10 +413,13 @@ def run_eval(run: RunConfig, *, show_progress: bool = True, run_id: str | None =
                                                  "interrupted": interrupted})
     paths = write_report(report, cfg.out_dir)
     for m in report["models"]:
-        est = m["metrics"]["correct"]
-        score = "–" if est["mean"] is None else f"{est['mean']:.3f} [{est['low']:.3f}, {est['high']:.3f}]"
-        print(f"{m['label']:<16} episodes {m['episodes']:>5}  correct {score}")
+        scores = "  ".join(f"{k} {_score_line(m['metrics'][k])}" for k in (HEADLINE, "correct"))
+        print(f"{m['label']:<16} episodes {m['episodes']:>5}  {scores}")
     print(f"eval: report in {paths['md']}, {paths['json']}, {paths['png']}", file=sys.stderr)
     if interrupted:
         raise KeyboardInterrupt
     return report
+
+
+def _score_line(est: dict[str, Any]) -> str:
+    return "–" if est["mean"] is None else f"{est['mean']:.3f} [{est['low']:.3f}, {est['high']:.3f}]"

@@ -8,10 +8,21 @@ several sampled attempts per task the interval reflects how many *questions* wer
 episodes ran. Intervals are percentile bootstrap intervals from ``numpy.random.default_rng(seed)``: the
 same inputs and seed give the same numbers.
 
+The headline metric is ``correct_grounded``: an episode counts when it is correct AND the judge's verdict
+says grounded (``scores["grounded"]``, written by :func:`actune.bootstrap.judge.record_verdict`: every
+supporting page was read). A small model answers a two-way comparison right half the time by chance;
+this metric does not count those guesses. A record without the grounded score (written before eval
+judged episodes) has no value for it: it is left out of that metric's mean, never counted as 0. Methods
+that read no pages (CoT, Standard) are never grounded, so they score 0 on it by design.
+
 Paired comparison of model B against model A on the tasks both ran: a paired bootstrap of the per-task
-difference (B - A; the same resampled tasks for both) and an exact McNemar test on the episodes' correct
-flags, counting ``b`` = A right and B wrong, ``c`` = A wrong and B right; the two-sided p-value is
-``min(1, 2 * P(X <= min(b, c)))`` for ``X ~ Binomial(b + c, 1/2)``.
+difference (B - A; the same resampled tasks for both) and an exact McNemar test on the episodes' values
+of the metric (read as flags: 1 right, anything less wrong), counting ``b`` = A right and B wrong,
+``c`` = A wrong and B right; the two-sided p-value is ``min(1, 2 * P(X <= min(b, c)))`` for
+``X ~ Binomial(b + c, 1/2)``. Only episodes where both records have the metric are paired.
+
+Cost (:func:`cost_per_episode`): mean prompt tokens, completion tokens and wall seconds per episode, from
+the records' ``usage`` and ``timings``.
 """
 
 from __future__ import annotations
@@ -26,12 +37,19 @@ import numpy as np
 
 from actune.trajectory import Trajectory
 
-__all__ = ["Estimate", "PairedComparison", "METRICS", "NO_KIND", "metric_names", "metric_value", "task_values",
-           "bootstrap_ci", "metric_estimate", "model_stats", "mcnemar_exact", "paired_comparison"]
+__all__ = ["Estimate", "PairedComparison", "METRICS", "HEADLINE", "PAIRED_METRICS", "NO_KIND", "metric_names",
+           "metric_value", "task_values", "bootstrap_ci", "metric_estimate", "model_stats", "mcnemar_exact",
+           "paired_comparison", "cost_per_episode"]
 
-METRICS = ("correct", "em", "f1", "acc", "won")
-"""Metrics reported when every record has them: ``correct`` (the task's own correctness flag: exact match
-for QA, label accuracy for FEVER, a win for ALFWorld) and the metric's scores."""
+HEADLINE = "correct_grounded"
+"""The metric a report leads with (see the module docstring)."""
+METRICS = (HEADLINE, "correct", "em", "f1", "acc", "won")
+"""Metrics in report order: ``correct_grounded`` and ``correct`` (the task's own correctness flag: exact
+match for QA, label accuracy for FEVER, a win for ALFWorld) always, then the metric's scores when every
+record has them."""
+PAIRED_METRICS = (HEADLINE, "correct")
+"""Metrics the paired comparison against the first model is made on."""
+ALWAYS = (HEADLINE, "correct")
 NO_KIND = "(no kind)"
 
 
@@ -49,17 +67,36 @@ class Estimate:
         return asdict(self)
 
 
+def _grounded(traj: Trajectory) -> bool | None:
+    """The judge's grounding verdict of a record: its ``grounded`` score, else ``info["verdict"]``
+    (None: never judged)."""
+    v = traj.scores.get("grounded")
+    if v is not None:
+        return bool(v)
+    verdict = traj.info.get("verdict")
+    if isinstance(verdict, dict) and isinstance(verdict.get("grounded"), bool):
+        return verdict["grounded"]
+    return None
+
+
 def metric_value(traj: Trajectory, metric: str) -> float | None:
-    """``metric`` of one record: ``correct`` from its flag, anything else from its scores (None: absent)."""
+    """``metric`` of one record: ``correct`` from its flag, ``correct_grounded`` from the flag and the
+    grounding verdict, anything else from its scores (None: absent)."""
     if metric == "correct":
         return float(bool(traj.correct))
+    if metric == HEADLINE:
+        grounded = _grounded(traj)
+        return None if grounded is None else float(bool(traj.correct) and grounded)
     v = traj.scores.get(metric)
     return None if v is None else float(v)
 
 
 def metric_names(records: Sequence[Trajectory]) -> list[str]:
-    """The :data:`METRICS` every record has (``correct`` always), in that order."""
-    return [m for m in METRICS if records and all(metric_value(t, m) is not None for t in records)] or ["correct"]
+    """``correct_grounded`` and ``correct`` (always: a report has the same headline columns whatever its
+    records hold), then the other :data:`METRICS` every record has, in that order."""
+    rest = [m for m in METRICS if m not in ALWAYS and records
+            and all(metric_value(t, m) is not None for t in records)]
+    return [*ALWAYS, *rest]
 
 
 def task_values(records: Iterable[Trajectory], metric: str) -> dict[str, float]:
@@ -143,7 +180,7 @@ class PairedComparison:
     tasks: int
     """Tasks both models ran."""
     pairs: int
-    """(task, attempt) episodes both ran (McNemar's pairs)."""
+    """(task, attempt) episodes both ran and both have the metric for (McNemar's pairs)."""
     mean_a: float | None
     mean_b: float | None
     diff: Estimate
@@ -153,7 +190,7 @@ class PairedComparison:
     c: int
     """Pairs A got wrong and B right."""
     p_value: float
-    """Exact McNemar two-sided p-value (on the correct flags)."""
+    """Exact McNemar two-sided p-value (on the metric's values read as flags)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -164,16 +201,34 @@ def paired_comparison(a: Sequence[Trajectory], b: Sequence[Trajectory], *, metri
     """Compare ``b`` against ``a`` (see the module docstring)."""
     ea = {(t.task.id, t.attempt): t for t in a}
     eb = {(t.task.id, t.attempt): t for t in b}
-    common = sorted(ea.keys() & eb.keys())
+    # pairs where both records have the metric: an unjudged record has no correct_grounded to compare
+    flags = {k: (metric_value(ea[k], metric), metric_value(eb[k], metric)) for k in ea.keys() & eb.keys()}
+    common = sorted(k for k, (x, y) in flags.items() if x is not None and y is not None)
     va = task_values((ea[k] for k in common), metric)
     vb = task_values((eb[k] for k in common), metric)
     tasks = sorted(va.keys() & vb.keys())
     diff = bootstrap_ci([vb[t] - va[t] for t in tasks], samples=samples, confidence=confidence, seed=seed)
-    n_b = sum(1 for k in common if ea[k].correct and not eb[k].correct)
-    n_c = sum(1 for k in common if not ea[k].correct and eb[k].correct)
+    n_b = sum(1 for k in common if flags[k][0] == 1.0 and flags[k][1] != 1.0)
+    n_c = sum(1 for k in common if flags[k][0] != 1.0 and flags[k][1] == 1.0)
     return PairedComparison(
         metric=metric, tasks=len(tasks), pairs=len(common),
         mean_a=float(np.mean([va[t] for t in tasks])) if tasks else None,
         mean_b=float(np.mean([vb[t] for t in tasks])) if tasks else None,
         diff=diff, b=n_b, c=n_c, p_value=mcnemar_exact(n_b, n_c),
     )
+
+
+def cost_per_episode(records: Sequence[Trajectory]) -> dict[str, Any]:
+    """``episodes`` and the mean ``prompt_tokens``, ``completion_tokens`` and ``wall_s`` per episode (None
+    without episodes), from each record's ``usage`` and ``timings``."""
+    n = len(records)
+
+    def mean(values: Iterable[float]) -> float | None:
+        return float(np.mean(list(values))) if n else None
+
+    return {
+        "episodes": n,
+        "prompt_tokens": mean(t.usage.prompt_tokens for t in records),
+        "completion_tokens": mean(t.usage.completion_tokens for t in records),
+        "wall_s": mean(t.timings.wall_s for t in records),
+    }

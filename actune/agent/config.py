@@ -41,7 +41,11 @@ class AgentConfig(StrictModel):
     """Exemplars: a name (``wiki``, ``fever``, ``docqa``, ``alfworld`` -> actune/prompts/NAME.json) or a
     path to a JSON file in that format. None: the environment's own set."""
     exemplar_kinds: list[str] | None = None
-    """Keep only exemplars of these kinds (e.g. ``[bridge]``): type-matched prompts help small models."""
+    """Keep only exemplars of these kinds (e.g. ``[bridge]``): type-matched prompts help small models.
+    The entry ``task`` stands for each episode's own task kind (``task.meta["kind"]``): ``[task]`` gives a
+    bridge question the bridge exemplars and a comparison question the comparison ones (the probe's best
+    prompt). That is an oracle: it reads the task's label, which a deployed system does not have, so it
+    is a ceiling for prompting, not a baseline. A task without a kind gets every exemplar."""
     num_exemplars: int | None = Field(None, ge=1)
     """Use at most this many exemplars (None: all that match)."""
     paper_prompt_file: Path | None = None

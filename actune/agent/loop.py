@@ -34,6 +34,12 @@ def default_scorer() -> Scorer:
     return score_prediction
 
 
+def _task_kind(task: Task) -> str | None:
+    """The task's kind for ``exemplar_kinds: [task]`` (None: the task names none)."""
+    kind = task.meta.get("kind")
+    return None if kind is None or kind == "" else str(kind)
+
+
 def _prompt_factory(cfg: AgentConfig, env: Environment, task: Task, initial_obs: str,
                     exemplar_set: ExemplarSet | None) -> Callable[[str], PromptContext]:
     def make(method: str) -> PromptContext:
@@ -47,6 +53,7 @@ def _prompt_factory(cfg: AgentConfig, env: Environment, task: Task, initial_obs:
             regime=cfg.regime, exemplar_set=exemplar_set or cfg.exemplar_set,
             exemplar_kinds=cfg.exemplar_kinds, num_exemplars=cfg.num_exemplars,
             paper_prompt=paper, initial_observation=initial_obs, finish_action=env.finish_action,
+            task_kind=_task_kind(task),
         )
 
     return make

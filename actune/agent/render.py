@@ -17,6 +17,8 @@ from actune.trajectory import Step, Trajectory
 __all__ = [
     "PromptContext",
     "build_prompt_context",
+    "resolve_exemplar_kinds",
+    "TASK_KIND",
     "instruction_for",
     "render_exemplar",
     "exemplar_plan",
@@ -49,6 +51,9 @@ PAPER_WEBTHINK_INSTRUCTION = """Solve a question answering task with interleavin
 (3) Finish[answer], which returns the answer and finishes the task.
 Here are some examples.
 """  # noqa: E501, W291 - verbatim from the paper's code, trailing space included
+
+#: The ``exemplar_kinds`` entry that stands for the episode's own task kind (``task.meta["kind"]``).
+TASK_KIND = "task"
 
 _TASK_PHRASE = {
     "fever": "Decide whether a claim is SUPPORTS, REFUTES or NOT ENOUGH INFO",
@@ -149,6 +154,22 @@ def render_exemplar(ex: Exemplar, method: str, env: str, finish_action: str | No
     return "\n".join(lines) + "\n"
 
 
+def resolve_exemplar_kinds(kinds: list[str] | None, task_kind: str | None) -> list[str] | None:
+    """The exemplar kinds of one episode: ``kinds`` with the :data:`TASK_KIND` entry replaced by the task's
+    own kind (order kept, duplicates dropped). A task without a kind makes that entry mean every kind, so
+    the result is None (all exemplars) rather than a filter that matches nothing."""
+    if not kinds or TASK_KIND not in kinds:
+        return kinds
+    if not task_kind:
+        return None
+    out: list[str] = []
+    for k in kinds:
+        k = task_kind if k == TASK_KIND else k
+        if k not in out:
+            out.append(k)
+    return out
+
+
 def build_prompt_context(
     method: str,
     env: str,
@@ -162,9 +183,12 @@ def build_prompt_context(
     paper_prompt: tuple[str, str] | None = None,
     initial_observation: str = "",
     finish_action: str | None = "finish",
+    task_kind: str | None = None,
 ) -> PromptContext:
     """Assemble the prompt head for one episode. ``paper_prompt`` = (file, key) of the ReAct repo
-    (PreFlect acts in ReAct's format, so it takes ReAct's prompts under its own instruction)."""
+    (PreFlect acts in ReAct's format, so it takes ReAct's prompts under its own instruction).
+    ``task_kind``: the task's ``meta["kind"]``, which a ``task`` entry of ``exemplar_kinds`` stands for
+    (:func:`resolve_exemplar_kinds`)."""
     qline = question_line(env, question, initial_observation)
     instruction = instruction_for(method, env, actions)
     examples = ""
@@ -181,7 +205,7 @@ def build_prompt_context(
             examples = body if body.endswith("\n") else body + "\n"
         else:
             es = exemplar_set if isinstance(exemplar_set, ExemplarSet) else load_exemplars(exemplar_set or env)
-            chosen = select_exemplars(es, exemplar_kinds, num_exemplars)
+            chosen = select_exemplars(es, resolve_exemplar_kinds(exemplar_kinds, task_kind), num_exemplars)
             examples = "\n".join(render_exemplar(e, method, env, finish_action) for e in chosen)
     return PromptContext(method=method, env=env, instruction=instruction, examples=examples, question=qline,
                          finish_action=finish_action)

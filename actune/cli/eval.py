@@ -1,9 +1,11 @@
 """``actune eval CONFIG [key=value ...]``: run every eval model through the same agent loop and report.
 
 CONFIG is a run config (``configs/*.yaml``); the stage reads its ``eval`` section and, when
-``eval.endpoints`` is empty, starts one server from its ``serve`` section with every adapter loaded.
-Overrides are ``eval.tasks.limit=100`` (or any run-config key, e.g. ``serve.port=8001``); a key that is an
-eval field may omit the ``eval.`` prefix. Rerunning resumes from the per-model stores in ``eval.out_dir``
+``eval.endpoints`` is empty, starts one server per base model from its ``serve`` section (one after the
+other, each with its base's adapters loaded). The report leads with ``correct_grounded`` (correct and every
+supporting page read). An eval whose tasks overlap a model's training tasks is refused. Overrides are
+``eval.tasks.limit=100`` (or any run-config key, e.g. ``serve.port=8001``); a key that is an eval field may
+omit the ``eval.`` prefix. Rerunning resumes from the per-model stores in ``eval.out_dir``
 and rewrites the report (``report.md``, ``report.json``, ``scores.png``).
 """
 

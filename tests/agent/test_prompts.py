@@ -10,7 +10,13 @@ import pytest
 
 from actune.agent import AgentConfig, PromptSpec, load_prompt_spec, run_episode, save_prompt_spec
 from actune.agent.exemplars import ExemplarError, load_exemplars, load_paper_prompt, select_exemplars
-from actune.agent.render import build_prompt_context, render_exemplar, render_messages, render_text
+from actune.agent.render import (
+    build_prompt_context,
+    render_exemplar,
+    render_messages,
+    render_text,
+    resolve_exemplar_kinds,
+)
 from actune.config import ConfigError
 from actune.task import Task
 from actune.tasks.metrics import strip_citations
@@ -45,6 +51,58 @@ def test_select_by_kind():
     assert len(select_exemplars(wiki, None, 4)) == 4
     with pytest.raises(ExemplarError, match="no exemplar of kinds"):
         select_exemplars(wiki, ["riddle"])
+
+
+WIKI_QUESTIONS = {
+    "bridge": ["In which year was the company that makes the Walkman founded?",
+               "What instrument did the composer of the opera Carmen primarily study at the Paris Conservatoire?"],
+    "comparison": ["Which river is longer, the Danube or the Rhine?",
+                   "Were Alan Turing and Ada Lovelace of the same nationality?"],
+}
+
+
+def prompt_exemplar_questions(prompt: str, own_question: str) -> list[str]:
+    """The exemplar questions of a text prompt, in order (its own question line left out)."""
+    qs = [line.removeprefix("Question: ") for line in prompt.splitlines() if line.startswith("Question: ")]
+    assert qs[-1] == own_question
+    return qs[:-1]
+
+
+def test_exemplar_kinds_task_matches_each_tasks_own_kind():
+    """exemplar_kinds: [task] gives each episode the exemplars of its task's kind (the oracle prompt); a
+    task without a kind gets them all."""
+    cfg = AgentConfig(method="react", exemplar_set="wiki", exemplar_kinds=["task"])
+    questions = {}
+    for tid, kind in [("b", "bridge"), ("c", "comparison"), ("none", None)]:
+        task = Task(tid, f"Question of task {tid}?", "1946", meta={} if kind is None else {"kind": kind})
+        llm = ScriptedLLM(["I search.\nAction 1: finish[1946]"])
+        traj = asyncio.run(run_episode(task, FakeEnvironment(), llm, cfg, scorer=exact_match_scorer))
+        assert traj.correct and traj.model.exemplar_set == "wiki"
+        questions[tid] = prompt_exemplar_questions(llm.calls[0].prompt, task.question)
+    assert questions["b"] == WIKI_QUESTIONS["bridge"]
+    assert questions["c"] == WIKI_QUESTIONS["comparison"]
+    assert questions["none"] == [e.question for e in load_exemplars("wiki").exemplars]
+    # beside a fixed kind and with num_exemplars: both kinds' exemplars, in file order, at most 3
+    cfg2 = cfg.model_copy(update={"exemplar_kinds": ["single", "task"], "num_exemplars": 3})
+    task = Task("c2", "Which is older?", "1946", meta={"kind": "comparison"})
+    llm = ScriptedLLM(["I search.\nAction 1: finish[1946]"])
+    asyncio.run(run_episode(task, FakeEnvironment(), llm, cfg2, scorer=exact_match_scorer))
+    assert prompt_exemplar_questions(llm.calls[0].prompt, task.question) == [
+        WIKI_QUESTIONS["comparison"][0], WIKI_QUESTIONS["comparison"][1],
+        "In which city was the physicist Marie Curie born?"]
+
+
+def test_resolve_exemplar_kinds():
+    assert resolve_exemplar_kinds(None, "bridge") is None
+    assert resolve_exemplar_kinds(["single"], "bridge") == ["single"]
+    assert resolve_exemplar_kinds(["task"], "bridge") == ["bridge"]
+    assert resolve_exemplar_kinds(["task", "bridge"], "bridge") == ["bridge"]
+    assert resolve_exemplar_kinds(["single", "task"], "bridge") == ["single", "bridge"]
+    assert resolve_exemplar_kinds(["task"], None) is None
+    assert resolve_exemplar_kinds(["task", "single"], "") is None
+    # a task kind the set has no exemplar of is an error, as a listed kind is
+    with pytest.raises(ExemplarError, match=r"no exemplar of kinds \['riddle'\]"):
+        build_prompt_context("react", "wiki", ACTIONS, "Who?", exemplar_kinds=["task"], task_kind="riddle")
 
 
 def test_render_one_exemplar_in_every_method():

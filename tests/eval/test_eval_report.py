@@ -8,7 +8,7 @@ from pathlib import Path
 from eval_records import record
 
 from actune.eval.failures import failure_counts
-from actune.eval.report import ModelResult, build_report, write_report
+from actune.eval.report import ModelResult, build_report, format_markdown, write_report
 from actune.eval.stats import model_stats, paired_comparison
 
 KW = {"samples": 400, "confidence": 0.9, "seed": 7}
@@ -16,11 +16,18 @@ KW = {"samples": 400, "confidence": 0.9, "seed": 7}
 
 def results() -> list[ModelResult]:
     kinds = ["single", "bridge", "comparison"]
-    prompted = [record(f"q{i}", correct=i % 3 == 0, kind=kinds[i % 3], supporting=["P"], read=["P"] if i % 2 else [])
+    # prompted: right on q0, q3, q6, q9; grounded (read its page) on the odd ones -> correct_grounded on q3, q9
+    prompted = [record(f"q{i}", correct=i % 3 == 0, kind=kinds[i % 3], supporting=["P"], read=["P"] if i % 2 else [],
+                       grounded=bool(i % 2), prompt_tokens=900 + 10 * i, completion_tokens=40, wall_s=1.5)
                 for i in range(12)]
-    tuned = [record(f"q{i}", correct=i % 2 == 0, kind=kinds[i % 3], adapter="tuned-abc") for i in range(12)]
+    # tuned: right on the even ones, grounded on all but q4 and q8
+    tuned = [record(f"q{i}", correct=i % 2 == 0, kind=kinds[i % 3], adapter="tuned-abc", grounded=i not in (4, 8),
+                    prompt_tokens=300, completion_tokens=60 + i, wall_s=0.5)
+             for i in range(12)]
     return [ModelResult("prompted", "smollm2-135m", records=prompted),
-            ModelResult("tuned", "smollm2-135m", adapter="/a", adapter_name="tuned-abc", records=tuned)]
+            ModelResult("tuned", "qwen-0.5b", adapter="/a", adapter_name="tuned-abc", records=tuned,
+                        prompt_spec="/a/actune_prompt.json"),
+            ModelResult("oracle", "smollm2-135m", records=prompted, agent_overrides={"exemplar_kinds": ["task"]})]
 
 
 def test_report_files_hold_the_stats(tmp_path: Path) -> None:
@@ -31,35 +38,86 @@ def test_report_files_hold_the_stats(tmp_path: Path) -> None:
     assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".")]  # no temp files left
 
     report = json.loads(paths["json"].read_text())
-    assert report["metrics"] == ["correct", "em", "f1"]
-    assert [m["label"] for m in report["models"]] == ["prompted", "tuned"]
+    assert report["headline"] == "correct_grounded"
+    assert report["metrics"] == ["correct_grounded", "correct", "em", "f1"]
+    assert report["paired_metrics"] == ["correct_grounded", "correct"]
+    assert report["total_episodes"] == 36
+    assert [m["label"] for m in report["models"]] == ["prompted", "tuned", "oracle"]
+    assert [m["model"] for m in report["models"]] == ["smollm2-135m", "qwen-0.5b", "smollm2-135m"]
     for m, r in zip(report["models"], rs):
         direct = model_stats(r.records, **KW)
+        assert list(m["metrics"]) == report["metrics"]
         assert m["metrics"] == direct["metrics"]
         assert m["by_kind"] == direct["by_kind"]
+        assert all(list(b["metrics"])[0] == "correct_grounded" for b in m["by_kind"].values())
         assert m["episodes"] == 12 and m["tasks"] == 12
         assert m["failures"] == failure_counts(r.records)
-    assert report["models"][0]["metrics"]["correct"]["mean"] == 4 / 12
-    assert report["models"][1]["metrics"]["correct"]["mean"] == 6 / 12
-    assert report["models"][0]["vs_first"] is None
-    cmp = paired_comparison(rs[0].records, rs[1].records, **KW)
-    assert report["models"][1]["vs_first"] == json.loads(json.dumps(cmp.to_dict()))
-    assert (cmp.b, cmp.c) == (2, 4)  # q3, q9 only prompted; q2, q4, q8, q10 only tuned
-    assert report["models"][1]["adapter_name"] == "tuned-abc"
+    prompted, tuned, oracle = report["models"]
+    assert prompted["metrics"]["correct_grounded"]["mean"] == 2 / 12
+    assert prompted["metrics"]["correct"]["mean"] == 4 / 12
+    assert tuned["metrics"]["correct_grounded"]["mean"] == 4 / 12  # q0, q2, q6, q10
+    assert tuned["metrics"]["correct"]["mean"] == 6 / 12
+    assert prompted["cost"] == {"episodes": 12, "prompt_tokens": 955.0, "completion_tokens": 40.0, "wall_s": 1.5}
+    assert tuned["cost"] == {"episodes": 12, "prompt_tokens": 300.0, "completion_tokens": 65.5, "wall_s": 0.5}
+    assert tuned["prompt_spec"] == "/a/actune_prompt.json" and prompted["prompt_spec"] is None
+    assert oracle["agent_overrides"] == {"exemplar_kinds": ["task"]} and tuned["agent_overrides"] == {}
+    assert prompted["vs_first"] is None
+    assert list(tuned["vs_first"]) == ["correct_grounded", "correct"]
+    for metric in ("correct_grounded", "correct"):
+        cmp = paired_comparison(rs[0].records, rs[1].records, metric=metric, **KW)
+        assert tuned["vs_first"][metric] == json.loads(json.dumps(cmp.to_dict()))
+    cg = tuned["vs_first"]["correct_grounded"]
+    assert (cg["b"], cg["c"], cg["pairs"]) == (2, 4, 12)  # q3, q9 only prompted; q0, q2, q6, q10 only tuned
+    c = tuned["vs_first"]["correct"]
+    assert (c["b"], c["c"], c["pairs"]) == (2, 4, 12)  # q3, q9 only prompted; q2, q4, q8, q10 only tuned
+    assert oracle["vs_first"]["correct_grounded"]["b"] == oracle["vs_first"]["correct_grounded"]["c"] == 0
+    assert tuned["adapter_name"] == "tuned-abc"
 
     md = paths["md"].read_text()
-    assert "| prompted | – | 12 | 12 |" in md
-    assert "| tuned | tuned-abc | 12 | 12 |" in md
-    assert f"| tuned | 12 | {cmp.diff.mean:.3f} [" in md
+    assert md.splitlines()[2] == (
+        f"**Headline, `correct_grounded`** (correct and grounded: every supporting page read): "
+        f"`prompted` {score(prompted['metrics']['correct_grounded'])}, "
+        f"`tuned` {score(tuned['metrics']['correct_grounded'])}, "
+        f"`oracle` {score(oracle['metrics']['correct_grounded'])}; "
+        f"`tuned` − `prompted` {signed(cg['diff'])} (McNemar p = {cg['p_value']:.4g}), "
+        f"`oracle` − `prompted` +0.000 [+0.000, +0.000] (McNemar p = 1).")
+    assert "| label | model | adapter | prompt | episodes | tasks | correct_grounded | correct | em | f1 |" in md
+    assert (f"| prompted | smollm2-135m | – | eval.agent | 12 | 12 | {score(prompted['metrics']['correct_grounded'])} "
+            f"| {score(prompted['metrics']['correct'])} |") in md
+    assert "| tuned | qwen-0.5b | tuned-abc | eval.agent + spec /a/actune_prompt.json | 12 | 12 |" in md
+    assert '| oracle | smollm2-135m | – | eval.agent + exemplar_kinds=["task"] | 12 | 12 |' in md
+    assert md.index("## Per task kind (`correct_grounded`)") < md.index("## Per task kind (`correct`)")
+    assert "| prompted | 12 | 955.0 | 40.0 | 1.50 |" in md and "| tuned | 12 | 300.0 | 65.5 | 0.50 |" in md
+    assert "Total: 36 episodes." in md
+    assert (f"| tuned | correct_grounded | 12 | 12 | {signed(cg['diff'])} | 2 | 4 | {cg['p_value']:.4g} |") in md
+    assert f"| tuned | correct | 12 | 12 | {signed(c['diff'])} | 2 | 4 | {c['p_value']:.4g} |" in md
+    assert md.index("| tuned | correct_grounded |") < md.index("| tuned | correct |")
     assert "answered_wrong_ungrounded" in md
+
+
+def score(est: dict) -> str:
+    return f"{est['mean']:.3f} [{est['low']:.3f}, {est['high']:.3f}]"
+
+
+def signed(est: dict) -> str:
+    return f"{est['mean']:+.3f} [{est['low']:+.3f}, {est['high']:+.3f}]"
 
 
 def test_report_with_an_empty_model(tmp_path: Path) -> None:
     rs = [ModelResult("a", records=[record("q1", correct=True)]), ModelResult("b", records=[])]
     paths = write_report(build_report(rs, **KW), tmp_path)
     report = json.loads(paths["json"].read_text())
-    assert report["metrics"] == ["correct", "em", "f1"]
+    assert report["metrics"] == ["correct_grounded", "correct", "em", "f1"]
     for metric in report["metrics"]:
         assert report["models"][1]["metrics"][metric] == {"mean": None, "low": None, "high": None, "n": 0}
-    assert report["models"][1]["vs_first"]["tasks"] == 0
+    # "a" holds an unjudged record: correct_grounded is absent, not 0
+    assert report["models"][0]["metrics"]["correct_grounded"] == {"mean": None, "low": None, "high": None, "n": 0}
+    assert report["models"][0]["metrics"]["correct"]["mean"] == 1.0
+    assert report["models"][1]["vs_first"]["correct"]["tasks"] == 0
+    assert report["models"][1]["vs_first"]["correct_grounded"]["pairs"] == 0
+    assert report["models"][1]["cost"] == {"episodes": 0, "prompt_tokens": None, "completion_tokens": None,
+                                           "wall_s": None}
     assert paths["png"].stat().st_size > 0
+    md = format_markdown(report)
+    assert "**Headline, `correct_grounded`** (correct and grounded: every supporting page read): `a` –, `b` –; " in md
+    assert "| b | 0 | – | – | – |" in md

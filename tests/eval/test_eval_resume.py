@@ -46,7 +46,13 @@ def test_stored_episodes_are_reported_not_rerun(tmp_path: Path, capsys) -> None:
     a, b = report["models"]
     assert (a["episodes"], a["tasks"], a["metrics"]["correct"]["mean"]) == (2, 2, 0.5)
     assert (b["episodes"], b["tasks"], b["metrics"]["correct"]["mean"]) == (2, 2, 1.0)
-    assert (b["vs_first"]["b"], b["vs_first"]["c"], b["vs_first"]["pairs"]) == (0, 1, 2)
+    c = b["vs_first"]["correct"]
+    assert (c["b"], c["c"], c["pairs"]) == (0, 1, 2)
+    # judged when stored; these tasks name no supporting pages, so grounded holds and it equals correct
+    assert a["metrics"]["correct_grounded"]["mean"] == 0.5 and b["metrics"]["correct_grounded"]["mean"] == 1.0
+    cg = b["vs_first"]["correct_grounded"]
+    assert (cg["b"], cg["c"], cg["pairs"]) == (0, 1, 2)
+    assert a["cost"]["episodes"] == 2 and report["total_episodes"] == 4
     assert json.loads((out / "report.json").read_text()) == json.loads(json.dumps(report))
     assert (out / "report.md").is_file() and (out / "scores.png").is_file()
 
@@ -66,3 +72,56 @@ def test_a_store_of_another_adapter_is_refused(tmp_path: Path) -> None:
         tasks=TaskConfig(format="custom", path=str(tmp_path / "tasks.jsonl"), split="dev")))
     with pytest.raises(ConfigError, match=r"holds episodes of adapter 'b-old'"):
         run_eval(run, show_progress=False)
+
+
+def test_models_on_two_bases_resume_without_a_server(tmp_path: Path, capsys) -> None:
+    """Every episode stored: no server of either base is started; the report shows each model's own base,
+    and only the records of each model's method count (a store may hold other methods' episodes)."""
+    from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
+
+    write_tasks(tmp_path / "tasks.jsonl", ["t1", "t2"])
+    merged = tmp_path / "merged"
+    merged.mkdir()
+    save_prompt_spec(PromptSpec(method="reflact"), merged)
+    out = tmp_path / "out"
+    fill_store(out / "p" / "trajectories.jsonl", [record("t1", correct=True), record("t2", correct=False),
+                                                   record("t2", correct=True, method="cot")])
+    fill_store(out / "o" / "trajectories.jsonl", [record("t1", correct=True), record("t2", correct=True)])
+    fill_store(out / "m" / "trajectories.jsonl", [record("t1", correct=False, method="reflact"),
+                                                   record("t2", correct=True, method="reflact")])
+    run = RunConfig(name="bases", eval=EvalConfig(
+        out_dir=out, bootstrap_samples=100,
+        models=[EvalModel(label="p"), EvalModel(label="o", agent={"exemplar_kinds": ["task"]}),
+                EvalModel(label="m", model=str(merged))],
+        tasks=TaskConfig(format="custom", path=str(tmp_path / "tasks.jsonl"), split="dev")))
+    report = run_eval(run, show_progress=False, run_id="r1")
+    assert "nothing to run" in capsys.readouterr().err
+    p, o, m = report["models"]
+    assert [x["model"] for x in report["models"]] == ["smollm2-135m", "smollm2-135m", str(merged)]
+    assert (p["episodes"], p["metrics"]["correct"]["mean"]) == (2, 0.5)  # the CoT record is not p's
+    assert o["agent_overrides"] == {"exemplar_kinds": ["task"]}
+    assert m["prompt_spec"] == str(merged / "actune_prompt.json")
+    assert (m["episodes"], m["vs_first"]["correct"]["b"], m["vs_first"]["correct"]["c"]) == (2, 1, 1)
+    md = (out / "report.md").read_text()
+    assert f"| m | {merged} | – | eval.agent + spec {merged}/actune_prompt.json | 2 | 2 |" in md
+    # the same models with endpoints: one endpoint cannot serve two bases
+    with pytest.raises(ConfigError, match="one endpoint serves one base model"):
+        run_eval(run.model_copy(update={"eval": run.eval.model_copy(update={"endpoints": ["http://127.0.0.1:9/v1"]})}),
+                 show_progress=False)
+
+
+def test_leaked_tasks_stop_the_run_before_anything_runs(tmp_path: Path) -> None:
+    from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
+
+    write_tasks(tmp_path / "tasks.jsonl", ["t1", "t2"])
+    merged = tmp_path / "merged"
+    merged.mkdir()
+    save_prompt_spec(PromptSpec(), merged)
+    (merged / "training_tasks.json").write_text(json.dumps([{"id": "x", "question": "Question T2?"}]))
+    run = RunConfig(eval=EvalConfig(
+        out_dir=tmp_path / "out", models=[EvalModel(label="m", model=str(merged))],
+        tasks=TaskConfig(format="custom", path=str(tmp_path / "tasks.jsonl"), split="dev")))
+    with pytest.raises(ConfigError, match=r"eval.models\[0\] \('m'\): 1 of 2 eval tasks are among its training "
+                                          r"tasks .* e.g. 't2' \('question t2\?'\)"):
+        run_eval(run, show_progress=False)
+    assert not (tmp_path / "out").exists()  # refused before any store or server

@@ -64,7 +64,14 @@ def test_eval_prompted_and_adapter_side_by_side(vllm_server, random_lora, tmp_pa
         assert t.finish_reason not in ("server_error", "context_overflow"), t.info.get("error")
     assert report["models"][1]["metrics"] == model_stats(tuned, samples=200, confidence=0.95, seed=0,
                                                          metrics=report["metrics"])["metrics"]
-    assert report["models"][1]["vs_first"]["pairs"] == 3
+    assert report["metrics"][:2] == ["correct_grounded", "correct"]
+    for metric in ("correct_grounded", "correct"):  # every record judged: each pairs with its task
+        assert report["models"][1]["vs_first"][metric]["pairs"] == 3
+    for m in report["models"]:
+        assert m["cost"]["episodes"] == 3 and m["cost"]["prompt_tokens"] > 0 and m["cost"]["wall_s"] > 0
+        assert m["model"] == vllm_server.model
+    assert all(t.info["prompt_spec"]["source"] == "adapter" for t in tuned)
+    assert all("prompt_spec" not in t.info for t in prompted)
 
     # a rerun runs nothing and leaves the stores as they were
     before = [(out / m / "trajectories.jsonl").read_bytes() for m in ("prompted", "tuned")]

@@ -12,8 +12,10 @@ from eval_records import record
 from actune.eval.stats import (
     _binom_two_sided,
     bootstrap_ci,
+    cost_per_episode,
     mcnemar_exact,
     metric_names,
+    metric_value,
     model_stats,
     paired_comparison,
     task_values,
@@ -80,7 +82,7 @@ def records_two_attempts():
 def test_model_stats_average_attempts_then_tasks() -> None:
     rs = records_two_attempts()
     assert task_values(rs, "correct") == {"t1": 1.0, "t2": 0.5, "t3": 0.0, "t4": 0.5}
-    assert metric_names(rs) == ["correct", "em", "f1"]
+    assert metric_names(rs) == ["correct_grounded", "correct", "em", "f1"]
     s = model_stats(rs, samples=200, confidence=0.95, seed=0)
     assert s["episodes"] == 8 and s["tasks"] == 4
     assert s["metrics"]["correct"]["mean"] == pytest.approx(0.5)
@@ -105,3 +107,65 @@ def test_paired_comparison_counts_discordant_pairs() -> None:
     assert cmp.p_value == 1.0  # 2 * P(X <= 3) for X ~ Bin(7, 1/2) = 2 * 64/128, capped at 1
     same = paired_comparison(a, a, samples=300, confidence=0.95, seed=1)
     assert (same.b, same.c, same.p_value, same.diff.mean, same.diff.low, same.diff.high) == (0, 0, 1.0, 0, 0, 0)
+
+
+def test_correct_grounded_needs_both_and_skips_unjudged_records() -> None:
+    rs = [record("t1", correct=True, grounded=True, kind="bridge"),     # counts
+          record("t2", correct=True, grounded=False, kind="bridge"),    # a lucky guess: 0
+          record("t3", correct=False, grounded=True, kind="single"),    # read everything, answered wrong: 0
+          record("t4", correct=True, grounded=None, kind="single")]     # judged before eval kept verdicts: absent
+    assert [metric_value(t, "correct_grounded") for t in rs] == [1.0, 0.0, 0.0, None]
+    assert task_values(rs, "correct_grounded") == {"t1": 1.0, "t2": 0.0, "t3": 0.0}
+    assert metric_names(rs) == ["correct_grounded", "correct", "em", "f1"]
+    assert metric_names([]) == ["correct_grounded", "correct"]
+    s = model_stats(rs, samples=200, confidence=0.95, seed=0)
+    assert list(s["metrics"]) == ["correct_grounded", "correct", "em", "f1"]
+    assert s["metrics"]["correct_grounded"]["mean"] == pytest.approx(1 / 3)
+    assert s["metrics"]["correct_grounded"]["n"] == 3
+    assert s["metrics"]["correct"]["mean"] == 0.75 and s["metrics"]["correct"]["n"] == 4
+    assert s["by_kind"]["bridge"]["metrics"]["correct_grounded"]["mean"] == 0.5
+    assert s["by_kind"]["single"]["metrics"]["correct_grounded"]["mean"] == 0.0
+    assert s["by_kind"]["single"]["metrics"]["correct_grounded"]["n"] == 1
+    # only unjudged records: no value, not 0
+    old = model_stats([record("t4", correct=True)], samples=200, confidence=0.95, seed=0)
+    assert old["metrics"]["correct_grounded"] == {"mean": None, "low": None, "high": None, "n": 0}
+    # the stored verdict counts when the score is missing
+    t = record("t5", correct=True)
+    t.info["verdict"] = {"grounded": True}
+    assert metric_value(t, "correct_grounded") == 1.0
+
+
+def test_paired_correct_grounded_counts_and_mcnemar() -> None:
+    # 8 shared tasks; per task (A correct, A grounded, B correct, B grounded)
+    spec = {
+        "q0": (True, True, True, True),     # both count
+        "q1": (True, True, True, False),    # A counts, B guessed          -> b
+        "q2": (True, True, False, True),    # A counts, B wrong             -> b
+        "q3": (True, False, True, True),    # A guessed, B counts           -> c
+        "q4": (False, True, True, True),    # A wrong, B counts             -> c
+        "q5": (False, False, True, True),   # -> c
+        "q6": (True, False, True, False),   # both guessed: neither counts
+        "q7": (True, True, True, None),     # B unjudged: not a pair for correct_grounded
+    }
+    a = [record(t, correct=ac, grounded=ag) for t, (ac, ag, _, _) in spec.items()]
+    b = [record(t, correct=bc, grounded=bg) for t, (_, _, bc, bg) in spec.items()]
+    cg = paired_comparison(a, b, metric="correct_grounded", samples=300, confidence=0.95, seed=1)
+    assert (cg.metric, cg.tasks, cg.pairs, cg.b, cg.c) == ("correct_grounded", 7, 7, 2, 3)
+    assert cg.mean_a == pytest.approx(3 / 7) and cg.mean_b == pytest.approx(4 / 7)
+    assert cg.diff.mean == pytest.approx(1 / 7)
+    assert cg.p_value == 1.0  # 2 * P(X <= 2), X ~ Bin(5, 1/2) = 2 * 16/32
+    assert cg.p_value == pytest.approx(exact_binomial_p(2, 3))
+    c = paired_comparison(a, b, metric="correct", samples=300, confidence=0.95, seed=1)
+    # correct: A wrong on q4, q5 (B right) -> c = 2; A right, B wrong on q2 -> b = 1; all 8 pair
+    assert (c.tasks, c.pairs, c.b, c.c) == (8, 8, 1, 2)
+    assert c.mean_a == pytest.approx(6 / 8) and c.mean_b == pytest.approx(7 / 8)
+    assert c.p_value == 1.0
+
+
+def test_cost_per_episode() -> None:
+    rs = [record("a", correct=True, prompt_tokens=1000, completion_tokens=50, wall_s=2.0),
+          record("b", correct=False, prompt_tokens=3000, completion_tokens=150, wall_s=4.5),
+          record("b", correct=False, attempt=1, prompt_tokens=2000, completion_tokens=100, wall_s=1.0)]
+    assert cost_per_episode(rs) == {"episodes": 3, "prompt_tokens": 2000.0, "completion_tokens": 100.0,
+                                    "wall_s": 2.5}
+    assert cost_per_episode([]) == {"episodes": 0, "prompt_tokens": None, "completion_tokens": None, "wall_s": None}
