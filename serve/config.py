@@ -34,7 +34,9 @@ class ServeConfig(StrictModel):
     max_model_len: int | None = 4096
     """Context window to serve with (None: the model's own)."""
     dtype: str = "auto"
-    """Weights dtype passed to vLLM (auto, bfloat16, float16, float32)."""
+    """Weights dtype passed to vLLM (auto, bfloat16, float16, float32). auto: on GPU vLLM's own choice
+    (the checkpoint's dtype); on CPU bfloat16 where the CPU has bf16 instructions (AVX512-BF16, AMX),
+    else float32 (emulated bf16 is several times slower)."""
     seed: int = 0
     """Engine seed."""
     device: Literal["auto", "cpu", "cuda"] = "auto"

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from actune.config import StrictModel
 
@@ -31,7 +31,8 @@ class TrainConfig(StrictModel):
     dataset: Path = Path("runs/dataset")
     """Exported training dataset folder (``actune export`` writes it from ``bootstrap.store``)."""
     output_dir: Path = Path("runs/adapter")
-    """Where the adapter, ``training_meta.json`` and ``actune_prompt.json`` are written (replaced whole);
+    """Where the adapter (the best checkpoint by dev loss), ``actune_prompt.json``, ``training_meta.json``,
+    ``training_tasks.json``, ``loss.png`` and, with ``merge``, ``merged/`` are written (replaced whole);
     checkpoints go to ``<output_dir>.checkpoints`` while training runs."""
     wire_format: Literal["text", "chat"] = "text"
     """Train on the paper's text format or on chat turns (the dataset must be exported in the same);
@@ -58,11 +59,37 @@ class TrainConfig(StrictModel):
     training_meta.json); one left without a trained token is dropped."""
     packing: bool = False
     """Pack several trajectories into one sequence (TRL packing)."""
-    bf16: bool = True
-    """Train in bfloat16 (about 15% faster and 3 GB lighter than fp32 on CPU for the 135M model)."""
+    dtype: Literal["auto", "bfloat16", "float32"] = "auto"
+    """Weights and compute dtype. auto: on GPU bfloat16 where supported, else float32; on CPU bfloat16
+    only where the CPU has bf16 instructions (AVX512-BF16 or AMX: faster and lighter than float32),
+    else float32 (on an AVX2-only CPU float32 trained about 10x faster than emulated bfloat16)."""
     seed: int = 0
-    """Seed for data order and LoRA init."""
+    """Seed for the dev split, data order and LoRA init."""
+    eval_fraction: float = Field(0.1, ge=0, lt=1)
+    """Fraction of the dataset's tasks held out as a dev slice (split by task id: every trajectory of a
+    task lands on the same side; seeded by ``seed``). The dev loss picks the checkpoint that is saved.
+    0: no dev slice; the last step's adapter is saved."""
+    evals_per_epoch: int = Field(2, ge=1)
+    """Dev-loss evaluations (each with a checkpoint) per epoch, evenly spaced; training also ends with one."""
     logging_steps: int = Field(1, ge=1)
     """Log the loss every N steps."""
     save_steps: int = Field(200, ge=1)
-    """Checkpoint every N steps (a rerun resumes from the last checkpoint)."""
+    """Checkpoint every N steps when there is no dev slice (with one, checkpoints are saved at each
+    evaluation). A rerun resumes from the last complete checkpoint."""
+    merge: bool = False
+    """Also write ``<output_dir>/merged/``: the base model with the adapter merged into its weights, with
+    tokenizer, ``actune_prompt.json`` and the training records: a plain model folder that vLLM and
+    transformers load directly (no LoRA at serve time). Saved in the base model's dtype, or in float32
+    when training ran in float32."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_bf16(cls, data: Any) -> Any:
+        # bf16 (bool) became dtype; name the new key rather than report "bf16: unknown key".
+        if isinstance(data, dict) and "bf16" in data:
+            old = data["bf16"]
+            new = {True: "bfloat16", False: "float32"}.get(old) if isinstance(old, bool) else None
+            hint = f"dtype: {new}" if new else "dtype: bfloat16 or dtype: float32"
+            raise ValueError(f"bf16 was replaced by dtype (auto, bfloat16 or float32): write {hint} "
+                             "instead, or drop the key for auto (bfloat16 where the hardware computes it natively)")
+        return data

@@ -7,16 +7,24 @@ The recipe, in order:
 1. ``prepare_model(cfg.base_model)``: a local Hugging Face folder (the embedded model is built once).
 2. Load the exported dataset (``actune export``) and check its wire format is ``cfg.wire_format``.
 3. Tokenise and mask every example (:mod:`actune.train.masking`): ``input_ids`` + ``labels`` with -100
-   on the prompt head and observations (text) or on everything but assistant turns (chat).
-4. TRL ``SFTTrainer`` with a PEFT ``LoraConfig`` from ``cfg.lora``. SFTTrainer takes pre-tokenised
-   examples with a ``labels`` column as they are (TRL 1.16: it only truncates to ``max_length`` and
-   drops examples left without a trained token), so the masks are exactly ours.
-5. Save the adapter, ``actune_prompt.json`` (method, zero-shot regime, wire format: how eval must
-   prompt the tuned model) and ``training_meta.json`` (config, sizes, token counts, losses) into a temp
-   folder, then rename it to ``cfg.output_dir``: the folder is complete or absent.
+   on the prompt head and observations (text) or on everything but assistant turns (chat); drop an
+   example left without a trained token.
+4. Hold out ``cfg.eval_fraction`` of the tasks as a dev slice (:func:`dev_task_ids`: by task id, so no
+   task is on both sides; seeded).
+5. TRL ``SFTTrainer`` with a PEFT ``LoraConfig`` from ``cfg.lora``, in ``cfg.dtype`` (auto: what the
+   hardware computes natively, :func:`resolve_dtype`). SFTTrainer takes pre-tokenised examples with a
+   ``labels`` column as they are (TRL 1.16: it only truncates to ``max_length``), so the masks are
+   exactly ours. The dev loss is computed ``cfg.evals_per_epoch`` times per epoch and at the end, with
+   a checkpoint each time; the checkpoint with the lowest dev loss is loaded back at the end.
+6. Into a temp folder: that adapter, ``actune_prompt.json`` (method, zero-shot regime, wire format: how
+   eval must prompt the tuned model), ``training_meta.json`` (config, sizes, token counts, losses, dev
+   losses, best step), ``training_tasks.json`` (every task of the dataset, so eval can refuse a test set
+   that overlaps it), ``loss.png`` and, with ``cfg.merge``, ``merged/`` (base + adapter as one plain
+   model folder); then the temp folder is renamed to ``cfg.output_dir``: the folder is complete or absent.
 
-Checkpoints go to ``<output_dir>.checkpoints`` every ``cfg.save_steps`` steps; a rerun resumes from
-the last one and removes the folder once the adapter is saved.
+Checkpoints go to ``<output_dir>.checkpoints`` (at each evaluation; without a dev slice every
+``cfg.save_steps`` steps); a rerun resumes from the last complete one and removes the folder once the
+adapter is saved.
 
 Several GPUs: ``accelerate launch --config_file ACCEL.yaml -m actune train CONFIG`` (the Trainer picks
 up the distributed setup from the launcher; the effective batch is batch x accumulation x devices).
@@ -27,6 +35,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import shutil
 import tempfile
 import time
@@ -34,13 +43,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from actune import cpu_features
 from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
 from actune.atomic_write import atomic_write_text
 from actune.train.config import TrainConfig
 
-__all__ = ["TrainError", "TrainResult", "train", "tokenize_dataset", "TRAINING_META_FILE"]
+__all__ = ["TrainError", "TrainResult", "train", "tokenize_dataset", "dev_task_ids", "split_by_task",
+           "resolve_dtype", "merge_adapter", "TRAINING_META_FILE", "TRAINING_TASKS_FILE", "LOSS_PLOT_FILE",
+           "MERGED_DIR"]
 
 TRAINING_META_FILE = "training_meta.json"
+TRAINING_TASKS_FILE = "training_tasks.json"
+"""``[{"id", "question"}]`` of every task in the training dataset (train and dev slice)."""
+LOSS_PLOT_FILE = "loss.png"
+MERGED_DIR = "merged"
 
 
 class TrainError(RuntimeError):
@@ -57,6 +73,15 @@ class TrainResult:
     trained_tokens: int
     truncated: int
     losses: list[float] = field(default_factory=list)
+    """Train loss per logged step."""
+    dtype: str = "float32"
+    train_examples: int = 0
+    dev_examples: int = 0
+    eval_losses: list[dict[str, float]] = field(default_factory=list)
+    """``{"step", "epoch", "loss"}`` per dev evaluation."""
+    best_step: int | None = None
+    """Step of the saved adapter when there is a dev slice (lowest dev loss)."""
+    best_eval_loss: float | None = None
 
     @property
     def masked_fraction(self) -> float:
@@ -86,6 +111,50 @@ def _steps_method(ds: Any, cfg: TrainConfig) -> str:
     return methods[0]
 
 
+def dev_task_ids(task_ids: list[str], fraction: float, seed: int) -> list[str]:
+    """The task ids held out as the dev slice, sorted: ``round(fraction x tasks)`` of the distinct ids
+    (at least one, and never all), drawn by a ``seed``-ed shuffle of the sorted ids, so the same
+    dataset and seed always give the same slice whatever the example order."""
+    if fraction <= 0:
+        return []
+    tasks = sorted(set(task_ids))
+    if len(tasks) < 2:
+        raise TrainError(f"a dev slice needs at least 2 tasks, the dataset has {len(tasks)}; "
+                         "set train.eval_fraction=0 to train without one")
+    n_dev = min(max(1, math.floor(fraction * len(tasks) + 0.5)), len(tasks) - 1)
+    random.Random(seed).shuffle(tasks)
+    return sorted(tasks[:n_dev])
+
+
+def split_by_task(task_ids: list[str], fraction: float, seed: int) -> tuple[list[int], list[int]]:
+    """Example indices ``(train, dev)`` for examples of the given task ids: the dev part holds every
+    example of :func:`dev_task_ids`, so no task is on both sides."""
+    dev = set(dev_task_ids(task_ids, fraction, seed))
+    return [i for i, t in enumerate(task_ids) if t not in dev], [i for i, t in enumerate(task_ids) if t in dev]
+
+
+def resolve_dtype(setting: str) -> str:
+    """``bfloat16`` or ``float32`` for a ``TrainConfig.dtype`` setting; ``auto``: bfloat16 where the
+    hardware computes it natively (a GPU that supports it, a CPU with AVX512-BF16 or AMX), else float32
+    (emulated bf16 on an AVX2-only CPU trained about 10x slower than float32)."""
+    if setting != "auto":
+        return setting
+    import torch
+
+    if torch.cuda.is_available():
+        return "bfloat16" if torch.cuda.is_bf16_supported() else "float32"
+    return "bfloat16" if cpu_features.native_bf16() else "float32"
+
+
+def _hardware_line(dtype: str, setting: str) -> str:
+    import torch
+
+    where = f"CPU: {cpu_features.describe_cpu()}"
+    if torch.cuda.is_available():
+        where = f"GPU: {torch.cuda.get_device_name(0)} x{torch.cuda.device_count()}; {where}"
+    return f"train: dtype {dtype} ({setting}); {where}"
+
+
 def tokenize_dataset(ds: Any, tokenizer: Any, cfg: TrainConfig) -> Any:
     """``ds`` with ``input_ids``, ``labels`` and per-example counts (tokens, trained, truncated, straddling)."""
     from actune.train.masking import tokenize_messages, tokenize_segments
@@ -111,25 +180,108 @@ def _replace_dir(tmp: Path, out: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def _complete_checkpoint(path: Path) -> bool:
+    # The Trainer writes trainer_state.json after the weights, optimizer and RNG state; a run killed
+    # while saving leaves a folder without it (or without weights), which cannot be resumed from.
+    return (path / "trainer_state.json").is_file() and any(
+        (path / name).is_file() for name in ("adapter_model.safetensors", "adapter_model.bin"))
+
+
 def _last_checkpoint(folder: Path) -> str | None:
+    """The highest-numbered complete checkpoint in ``folder`` (None when there is none)."""
     if not folder.is_dir():
         return None
-    found = [p for p in folder.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+    found = [p for p in folder.glob("checkpoint-*") if p.name.split("-")[-1].isdigit() and _complete_checkpoint(p)]
     return str(max(found, key=lambda p: int(p.name.split("-")[-1]))) if found else None
+
+
+def _steps_per_epoch(n_examples: int, args: Any) -> int:
+    # As the Trainer counts them (set_initial_training_values): batches per process, then updates.
+    batches = math.ceil(n_examples / (args.per_device_train_batch_size * max(1, args.world_size)))
+    return max(1, math.ceil(batches / args.gradient_accumulation_steps))
+
+
+def _training_tasks(ds: Any) -> list[dict[str, str]]:
+    first: dict[str, str] = {}
+    for task_id, question in zip(ds["task_id"], ds["question"]):
+        first.setdefault(str(task_id), question)
+    return [{"id": k, "question": first[k]} for k in sorted(first)]
+
+
+def _plot_losses(path: Path, train_points: list[tuple[int, float]], eval_points: list[tuple[int, float]],
+                 best_step: int | None, title: str) -> None:
+    # Figure + the Agg canvas directly, not pyplot: no global backend state, safe in any process.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    fig = Figure(figsize=(7, 4), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    if train_points:
+        ax.plot(*zip(*train_points), label="train loss", color="tab:blue", linewidth=1)
+    if eval_points:
+        ax.plot(*zip(*eval_points), "o-", label="dev loss", color="tab:orange")
+    best = [(s, v) for s, v in eval_points if s == best_step]
+    if best:
+        ax.axvline(best[0][0], color="tab:green", linestyle="--", linewidth=1)
+        ax.plot(*best[0], "*", color="tab:green", markersize=14, label=f"best (step {best[0][0]}, {best[0][1]:.4f})")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("loss (trained tokens)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+
+
+def merge_adapter(model_dir: Path, adapter_dir: Path, out_dir: Path, dtype: str) -> str:
+    """Write the base model with the adapter merged into its weights (a plain model folder) to ``out_dir``
+    and return the dtype it was saved in.
+
+    The merge is done in float32 (one rounding, at the end). Saved in float32 when training ran in
+    float32: the merged weights are then exactly what was trained and evaluated, and that is what a CPU
+    without bf16 instructions serves (``serve.dtype: auto`` resolves to float32 there). Otherwise saved in
+    the base model's own dtype (bfloat16 for the known models): what vLLM's ``auto`` serves on GPU, half
+    the size, and the precision the adapter was trained against.
+    """
+    import torch
+    from peft import PeftModel
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    if dtype == "float32":
+        save_dtype = torch.float32
+    else:
+        base_dtype = getattr(AutoConfig.from_pretrained(model_dir), "dtype", None)
+        if isinstance(base_dtype, str):
+            base_dtype = getattr(torch, base_dtype, None)
+        save_dtype = base_dtype if isinstance(base_dtype, torch.dtype) else torch.bfloat16
+    base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    merged = PeftModel.from_pretrained(base, str(adapter_dir)).merge_and_unload()
+    merged = merged.to(save_dtype)
+    merged.config.dtype = save_dtype
+    merged.save_pretrained(str(out_dir))
+    return str(save_dtype).removeprefix("torch.")
 
 
 def train(cfg: TrainConfig, *, log: Callable[[str], None] = print) -> TrainResult:
     """Run the recipe (module docstring) and return what it did; the adapter lands in ``cfg.output_dir``."""
     import torch
     from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import SFTConfig, SFTTrainer
 
     from actune.models import prepare_model
 
     t0 = time.perf_counter()
+    dtype = resolve_dtype(cfg.dtype)
+    log(_hardware_line(dtype, cfg.dtype))
     ds = _load_dataset(cfg)
     method = _steps_method(ds, cfg)
+    if "task_id" not in ds.column_names or "question" not in ds.column_names:
+        raise TrainError(f"{cfg.dataset}: the dataset has no task_id/question columns (re-export it with "
+                         "`actune export`)")
     model_dir = prepare_model(cfg.base_model)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     tokenized = tokenize_dataset(ds, tokenizer, cfg)
@@ -141,65 +293,146 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] = print) -> TrainResul
                          f"{cfg.max_length} tokens")
     log(f"train: {len(ds)} examples, {tokens} tokens, {trained} trained "
         f"({1 - trained / tokens:.1%} masked), {truncated} truncated to {cfg.max_length} tokens")
-    train_ds = tokenized.select_columns(["input_ids", "labels"])
 
-    dtype = torch.bfloat16 if cfg.bf16 else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype)
+    # Dev slice by task: trajectories of one task are near-duplicates, so a dev loss on tasks also
+    # trained on would reward memorising them. Examples left without a trained token are dropped here
+    # (SFTTrainer would drop them too), so the counts below are what is trained and evaluated.
+    task_ids = [str(t) for t in ds["task_id"]]
+    dev_ids = dev_task_ids(task_ids, cfg.eval_fraction, cfg.seed)
+    train_idx, dev_idx = split_by_task(task_ids, cfg.eval_fraction, cfg.seed)
+    has_tokens = tokenized["n_trained"]
+    train_idx = [i for i in train_idx if has_tokens[i] > 0]
+    dev_idx = [i for i in dev_idx if has_tokens[i] > 0]
+    dropped = len(ds) - len(train_idx) - len(dev_idx)
+    if not train_idx:
+        raise TrainError(f"{cfg.dataset}: no training example left with a trained token")
+    if dev_ids and not dev_idx:
+        raise TrainError(f"{cfg.dataset}: the dev slice ({len(dev_ids)} tasks) has no example with a trained token")
+    n_tasks = len(set(task_ids))
+    if dev_ids:
+        log(f"train: dev slice {len(dev_ids)} of {n_tasks} tasks ({len(dev_idx)} examples), "
+            f"{len(train_idx)} training examples" + (f", {dropped} dropped (no trained token)" if dropped else ""))
+    columns = ["input_ids", "labels"]
+    train_ds = tokenized.select(train_idx).select_columns(columns)
+    dev_ds = tokenized.select(dev_idx).select_columns(columns) if dev_idx else None
+    has_dev = dev_ds is not None
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype))
     lora = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
                       target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
     out = Path(cfg.output_dir)
     ckpt_dir = out.parent / f"{out.name}.checkpoints"
+    # With a dev slice, evaluation and checkpoints go together (eval_steps/save_steps are set below,
+    # once the trainer knows the epoch length) so that load_best_model_at_end can reload the
+    # checkpoint of the lowest dev loss; the Trainer also evaluates and saves at the last step.
     args = SFTConfig(
         output_dir=str(ckpt_dir), learning_rate=cfg.learning_rate, lr_scheduler_type="cosine",
         warmup_steps=float(cfg.warmup_ratio), num_train_epochs=cfg.num_train_epochs, max_steps=cfg.max_steps,
         per_device_train_batch_size=cfg.per_device_train_batch_size,
+        per_device_eval_batch_size=cfg.per_device_train_batch_size,
         gradient_accumulation_steps=cfg.gradient_accumulation_steps, max_length=cfg.max_length,
-        packing=cfg.packing, bf16=cfg.bf16, seed=cfg.seed, data_seed=cfg.seed, logging_steps=cfg.logging_steps,
-        save_steps=cfg.save_steps, save_total_limit=2, report_to="none", dataset_num_proc=None,
-        use_cpu=not torch.cuda.is_available(),
+        packing=cfg.packing, bf16=dtype == "bfloat16", seed=cfg.seed, data_seed=cfg.seed,
+        logging_steps=cfg.logging_steps, save_steps=1 if has_dev else cfg.save_steps, save_total_limit=2,
+        eval_strategy="steps" if has_dev else "no", eval_steps=1 if has_dev else None,
+        load_best_model_at_end=has_dev, metric_for_best_model="eval_loss" if has_dev else None,
+        greater_is_better=False if has_dev else None,
+        prediction_loss_only=True,  # the dev loss only: never gather vocabulary-sized logits
+        report_to="none", dataset_num_proc=None, use_cpu=not torch.cuda.is_available(),
     )
-    trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, processing_class=tokenizer,
-                         peft_config=lora)
+
+    class DevLossLog(TrainerCallback):
+        def on_evaluate(self, args: Any, state: Any, control: Any, metrics: dict | None = None, **kw: Any) -> None:
+            if metrics and "eval_loss" in metrics:
+                log(f"train: step {state.global_step} (epoch {state.epoch:.2f}): dev loss {metrics['eval_loss']:.4f}")
+
+    trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=dev_ds,
+                         processing_class=tokenizer, peft_config=lora, callbacks=[DevLossLog()])
+    eval_steps = None
+    if has_dev:
+        # Packing changes the number of rows, so the epoch length is read from the prepared dataset.
+        eval_steps = max(1, math.ceil(_steps_per_epoch(len(trainer.train_dataset), trainer.args)
+                                      / cfg.evals_per_epoch))
+        trainer.args.eval_steps = trainer.args.save_steps = eval_steps
     resume = _last_checkpoint(ckpt_dir)
     if resume:
         log(f"train: resuming from {resume}")
     result = trainer.train(resume_from_checkpoint=resume)
-    losses = [float(h["loss"]) for h in trainer.state.log_history if "loss" in h]
+    history = trainer.state.log_history
+    train_points = [(int(h["step"]), float(h["loss"])) for h in history if "loss" in h]
+    losses = [v for _, v in train_points]
     final_loss = losses[-1] if losses else float(result.training_loss)
     if not math.isfinite(final_loss):
         raise TrainError(f"training diverged: final loss {final_loss}")
+    eval_losses = [{"step": int(h["step"]), "epoch": float(h["epoch"]), "loss": float(h["eval_loss"])}
+                   for h in history if "eval_loss" in h]
+    best_step = best_eval_loss = None
+    if has_dev and trainer.state.best_model_checkpoint is not None:  # it was loaded back at the end
+        best_step = int(trainer.state.best_global_step)
+        best_eval_loss = float(trainer.state.best_metric)
+    elif has_dev:
+        log("train: warning: no best checkpoint was kept; saving the last step's adapter")
+    steps = int(trainer.state.global_step)
 
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         trainer.model.save_pretrained(str(tmp))
         tokenizer.save_pretrained(str(tmp))
-        save_prompt_spec(PromptSpec(method=method, regime="zero_shot", wire=cfg.wire_format), tmp)
-        res = TrainResult(out, len(ds), int(trainer.state.global_step), final_loss, tokens, trained, truncated,
-                          losses)
+        spec = PromptSpec(method=method, regime="zero_shot", wire=cfg.wire_format)
+        save_prompt_spec(spec, tmp)
+        merged_dtype = None
+        if cfg.merge:
+            del trainer, model  # free the training copy before loading the base again
+            merged_dtype = merge_adapter(model_dir, tmp, tmp / MERGED_DIR, dtype)
+            tokenizer.save_pretrained(str(tmp / MERGED_DIR))
+            save_prompt_spec(spec, tmp / MERGED_DIR)
+        res = TrainResult(out, len(ds), steps, final_loss, tokens, trained, truncated, losses, dtype=dtype,
+                          train_examples=len(train_idx), dev_examples=len(dev_idx), eval_losses=eval_losses,
+                          best_step=best_step, best_eval_loss=best_eval_loss)
         meta = {
             "config": cfg.model_dump(mode="json"),
             "base_model_path": str(model_dir),
             "method": method,
+            "dtype": dtype,
+            "hardware": cpu_features.describe_cpu(),
             "examples": res.examples,
+            "train_examples": res.train_examples,
+            "dev_examples": res.dev_examples,
+            "dropped_examples": dropped,
+            "task_ids": n_tasks,
+            "dev_task_ids": dev_ids,
             "steps": res.steps,
+            "eval_steps": eval_steps,
             "final_loss": res.final_loss,
             "training_loss": float(result.training_loss),
             "losses": losses,
+            "eval_losses": eval_losses,
+            "best_step": best_step,
+            "best_eval_loss": best_eval_loss,
             "tokens": tokens,
             "trained_tokens": trained,
             "masked_fraction": res.masked_fraction,
             "truncated_examples": truncated,
             "straddling_tokens": sum(tokenized["straddling"]),
+            "merged": {"dir": MERGED_DIR, "dtype": merged_dtype} if merged_dtype else None,
             "wall_s": time.perf_counter() - t0,
         }
-        atomic_write_text(tmp / TRAINING_META_FILE, json.dumps(meta, indent=2) + "\n")
+        meta_text = json.dumps(meta, indent=2) + "\n"
+        tasks_text = json.dumps(_training_tasks(ds), indent=2, ensure_ascii=False) + "\n"
+        for folder in (tmp, tmp / MERGED_DIR) if cfg.merge else (tmp,):
+            atomic_write_text(folder / TRAINING_META_FILE, meta_text)
+            atomic_write_text(folder / TRAINING_TASKS_FILE, tasks_text)
+        title = (f"{Path(model_dir).name} + LoRA r={cfg.lora.r}, {dtype}: {len(train_idx)} train / "
+                 f"{len(dev_idx)} dev examples")
+        _plot_losses(tmp / LOSS_PLOT_FILE, train_points, [(e["step"], e["loss"]) for e in eval_losses],
+                     best_step, title)
         _replace_dir(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     shutil.rmtree(ckpt_dir, ignore_errors=True)
-    log(f"train: adapter saved to {out} ({res.steps} steps, final loss {final_loss:.4f}, "
+    best = f", best dev loss {best_eval_loss:.4f} at step {best_step}" if best_step is not None else ""
+    log(f"train: adapter saved to {out} ({res.steps} steps, final loss {final_loss:.4f}{best}, "
         f"{time.perf_counter() - t0:.0f} s)")
     return res
 

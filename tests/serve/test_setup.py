@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from actune import cpu_features
 from actune.config import ConfigError
 from actune.serve import hardware, server
 from actune.serve.adapters import validate_adapter_dir
@@ -31,6 +32,7 @@ def flag(argv: list[str], name: str) -> str:
 
 def test_cpu_command_line_and_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("ACTUNE_HOME", str(tmp_path))
+    monkeypatch.setattr(cpu_features, "native_bf16", lambda: True)
     cfg = ServeConfig(model="smollm2-135m", enable_lora=True, port=8123, max_model_len=2048, cpu_kv_cache_gib=3)
     argv = build_argv(cfg, "/models/smol", "cpu", python="py")
     assert argv[:3] == ["py", "-m", "vllm.entrypoints.openai.api_server"]
@@ -42,6 +44,7 @@ def test_cpu_command_line_and_environment(tmp_path, monkeypatch):
     assert "--no-enable-chunked-prefill" not in build_argv(cfg.model_copy(update={"chunked_prefill": True}),
                                                            "/models/smol", "cpu", python="py")
     assert flag(argv, "--max-lora-rank") == "16"
+    assert flag(argv, "--dtype") == "bfloat16"  # auto on a CPU with bf16 instructions
     assert "--tensor-parallel-size" not in argv and "--lora-modules" not in argv
     env = build_env(cfg, "cpu", base={"PATH": "/bin"})
     assert env["VLLM_CPU_KVCACHE_SPACE"] == "3"
@@ -58,12 +61,24 @@ def test_gpu_command_line_passes_parallelism_and_memory(tmp_path, monkeypatch):
                       adapters={"a": "/ad/a"}, extra_args=["--max-num-seqs", "8"])
     argv = build_argv(cfg, "org/m", "cuda", python="py")
     assert flag(argv, "--tensor-parallel-size") == "2" and flag(argv, "--gpu-memory-utilization") == "0.5"
+    assert flag(argv, "--dtype") == "auto"  # vLLM's own choice on GPU
     assert "--enforce-eager" not in argv and "--no-enable-chunked-prefill" not in argv
     assert flag(argv, "--api-key") == "k"
     assert flag(argv, "--lora-modules") == "a=/ad/a" and "--enable-lora" in argv
     assert argv[-2:] == ["--max-num-seqs", "8"]
     env = build_env(cfg, "cuda", base={})
     assert "VLLM_CPU_KVCACHE_SPACE" not in env and env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
+
+
+@pytest.mark.parametrize("bf16, setting, expected", [
+    (True, "auto", "bfloat16"), (False, "auto", "float32"), (False, "bfloat16", "bfloat16"),
+    (True, "float32", "float32"), (False, "float16", "float16"),
+], ids=["auto-bf16-cpu", "auto-avx2-cpu", "explicit-bf16", "explicit-fp32", "explicit-fp16"])
+def test_cpu_dtype_auto_follows_the_cpu_and_explicit_passes_through(monkeypatch, bf16, setting, expected):
+    monkeypatch.setattr(cpu_features, "native_bf16", lambda: bf16)
+    cfg = ServeConfig(model="m", dtype=setting)
+    assert flag(build_argv(cfg, "/m", "cpu", python="py"), "--dtype") == expected
+    assert flag(build_argv(cfg, "/m", "cuda", python="py"), "--dtype") == setting
 
 
 def test_port_in_use_is_a_clear_error(tmp_path):

@@ -39,8 +39,10 @@ def test_export_command_reads_the_run_config(tmp_path, capsys):
 def test_overrides_are_qualified():
     assert export_cli.qualify_overrides(["store=a", "wire_format=chat", "name=x"]) == \
         ["bootstrap.store=a", "train.wire_format=chat", "name=x"]
-    assert train_cli.qualify_overrides(["max_steps=3", "lora.r=4", "train.bf16=false", "eval.out_dir=e"]) == \
-        ["train.max_steps=3", "train.lora.r=4", "train.bf16=false", "eval.out_dir=e"]
+    assert train_cli.qualify_overrides(["max_steps=3", "lora.r=4", "dtype=float32", "eval_fraction=0",
+                                        "train.merge=true", "eval.out_dir=e"]) == \
+        ["train.max_steps=3", "train.lora.r=4", "train.dtype=float32", "train.eval_fraction=0", "train.merge=true",
+         "eval.out_dir=e"]
 
 
 def test_train_command_reports_a_missing_dataset(tmp_path, capsys):

@@ -1,20 +1,30 @@
-"""One tiny real recipe run: export 4 records, train LoRA r=4 for 3 steps on the embedded model,
-check the adapter folder, its prompt spec and metadata, and that the LoRA B weights moved off zero."""
+"""Tiny real recipe runs on the embedded model: export 4 records (4 tasks), train LoRA r=4 for a few steps
+with a dev slice of one task, check the adapter folder (best checkpoint, prompt spec, metadata, task list,
+loss plot, merged model), resume from a checkpoint, and the pieces (split, dtype, checkpoints) alone."""
 
 from __future__ import annotations
 
 import json
 import math
+import shutil
+import struct
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
-from training_records import records
+from training_records import FACTS, records
 
+from actune import cpu_features
 from actune.agent.prompt_spec import load_prompt_spec
 from actune.bootstrap.export import export_dataset
 from actune.bootstrap.store import TrajectoryStore
+from actune.train import run as train_run
 from actune.train.config import LoraSettings, TrainConfig
-from actune.train.run import TrainError, train
+from actune.train.run import TrainError, dev_task_ids, resolve_dtype, split_by_task, tokenize_dataset, train
+
+ADAPTER_FILES = ["README.md", "actune_prompt.json", "adapter_config.json", "adapter_model.safetensors",
+                 "chat_template.jinja", "loss.png", "tokenizer.json", "tokenizer_config.json", "training_meta.json",
+                 "training_tasks.json"]
 
 
 def write_store(path: Path) -> Path:
@@ -25,40 +35,172 @@ def write_store(path: Path) -> Path:
 
 
 def tiny_config(tmp_path: Path, embedded_model: Path, **kw) -> TrainConfig:
-    return TrainConfig(base_model=str(embedded_model), dataset=tmp_path / "ds", output_dir=tmp_path / "adapter",
-                       lora=LoraSettings(r=4, alpha=8, dropout=0.0), learning_rate=5e-3, warmup_ratio=0.0,
-                       max_steps=3, per_device_train_batch_size=2, max_length=128, bf16=False, save_steps=1000,
-                       **kw)
+    fields = dict(base_model=str(embedded_model), dataset=tmp_path / "ds", output_dir=tmp_path / "adapter",
+                  lora=LoraSettings(r=4, alpha=8, dropout=0.0), learning_rate=5e-3, warmup_ratio=0.0, max_steps=3,
+                  per_device_train_batch_size=2, max_length=128, dtype="float32", save_steps=1000)
+    return TrainConfig(**{**fields, **kw})
 
 
-def test_tiny_lora_run_learns_and_saves_a_complete_adapter(tmp_path, embedded_model):
+def base_plus_adapter(embedded_model: Path, adapter: Path):
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(embedded_model, dtype=torch.float32)
+    return PeftModel.from_pretrained(base, str(adapter)).eval()
+
+
+@pytest.fixture(scope="module")
+def dev_run(tmp_path_factory, embedded_model):
+    """One run with the default dev slice (1 of the 4 tasks) and merge=True. The high learning rate
+    overshoots after the first step, so the best checkpoint (step 1) is not the last one (step 3)."""
+    tmp = tmp_path_factory.mktemp("dev_run")
+    export_dataset(write_store(tmp / "store.jsonl"), tmp / "ds", "text")
+    ds_files = sorted(p.name for p in (tmp / "ds").iterdir())
+    lines: list[str] = []
+    cfg = tiny_config(tmp, embedded_model, learning_rate=3e-2, merge=True)
+    res = train(cfg, log=lines.append)
+    return SimpleNamespace(tmp=tmp, cfg=cfg, res=res, out=tmp / "adapter", lines=lines, ds_files=ds_files,
+                           meta=json.loads((tmp / "adapter" / "training_meta.json").read_text()))
+
+
+def test_tiny_lora_run_learns_and_saves_a_complete_adapter(dev_run):
     from safetensors.torch import load_file
 
-    export_dataset(write_store(tmp_path / "store.jsonl"), tmp_path / "ds", "text")
-    cfg = tiny_config(tmp_path, embedded_model)
-    ds_files = sorted(p.name for p in (tmp_path / "ds").iterdir())
-    lines: list[str] = []
-    res = train(cfg, log=lines.append)
-    out = tmp_path / "adapter"
+    res, out, meta = dev_run.res, dev_run.out, dev_run.meta
     assert res.steps == 3 and res.examples == 4 and len(res.losses) == 3
+    assert (res.train_examples, res.dev_examples, res.dtype) == (3, 1, "float32")
     assert all(math.isfinite(x) and x > 0 for x in res.losses)
     assert 0 < res.trained_tokens < res.tokens and 0.3 < res.masked_fraction < 0.95
-    for name in ("adapter_config.json", "adapter_model.safetensors", "actune_prompt.json", "training_meta.json"):
-        assert (out / name).is_file(), name
+    assert sorted(p.name for p in out.iterdir()) == sorted(ADAPTER_FILES + ["merged"])
     spec = load_prompt_spec(out)
     assert (spec.method, spec.regime, spec.wire) == ("react", "zero_shot", "text")
     weights = load_file(str(out / "adapter_model.safetensors"))
     b = [v for k, v in weights.items() if "lora_B" in k]
     assert b and any(float(v.abs().max()) > 0 for v in b)  # LoRA B starts at zero: it learned
     assert json.loads((out / "adapter_config.json").read_text())["r"] == 4
-    meta = json.loads((out / "training_meta.json").read_text())
     assert meta["examples"] == 4 and meta["trained_tokens"] == res.trained_tokens
+    assert (meta["train_examples"], meta["dev_examples"], meta["dropped_examples"], meta["task_ids"]) == (3, 1, 0, 4)
     assert meta["final_loss"] == res.losses[-1] and meta["straddling_tokens"] == 0
-    assert meta["config"]["lora"]["r"] == 4
+    assert meta["config"]["lora"]["r"] == 4 and meta["config"]["dtype"] == "float32" and meta["dtype"] == "float32"
+    assert meta["merged"] == {"dir": "merged", "dtype": "float32"}
     # nothing left beside the adapter: no temp folder, checkpoints removed
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["adapter", "ds", "store.jsonl"]
-    assert sorted(p.name for p in (tmp_path / "ds").iterdir()) == ds_files  # no cache files written into it
-    assert any("masked" in line for line in lines)
+    assert sorted(p.name for p in dev_run.tmp.iterdir()) == ["adapter", "ds", "store.jsonl"]
+    assert sorted(p.name for p in (dev_run.tmp / "ds").iterdir()) == dev_run.ds_files  # no cache files in it
+    assert any("masked" in line for line in dev_run.lines)
+    assert dev_run.lines[0].startswith("train: dtype float32 (float32); CPU: ")
+    assert "train: dev slice 1 of 4 tasks (1 examples), 3 training examples" in dev_run.lines
+
+
+def test_dev_slice_is_held_out_and_the_best_checkpoint_is_saved(dev_run, embedded_model):
+    import torch
+    from datasets import load_from_disk
+    from transformers import AutoTokenizer
+
+    res, meta = dev_run.res, dev_run.meta
+    assert meta["dev_task_ids"] == ["q2"]  # seed 0
+    assert meta["eval_steps"] == 1  # 2 steps per epoch (3 examples, batch 2), 2 evaluations per epoch
+    assert [(e["step"], e["epoch"]) for e in meta["eval_losses"]] == [(1, 0.5), (2, 1.0), (3, 1.5)]
+    assert meta["eval_losses"] == res.eval_losses
+    dev_losses = [e["loss"] for e in meta["eval_losses"]]
+    assert all(math.isfinite(x) and x > 0 for x in dev_losses)
+    argmin = meta["eval_losses"][dev_losses.index(min(dev_losses))]["step"]
+    assert meta["best_step"] == res.best_step == argmin == 1  # not the last step: the best was kept
+    assert meta["best_eval_loss"] == res.best_eval_loss == min(dev_losses)
+    assert any(f"dev loss {dev_losses[0]:.4f}" in line for line in dev_run.lines)
+    assert f"best dev loss {min(dev_losses):.4f} at step 1" in dev_run.lines[-1]
+    # the saved adapter is the best checkpoint: its loss on the dev example is the recorded best
+    ds = load_from_disk(str(dev_run.tmp / "ds"))
+    dev = [i for i, t in enumerate(ds["task_id"]) if t == "q2"]
+    assert dev == [2]
+    ex = tokenize_dataset(ds, AutoTokenizer.from_pretrained(embedded_model), dev_run.cfg)[2]
+    model = base_plus_adapter(embedded_model, dev_run.out)
+    with torch.no_grad():
+        loss = model(input_ids=torch.tensor([ex["input_ids"]]), labels=torch.tensor([ex["labels"]])).loss.item()
+    assert loss == pytest.approx(meta["best_eval_loss"], rel=1e-4)
+    assert loss != pytest.approx(dev_losses[-1], rel=1e-2)
+
+
+def test_training_tasks_and_loss_plot(dev_run):
+    tasks = json.loads((dev_run.out / "training_tasks.json").read_text())
+    assert tasks == [{"id": f"q{i}", "question": q} for i, (q, *_rest) in enumerate(FACTS)]  # dev task included
+    png = (dev_run.out / "loss.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+    assert struct.unpack(">II", png[16:24]) == (700, 400)
+
+
+def test_merged_model_is_the_base_with_the_best_adapter(dev_run, embedded_model):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    merged_dir = dev_run.out / "merged"
+    assert sorted(p.name for p in merged_dir.iterdir()) == [
+        "actune_prompt.json", "chat_template.jinja", "config.json", "generation_config.json", "model.safetensors",
+        "tokenizer.json", "tokenizer_config.json", "training_meta.json", "training_tasks.json"]
+    assert json.loads((merged_dir / "config.json").read_text())["dtype"] == "float32"  # trained in float32
+    assert load_prompt_spec(merged_dir) == load_prompt_spec(dev_run.out)
+    for name in ("training_meta.json", "training_tasks.json"):
+        assert (merged_dir / name).read_text() == (dev_run.out / name).read_text()
+    merged = AutoModelForCausalLM.from_pretrained(merged_dir).eval()
+    assert merged.dtype == torch.float32 and not hasattr(merged, "peft_config")
+    tok = AutoTokenizer.from_pretrained(merged_dir)
+    ids = tok(f"Question: {FACTS[0][0]}\nThought 1: I need to search", return_tensors="pt").input_ids
+    with torch.no_grad():
+        expected = base_plus_adapter(embedded_model, dev_run.out)(input_ids=ids).logits[0, -1]
+        got = merged(input_ids=ids).logits[0, -1]
+    assert torch.allclose(got, expected, atol=1e-3, rtol=1e-4)
+    assert int(got.argmax()) == int(expected.argmax())
+
+
+def test_resume_from_the_last_complete_checkpoint_keeps_the_best(tmp_path, embedded_model, monkeypatch):
+    from safetensors.torch import load_file
+
+    export_dataset(write_store(tmp_path / "store.jsonl"), tmp_path / "ds", "text")
+    cfg = tiny_config(tmp_path, embedded_model, max_steps=2)
+    real_replace = train_run._replace_dir
+
+    def crash(tmp: Path, out: Path) -> None:  # killed after training, while saving
+        shutil.copytree(tmp, tmp_path / "first")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(train_run, "_replace_dir", crash)
+    with pytest.raises(OSError, match="disk full"):
+        train(cfg, log=lambda line: None)
+    ckpts = tmp_path / "adapter.checkpoints"
+    assert sorted(p.name for p in ckpts.glob("checkpoint-*")) == ["checkpoint-1", "checkpoint-2"]
+    assert not (tmp_path / "adapter").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adapter.checkpoints", "ds", "first", "store.jsonl"]
+    # a later checkpoint that was cut off while saving (weights, no trainer_state.json) is not resumed from
+    (ckpts / "checkpoint-3").mkdir()
+    shutil.copy(ckpts / "checkpoint-2" / "adapter_model.safetensors", ckpts / "checkpoint-3")
+
+    monkeypatch.setattr(train_run, "_replace_dir", real_replace)
+    lines: list[str] = []
+    res = train(cfg, log=lines.append)
+    assert f"train: resuming from {ckpts / 'checkpoint-2'}" in lines
+    first = json.loads((tmp_path / "first" / "training_meta.json").read_text())
+    meta = json.loads((tmp_path / "adapter" / "training_meta.json").read_text())
+    assert res.steps == meta["steps"] == 2
+    assert meta["eval_losses"] == first["eval_losses"] and [e["step"] for e in meta["eval_losses"]] == [1, 2]
+    assert (meta["best_step"], meta["best_eval_loss"]) == (first["best_step"], first["best_eval_loss"])
+    assert meta["losses"] == first["losses"]
+    ours = load_file(str(tmp_path / "adapter" / "adapter_model.safetensors"))
+    theirs = load_file(str(tmp_path / "first" / "adapter_model.safetensors"))
+    assert ours.keys() == theirs.keys() and all(bool((ours[k] == theirs[k]).all()) for k in ours)
+    assert not ckpts.exists()
+
+
+def test_chat_run_without_a_dev_slice(tmp_path, embedded_model):
+    export_dataset(write_store(tmp_path / "store.jsonl"), tmp_path / "ds", "chat")
+    cfg = tiny_config(tmp_path, embedded_model, wire_format="chat", eval_fraction=0, max_steps=1, max_length=256)
+    res = train(cfg, log=lambda line: None)
+    out = tmp_path / "adapter"
+    assert (res.steps, res.train_examples, res.dev_examples, res.eval_losses, res.best_step) == (1, 4, 0, [], None)
+    meta = json.loads((out / "training_meta.json").read_text())
+    assert (meta["dev_task_ids"], meta["eval_losses"], meta["best_step"], meta["merged"]) == ([], [], None, None)
+    assert sorted(p.name for p in out.iterdir()) == ADAPTER_FILES
+    assert load_prompt_spec(out).wire == "chat"
+    assert [t["id"] for t in json.loads((out / "training_tasks.json").read_text())] == ["q0", "q1", "q2", "q3"]
 
 
 def test_wire_format_mismatch_is_refused(tmp_path, embedded_model):
@@ -73,8 +215,6 @@ def test_tokenize_dataset_chat_and_unmasked(tmp_path, embedded_model):
     from datasets import load_from_disk
     from transformers import AutoTokenizer
 
-    from actune.train.run import tokenize_dataset
-
     tok = AutoTokenizer.from_pretrained(embedded_model)
     export_dataset(write_store(tmp_path / "store.jsonl"), tmp_path / "ds", "chat")
     cfg = tiny_config(tmp_path, embedded_model, wire_format="chat").model_copy(update={"max_length": 512})
@@ -88,3 +228,51 @@ def test_tokenize_dataset_chat_and_unmasked(tmp_path, embedded_model):
     unmasked = tokenize_dataset(load_from_disk(str(tmp_path / "ds")), tok,
                                 cfg.model_copy(update={"mask_observations": False}))
     assert unmasked[0]["labels"] == unmasked[0]["input_ids"] == first["input_ids"]
+
+
+# -- the pieces alone ---------------------------------------------------------------------------------
+
+def test_dev_split_is_by_task_disjoint_and_deterministic():
+    ids = [f"t{i % 10:02d}" for i in range(30)]  # 10 tasks, 3 trajectories each
+    assert dev_task_ids(ids, 0.25, seed=0) == ["t01", "t07", "t08"]  # round(2.5) = 3 tasks
+    assert dev_task_ids(ids, 0.25, seed=7) == ["t01", "t03", "t08"]
+    assert dev_task_ids(list(reversed(ids)), 0.25, seed=0) == ["t01", "t07", "t08"]  # order does not matter
+    assert dev_task_ids(["q0", "q1", "q2", "q3"], 0.1, seed=0) == ["q2"]  # at least one task
+    assert dev_task_ids(["a", "b"], 0.9, seed=0) == ["a"]  # never all of them
+    assert dev_task_ids(ids, 0.0, seed=0) == []
+    train_idx, dev_idx = split_by_task(ids, 0.25, seed=0)
+    assert sorted(train_idx + dev_idx) == list(range(30)) and len(dev_idx) == 9
+    assert {ids[i] for i in dev_idx} == {"t01", "t07", "t08"}
+    assert not {ids[i] for i in train_idx} & {ids[i] for i in dev_idx}
+    assert split_by_task(ids, 0.25, seed=0) == (train_idx, dev_idx)
+    assert split_by_task(["a", "b", "a", "c", "b"], 0.4, seed=0) == ([1, 3, 4], [0, 2])
+    with pytest.raises(TrainError, match="a dev slice needs at least 2 tasks.*eval_fraction=0"):
+        dev_task_ids(["only", "only"], 0.1, seed=0)
+
+
+@pytest.mark.parametrize("cuda, cuda_bf16, cpu_bf16, expected", [
+    (False, False, True, "bfloat16"), (False, False, False, "float32"),
+    (True, True, False, "bfloat16"), (True, False, True, "float32"),
+], ids=["amx-or-avx512bf16-cpu", "avx2-cpu", "bf16-gpu", "older-gpu"])
+def test_dtype_auto_follows_the_hardware(monkeypatch, cuda, cuda_bf16, cpu_bf16, expected):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: cuda_bf16)
+    monkeypatch.setattr(cpu_features, "native_bf16", lambda: cpu_bf16)
+    assert resolve_dtype("auto") == expected
+    assert (resolve_dtype("float32"), resolve_dtype("bfloat16")) == ("float32", "bfloat16")
+
+
+def test_only_complete_checkpoints_are_resumed_from(tmp_path):
+    assert train_run._last_checkpoint(tmp_path / "none") is None
+    for step, files in [(2, ["trainer_state.json", "adapter_model.safetensors", "optimizer.pt"]),
+                        (10, ["trainer_state.json", "adapter_model.bin"]),
+                        (11, ["adapter_model.safetensors"]),  # cut off before trainer_state.json
+                        (12, ["trainer_state.json"])]:
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        for name in files:
+            (tmp_path / f"checkpoint-{step}" / name).write_text("x")
+    (tmp_path / "checkpoint-x").mkdir()
+    assert train_run._last_checkpoint(tmp_path) == str(tmp_path / "checkpoint-10")
+    assert train_run._last_checkpoint(tmp_path / "checkpoint-x") is None
