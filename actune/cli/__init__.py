@@ -20,6 +20,7 @@ SUBCOMMAND_MODULES = [
     "actune.cli.export",
     "actune.cli.train",
     "actune.cli.eval",
+    "actune.cli.quickstart",
 ]
 
 

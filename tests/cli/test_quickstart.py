@@ -1,45 +1,120 @@
-"""The quickstart's run config and script agree: every override the script passes validates, and the
-stages read the world the script generates."""
+"""The quickstart's presets, stage plan, resume state and headline verdicts (no server: the smoke run
+on the real server is tests/cli/test_quickstart_smoke.py)."""
 
 from __future__ import annotations
 
-import re
-import subprocess
+import json
 from pathlib import Path
 
-from actune.config import load_config
-from actune.run_config import RunConfig
+import pytest
 
-ROOT = Path(__file__).parents[2]
-SCRIPT = ROOT / "scripts" / "quickstart.sh"
-CONFIG = ROOT / "configs" / "quickstart-cpu.yaml"
-
-
-def test_script_is_valid_bash() -> None:
-    subprocess.run(["bash", "-n", str(SCRIPT)], check=True)
+from actune.cli.quickstart_config import PRESETS, load_quickstart
+from actune.cli.quickstart_report import headline_rows
+from actune.cli.quickstart_run import Layout, _load_state, _Pipeline, _save_state, estimate_seconds, plan_stages
+from actune.config import ConfigError
 
 
-def test_per_kind_bootstrap_overrides_validate() -> None:
-    text = SCRIPT.read_text()
-    runs = re.search(r"for kind_share_limit in ([^;]+);", text).group(1).split()
-    assert [r.split(":")[0] for r in runs] == ["single", "bridge", "comparison"]
-    base = load_config(RunConfig, CONFIG)
-    for run in runs:
-        kind, share, limit = run.split(":")
-        cfg = load_config(RunConfig, CONFIG, [f"bootstrap.tasks.where.kind={kind}", f"bootstrap.tasks.limit={limit}",
-                                              f"bootstrap.agent.exemplar_kinds=[{kind}]",
-                                              f"bootstrap.target_correct={base.bootstrap.target_correct * int(share) // 100}"])
-        assert cfg.bootstrap.tasks.where == {"kind": kind}
-        assert cfg.bootstrap.agent.exemplar_kinds == [kind]
-        assert cfg.bootstrap.tasks.limit == (None if limit == "null" else int(limit))
-    assert int(runs[-1].split(":")[1]) == 100  # the last run aims at the config's whole target
+@pytest.mark.parametrize("preset", PRESETS)
+def test_presets_load_and_estimate(preset: str) -> None:
+    cfg = load_quickstart(preset)
+    assert cfg.passes and cfg.methods
+    est = estimate_seconds(cfg, "cpu-bf16")
+    assert set(est) == {"bootstrap", "train", "eval"} and all(v > 0 for v in est.values())
 
 
-def test_stages_read_what_the_script_writes() -> None:
-    cfg = load_config(RunConfig, CONFIG)
-    world = re.search(r"^OUT=(\S+)$", SCRIPT.read_text(), re.M).group(1) + "/world"
-    assert str(cfg.bootstrap.env.corpus) == str(cfg.eval.env.corpus) == f"{world}/corpus.jsonl"
-    assert str(cfg.bootstrap.tasks.path) == f"{world}/train.jsonl"
-    assert str(cfg.eval.tasks.path) == f"{world}/test.jsonl"
-    assert [str(m.adapter) for m in cfg.eval.models if m.adapter] == [str(cfg.train.output_dir)]
-    assert cfg.eval.agent.temperature == 0.0
+def test_smoke_is_small_and_full_meets_the_issue() -> None:
+    smoke, full = load_quickstart("smoke"), load_quickstart("full")
+    assert smoke.world.n_test <= 30 and smoke.bootstrap.target_correct <= 20
+    assert full.world.n_test >= 300  # the issue's floor of held-out questions
+    assert set(full.methods) == {"react", "reflact"} and full.rounds >= 2
+    assert full.train.merge and smoke.train.merge  # eval serves merged weights at base speed
+
+
+def test_unknown_preset_key_names_it() -> None:
+    with pytest.raises(ConfigError, match="no_such_key"):
+        load_quickstart("smoke", ["no_such_key=1"])
+
+
+def test_stage_plan_for_two_methods_and_two_rounds(tmp_path: Path) -> None:
+    cfg = load_quickstart("smoke", ["methods=[react,reflact]", "rounds=2"])
+    pipe = _Pipeline(cfg, Layout(tmp_path), show_progress=False, log=lambda m: None)
+    names = [s.name for s in plan_stages(cfg, pipe, "cpu-fp32")]
+    assert names == [
+        "world", "bootstrap round 1",
+        "export react round 1", "train react round 1", "export reflact round 1", "train reflact round 1",
+        "bootstrap round 2",
+        "export react round 2", "train react round 2", "export reflact round 2", "train reflact round 2",
+        "eval react", "eval reflact", "report",
+    ]
+
+
+def test_state_resumes_the_same_config_and_refuses_another(tmp_path: Path) -> None:
+    layout = Layout(tmp_path)
+    cfg = load_quickstart("smoke")
+    state = _load_state(layout, cfg)
+    state["done"]["world"] = {"wall_s": 1.0}
+    _save_state(layout, state)
+    assert _load_state(layout, load_quickstart("smoke"))["done"] == {"world": {"wall_s": 1.0}}
+    with pytest.raises(ConfigError, match=r"other settings \(differs in: seed\)"):
+        _load_state(layout, load_quickstart("smoke", ["seed=7"]))
+
+
+def test_tasks_left_for_round_two_are_the_unsolved_ones(tmp_path: Path) -> None:
+    from actune.bootstrap.judge import judge, record_verdict
+    from actune.trajectory import TaskRecord, Trajectory
+
+    def record(task_id: str, correct: bool, grounded: bool) -> Trajectory:
+        t = Trajectory(task=TaskRecord(task_id, "q?", "a", meta={"supporting_titles": ["A"]}), method="react",
+                       prediction="a", correct=correct, finish_reason="answered",
+                       info={"env_info": {"titles": ["A"] if grounded else []}})
+        return record_verdict(t, judge(t))
+
+    cfg = load_quickstart("smoke")
+    layout = Layout(tmp_path)
+    pipe = _Pipeline(cfg, layout, show_progress=False, log=lambda m: None)
+    store = layout.store("react", 1)
+    store.parent.mkdir(parents=True)
+    with store.open("w") as f:
+        f.write(record("t1", correct=True, grounded=True).to_json() + "\n")
+        f.write(record("t2", correct=True, grounded=False).to_json() + "\n")
+    assert pipe.solved_tasks("react", 2) == {"t1"}
+
+
+def _report(prompted: tuple[float, float, float], tuned: tuple[float, float, float], b: int, c: int,
+            p: float) -> dict:
+    def est(x: tuple[float, float, float]) -> dict:
+        return {"mean": x[0], "low": x[1], "high": x[2], "n": 300}
+
+    cmp = {"metric": "correct_grounded", "tasks": 300, "pairs": 300, "mean_a": prompted[0], "mean_b": tuned[0],
+           "diff": est((tuned[0] - prompted[0], 0.0, 0.0)), "b": b, "c": c, "p_value": p}
+    return {"models": [
+        {"label": "prompted", "model": "m", "metrics": {"correct_grounded": est(prompted), "correct": est(prompted)},
+         "vs_first": None},
+        {"label": "tuned-r1", "model": "m", "metrics": {"correct_grounded": est(tuned), "correct": est(tuned)},
+         "vs_first": {"correct_grounded": cmp}},
+    ]}
+
+
+def test_headline_bar_met_and_missed() -> None:
+    met = headline_rows(_report((0.10, 0.07, 0.13), (0.30, 0.25, 0.35), b=5, c=65, p=1e-12), "react")
+    assert met[1]["bar"] == {"ratio": True, "points": True, "p": True, "met": True}
+    assert met[1]["vs_prompted"]["ratio"] == pytest.approx(3.0)
+    assert "bar" not in met[0]
+    # +10 points but only 1.5x, and not significant: a miss on two counts
+    missed = headline_rows(_report((0.20, 0.15, 0.25), (0.30, 0.25, 0.35), b=20, c=35, p=0.058), "react")
+    assert missed[1]["bar"] == {"ratio": False, "points": True, "p": False, "met": False}
+
+
+def test_report_json_is_written_with_rows(tmp_path: Path) -> None:
+    from actune.cli.quickstart_report import write_quickstart_report
+
+    cfg = load_quickstart("smoke")
+    layout = Layout(tmp_path)
+    layout.eval_dir("react").mkdir(parents=True)
+    (layout.eval_dir("react") / "report.json").write_text(
+        json.dumps(_report((0.1, 0.05, 0.15), (0.3, 0.2, 0.4), b=1, c=20, p=1e-5)))
+    paths = write_quickstart_report(cfg, layout)
+    data = json.loads(paths["json"].read_text())
+    assert [r["label"] for r in data["rows"]] == ["prompted", "tuned-r1"]
+    assert "| tuned-r1 | 0.300 [0.200, 0.400] |" in paths["md"].read_text()
+    assert paths["png"].read_bytes()[:4] == b"\x89PNG"

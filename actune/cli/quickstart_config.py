@@ -1,0 +1,106 @@
+"""QuickstartConfig: the whole prompted -> fine-tuned experiment in one typed file (a preset).
+
+    cfg = load_quickstart("smoke", overrides=["rounds=2"])     # configs/quickstart/smoke.yaml
+    cfg = load_quickstart("my-preset.yaml")
+
+A preset names what the experiment is (world size, bootstrap passes, recipe, rounds, methods); the
+pipeline (:mod:`actune.cli.quickstart_run`) places every file under one output folder, so the paths in
+the stage sections are not read. It lives beside the CLI because it composes every stage's config:
+the core never imports a stage.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from actune.bootstrap.config import BootstrapConfig
+from actune.config import ConfigError, StrictModel, load_config
+from actune.eval.config import EvalConfig
+from actune.serve.config import ServeConfig
+from actune.train.config import TrainConfig
+from actune.world.config import WorldConfig
+
+__all__ = ["BootstrapPass", "QuickstartConfig", "PRESET_DIR", "PRESETS", "preset_path", "load_quickstart"]
+
+PRESET_DIR = Path(__file__).resolve().parents[2] / "configs" / "quickstart"
+PRESETS = ("smoke", "full")
+
+
+class BootstrapPass(StrictModel):
+    """One pass of round-1 bootstrapping: a slice of the training tasks with the prompt that suits it."""
+
+    kind: str | None = None
+    """Only tasks whose ``meta.kind`` is this (None: every training task)."""
+    share: float = Field(1.0, gt=0, le=1)
+    """The pass stops once the store holds ``share`` x ``bootstrap.target_correct`` kept records (passes
+    run in order and share one store, so the last normally has share 1)."""
+    limit: int | None = Field(None, ge=1)
+    """At most this many tasks of the slice."""
+    type_matched: bool = True
+    """Prompt with exemplars of the pass's own kind only: SmolLM2-135M keeps 3-7x more trajectories
+    with type-matched exemplars (probe notes). The exported examples are zero-shot, so the collection
+    prompt never reaches the training data."""
+
+
+class QuickstartConfig(StrictModel):
+    """world -> bootstrap -> export -> train -> (expert iteration) -> eval -> report, one command."""
+
+    name: str = "quickstart"
+    """Run name (in run ids and report titles)."""
+    seed: int = 0
+    """One seed for the world, the sampling and the LoRA initialisation: two seeds are two independent
+    runs of the same experiment."""
+    methods: list[Literal["react", "reflact"]] = Field(default_factory=lambda: ["react"])
+    """Agent methods to bootstrap, train and evaluate, each on its own (a ReAct adapter is compared with
+    prompted ReAct, a ReflAct adapter with prompted ReflAct)."""
+    rounds: int = Field(1, ge=1, le=5)
+    """Expert iteration: round r >= 2 bootstraps with round r-1's tuned model (zero-shot) on the training
+    tasks no earlier round solved, then retrains from the base model on every round's kept data."""
+    round_attempts: int = Field(4, ge=1)
+    """Sampled attempts per unsolved task in rounds >= 2."""
+    round_temperature: float = Field(0.4, ge=0)
+    """Sampling temperature of rounds >= 2."""
+    oracle_baseline: bool = True
+    """Also evaluate the prompted model with type-matched exemplars for each question (the probe's best
+    prompt; an oracle, since it is told the question's kind) beside the generic prompt."""
+    world: WorldConfig = Field(default_factory=WorldConfig)
+    """The synthetic world (its ``seed`` is replaced by ``seed``)."""
+    passes: list[BootstrapPass] = Field(default_factory=lambda: [BootstrapPass()])
+    """Round-1 bootstrap passes, run in order against one server."""
+    serve: ServeConfig = Field(default_factory=lambda: ServeConfig(enable_lora=False))
+    """How servers are started (the model served in round 1 and for the prompted baselines)."""
+    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
+    """Collection settings (``store``, ``env.corpus`` and ``tasks.path`` are set by the pipeline)."""
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    """The training recipe (``dataset`` and ``output_dir`` are set by the pipeline)."""
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    """Eval settings (``models``, ``out_dir``, ``env.corpus`` and ``tasks.path`` are set by the pipeline)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> "QuickstartConfig":
+        if len(set(self.methods)) != len(self.methods) or not self.methods:
+            raise ValueError("methods: name each method once, at least one")
+        if not self.passes:
+            raise ValueError("passes: at least one bootstrap pass")
+        return self
+
+
+def preset_path(preset: str) -> Path:
+    """A preset name (``smoke``, ``full``) or a YAML path -> the file."""
+    if preset in PRESETS:
+        path = PRESET_DIR / f"{preset}.yaml"
+        if not path.is_file():
+            raise ConfigError(f"preset {preset!r}: {path} not found (the presets ship in the source tree's "
+                              "configs/quickstart/; pass a YAML path instead)")
+        return path
+    path = Path(preset)
+    if not path.is_file():
+        raise ConfigError(f"preset {preset!r}: not one of {', '.join(PRESETS)} and not a file")
+    return path
+
+
+def load_quickstart(preset: str, overrides: list[str] | None = None) -> QuickstartConfig:
+    return load_config(QuickstartConfig, preset_path(preset), list(overrides or []))

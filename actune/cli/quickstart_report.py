@@ -1,0 +1,151 @@
+"""The quickstart's own report: the headline of every method's eval, judged against the claim it tests.
+
+    paths = write_quickstart_report(cfg, layout)    # report.md, report.json, scores.png in layout.out
+
+It reads each method's eval report (``eval/<method>/report.json``) and states, for every tuned model
+against the prompted model with the generic prompt, the headline metric (correct AND grounded), the
+paired difference with its interval, McNemar's exact p-value, the ratio, and whether the project's
+bar is met: at least 2x the prompted rate, at least 10 points higher, p < 0.01. A miss is reported as
+a miss, with what was measured.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from actune.atomic_write import atomic_write_bytes, atomic_write_text
+
+if TYPE_CHECKING:
+    from actune.cli.quickstart_config import QuickstartConfig
+    from actune.cli.quickstart_run import Layout
+
+__all__ = ["HEADLINE", "BAR", "headline_rows", "write_quickstart_report"]
+
+HEADLINE = "correct_grounded"
+BAR = {"ratio": 2.0, "points": 0.10, "p": 0.01}
+"""What counts as a clear gain of a tuned model over its prompted self (issue #7)."""
+
+
+def _comparison(model: dict[str, Any], metric: str) -> dict[str, Any] | None:
+    """The paired comparison of ``model`` against the first model of its report, for ``metric``."""
+    vs = model.get("vs_first")
+    if not vs:
+        return None
+    if "metric" in vs:  # one comparison
+        return vs if vs["metric"] == metric else None
+    return vs.get(metric)
+
+
+def headline_rows(report: dict[str, Any], method: str) -> list[dict[str, Any]]:
+    """One row per model of a method's eval report, with the bar's verdict for tuned models."""
+    rows = []
+    for m in report["models"]:
+        est = m["metrics"].get(HEADLINE) or {"mean": None, "low": None, "high": None, "n": 0}
+        correct = m["metrics"].get("correct") or {"mean": None}
+        row: dict[str, Any] = {"method": method, "label": m["label"], "model": m.get("model"), HEADLINE: est,
+                               "correct": correct, "cost": m.get("cost")}
+        cmp = _comparison(m, HEADLINE)
+        if cmp is not None:
+            a, b = cmp.get("mean_a"), cmp.get("mean_b")
+            ratio = (b / a) if a else (float("inf") if b else None)
+            row["vs_prompted"] = {**cmp, "ratio": ratio}
+            if m["label"].startswith("tuned"):
+                checks = {
+                    "ratio": ratio is not None and ratio >= BAR["ratio"],
+                    # rates are fractions of a whole number of questions: compare with a hair of slack for float sums
+                    "points": a is not None and b is not None and b - a >= BAR["points"] - 1e-9,
+                    "p": cmp["p_value"] < BAR["p"],
+                }
+                row["bar"] = {**checks, "met": all(checks.values())}
+        rows.append(row)
+    return rows
+
+
+def _pct(est: dict[str, Any]) -> str:
+    if est.get("mean") is None:
+        return "–"
+    if est.get("low") is None:
+        return f"{est['mean']:.3f}"
+    return f"{est['mean']:.3f} [{est['low']:.3f}, {est['high']:.3f}]"
+
+
+def _markdown(title: str, rows: list[dict[str, Any]], stages: dict[str, Any], cfg: dict[str, Any]) -> str:
+    lines = [f"# {title}", "",
+             f"Headline: `{HEADLINE}` — the answer is right AND every page it rests on was read (a comparison "
+             "answered by luck does not count). Means over held-out test questions with 95% bootstrap "
+             "intervals; tuned models are paired against `prompted` (the generic few-shot prompt) with an exact "
+             f"McNemar test. The bar: >= {BAR['ratio']:g}x the prompted rate, >= {BAR['points'] * 100:g} points "
+             f"higher, p < {BAR['p']:g}.", ""]
+    for method in dict.fromkeys(r["method"] for r in rows):
+        lines += [f"## {method}", "",
+                  "| model | correct & grounded | correct | vs prompted (diff) | b / c | McNemar p | ratio | bar |",
+                  "|---|---|---|---|---|---:|---:|---|"]
+        for r in (r for r in rows if r["method"] == method):
+            vs = r.get("vs_prompted")
+            bar = r.get("bar")
+            verdict = "–" if bar is None else ("**met**" if bar["met"] else "missed (" + ", ".join(
+                k for k in ("ratio", "points", "p") if not bar[k]) + ")")
+            ratio = "–" if not vs or vs["ratio"] is None else f"{vs['ratio']:.2f}x"
+            diff, bc, p = ("–", "–", "–") if not vs else (_pct(vs["diff"]), f"{vs['b']} / {vs['c']}",
+                                                          f"{vs['p_value']:.2g}")
+            lines.append(f"| {r['label']} | {_pct(r[HEADLINE])} | {_pct(r['correct'])} | {diff} | {bc} | {p} | "
+                         f"{ratio} | {verdict} |")
+        lines += ["", f"Per-kind tables, costs and failure modes: `eval/{method}/report.md`; plot: `scores.png`.", ""]
+    if stages:
+        total = sum(s.get("wall_s", 0) for s in stages.values())
+        lines += ["## Stages (wall time)", "", "| stage | minutes |", "|---|---:|"]
+        lines += [f"| {name} | {s.get('wall_s', 0) / 60:.1f} |" for name, s in stages.items()]
+        lines += [f"| **total** | {total / 60:.1f} |", ""]
+    lines += [f"Reproduce: `actune quickstart --preset ... --seed {cfg.get('seed')}` (the same folder resumes).", ""]
+    return "\n".join(lines)
+
+
+def _plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    labels = list(dict.fromkeys(r["label"] for r in rows))
+    fig = Figure(figsize=(max(4.5, 1.2 * len(labels) * len(methods) + 1.5), 3.6), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    width = 0.8 / max(1, len(labels))
+    for i, label in enumerate(labels):
+        means, err_lo, err_hi = [], [], []
+        for m in methods:
+            est = next((r[HEADLINE] for r in rows if r["method"] == m and r["label"] == label), {"mean": None})
+            mean = est.get("mean")
+            means.append(mean or 0.0)
+            err_lo.append(0.0 if mean is None or est.get("low") is None else mean - est["low"])
+            err_hi.append(0.0 if mean is None or est.get("high") is None else est["high"] - mean)
+        xs = [j + (i - (len(labels) - 1) / 2) * width for j in range(len(methods))]
+        ax.bar(xs, means, width, yerr=[err_lo, err_hi], capsize=3, label=label)
+    ax.set_xticks(range(len(methods)), methods)
+    ax.set_ylim(0, 1.0)
+    ax.set_ylabel("correct & grounded (95% CI)")
+    ax.set_title(title)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def write_quickstart_report(cfg: QuickstartConfig, layout: Layout) -> dict[str, Path]:
+    rows: list[dict[str, Any]] = []
+    for method in cfg.methods:
+        path = layout.eval_dir(method) / "report.json"
+        rows += headline_rows(json.loads(path.read_text(encoding="utf-8")), method)
+    state = json.loads(layout.state.read_text(encoding="utf-8")) if layout.state.exists() else {}
+    stages = state.get("done", {})
+    title = f"Quickstart {cfg.name}, seed {cfg.seed}"
+    paths = {"md": layout.out / "report.md", "json": layout.out / "report.json", "png": layout.out / "scores.png"}
+    atomic_write_text(paths["json"], json.dumps({"title": title, "headline": HEADLINE, "bar": BAR, "rows": rows,
+                                                 "stages": stages, "config": cfg.model_dump(mode="json")},
+                                                indent=2) + "\n")
+    atomic_write_text(paths["md"], _markdown(title, rows, stages, cfg.model_dump(mode="json")))
+    _plot(rows, paths["png"], title)
+    return paths

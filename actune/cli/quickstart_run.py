@@ -1,0 +1,382 @@
+"""The quickstart pipeline: world -> bootstrap -> export -> train -> (expert iteration) -> eval -> report.
+
+    run_quickstart(load_quickstart("smoke"), out=Path("runs/quickstart-smoke"))
+
+Every file lands under ``out``::
+
+    world/                               corpus and train/dev/test questions
+    <method>/round<r>/trajectories.jsonl the round's bootstrap store (round >= 2: tasks.jsonl, the unsolved ones)
+    <method>/round<r>/dataset/           the exported training set (every round's kept data so far)
+    <method>/round<r>/adapter/           the adapter (+ merged/ when train.merge)
+    eval/<method>/                       report.md/json, scores.png, per-model stores
+    report.md, report.json               the headline: tuned vs prompted, per method and round
+    quickstart-state.json                stages done, their wall time, the config they ran with
+
+Resuming: a stage recorded as done in ``quickstart-state.json`` is skipped; the stage that was running
+resumes through its own files (bootstrap and eval stores are append-only and skip finished episodes,
+training resumes from its last complete checkpoint). A rerun with different settings into the same
+folder is refused, so one folder always holds one experiment.
+
+Servers: round 1 bootstraps every pass of every method against ONE server of the base model; it is
+stopped before training (on a small CPU the server and training fight for the cores). Rounds >= 2 serve
+the previous round's tuned model; eval starts one server per model group (:mod:`actune.eval.run`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from actune.atomic_write import atomic_write_text
+from actune.cli.quickstart_config import QuickstartConfig
+from actune.config import ConfigError
+from actune.tasks.config import TaskConfig
+
+__all__ = ["Layout", "Stage", "plan_stages", "estimate_seconds", "run_quickstart", "STATE_FILE"]
+
+STATE_FILE = "quickstart-state.json"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each file of one quickstart run goes."""
+
+    out: Path
+
+    @property
+    def world(self) -> Path:
+        return self.out / "world"
+
+    @property
+    def state(self) -> Path:
+        return self.out / STATE_FILE
+
+    def round_dir(self, method: str, r: int) -> Path:
+        return self.out / method / f"round{r}"
+
+    def store(self, method: str, r: int) -> Path:
+        return self.round_dir(method, r) / "trajectories.jsonl"
+
+    def round_tasks(self, method: str, r: int) -> Path:
+        return self.round_dir(method, r) / "tasks.jsonl"
+
+    def dataset(self, method: str, r: int) -> Path:
+        return self.round_dir(method, r) / "dataset"
+
+    def adapter(self, method: str, r: int) -> Path:
+        return self.round_dir(method, r) / "adapter"
+
+    def eval_dir(self, method: str) -> Path:
+        return self.out / "eval" / method
+
+
+@dataclass
+class Stage:
+    name: str
+    estimate_s: float
+    run: Callable[[], None]
+
+
+# --- estimates -------------------------------------------------------------------------------------
+# Rates measured with the embedded model (SmolLM2-135M) on 2 cores; see the README's quickstart section.
+# They only feed the ETA printed up front: the stages themselves show live progress.
+_RATES = {
+    # episodes/hour (bootstrap, eval), trained tokens/s, server start s
+    "cpu-bf16": {"episodes_h": 2500.0, "train_tok_s": 450.0, "server_s": 45.0},
+    "cpu-fp32": {"episodes_h": 1200.0, "train_tok_s": 200.0, "server_s": 45.0},
+    "cuda": {"episodes_h": 40000.0, "train_tok_s": 20000.0, "server_s": 90.0},
+}
+_TOKENS_PER_EXAMPLE = 420  # zero-shot world episode, prompt included (measured mean of exported sets)
+_KEEP_RATE = 0.3  # round-1 keep rate with type-matched exemplars (probe: 24-43% per sample for single/bridge)
+
+
+def hardware_kind() -> str:
+    from actune.cpu_features import native_bf16
+
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return "cuda"
+    except ImportError:
+        pass
+    return "cpu-bf16" if native_bf16() else "cpu-fp32"
+
+
+def estimate_seconds(cfg: QuickstartConfig, kind: str) -> dict[str, float]:
+    """Rough wall time per stage kind (bootstrap, train, eval) of a whole run, from :data:`_RATES`."""
+    rate = _RATES[kind]
+    n_methods = len(cfg.methods)
+    target = cfg.bootstrap.target_correct
+    boot_eps = min(target / _KEEP_RATE, cfg.world.n_train * cfg.bootstrap.attempts_per_task)
+    later = max(0, cfg.rounds - 1) * cfg.world.n_train * 0.5 * cfg.round_attempts  # about half unsolved
+    boot = n_methods * (boot_eps + later) / rate["episodes_h"] * 3600 + cfg.rounds * rate["server_s"]
+    cap = cfg.bootstrap.export.max_per_task
+    examples = min(target, cap * cfg.world.n_train) if cap else target
+    epochs = cfg.train.num_train_epochs if cfg.train.max_steps <= 0 else (
+        cfg.train.max_steps * cfg.train.per_device_train_batch_size / max(examples, 1))
+    rounds_examples = sum(min(examples * (1 + 0.5 * r), cfg.world.n_train * 2) for r in range(cfg.rounds))
+    train = n_methods * rounds_examples * _TOKENS_PER_EXAMPLE * epochs / rate["train_tok_s"] * 1.25  # dev evals
+    n_models = 1 + int(cfg.oracle_baseline) + cfg.rounds
+    evals = n_methods * (cfg.world.n_test * n_models / rate["episodes_h"] * 3600 + n_models * rate["server_s"])
+    return {"bootstrap": boot, "train": train, "eval": evals}
+
+
+def _fmt(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+# --- state -----------------------------------------------------------------------------------------
+def _load_state(layout: Layout, cfg: QuickstartConfig) -> dict[str, Any]:
+    config = cfg.model_dump(mode="json")
+    if not layout.state.exists():
+        return {"config": config, "done": {}}
+    try:
+        state = json.loads(layout.state.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ConfigError(f"{layout.state}: unreadable quickstart state ({e}); remove it to start over") from None
+    if state.get("config") != config:
+        old = state.get("config") or {}
+        keys = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
+        raise ConfigError(f"{layout.out} holds a quickstart run with other settings (differs in: "
+                          f"{', '.join(keys)}); use another --out, or the same preset, seed and overrides to resume")
+    return state
+
+
+def _save_state(layout: Layout, state: dict[str, Any]) -> None:
+    atomic_write_text(layout.state, json.dumps(state, indent=2) + "\n")
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a supervisor, ``kill``) unwinds like Ctrl-C: servers are stopped, stores stay whole."""
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+# --- the stages ------------------------------------------------------------------------------------
+class _Pipeline:
+    def __init__(self, cfg: QuickstartConfig, layout: Layout, show_progress: bool,
+                 log: Callable[[str], None]) -> None:
+        self.cfg, self.layout, self.show_progress, self.log = cfg, layout, show_progress, log
+
+    # world
+    def world(self) -> None:
+        from actune.world import write_world
+
+        if (self.layout.world / "world.json").exists():
+            return
+        gen = write_world(self.cfg.world.model_copy(update={"seed": self.cfg.seed}), self.layout.world)
+        c = gen.manifest["counts"]
+        self.log(f"world: {c['pages']} pages; questions train {c['train']}, dev {c['dev']}, test {c['test']}")
+
+    def _tasks(self, split: str, **update: Any) -> TaskConfig:
+        return TaskConfig(format="custom", path=str(self.layout.world / f"{split}.jsonl"), split=split, **update)
+
+    def _env(self, env: Any) -> Any:
+        return env.model_copy(update={"name": "wiki", "corpus": str(self.layout.world / "corpus.jsonl")})
+
+    def _agent(self, agent: Any, method: str, **update: Any) -> Any:
+        return agent.model_copy(update={"method": method, "seed": self.cfg.seed, **update})
+
+    def _run_bootstrap(self, bootstrap: Any, serve: Any, run_id: str) -> None:
+        from actune.bootstrap.run import run_bootstrap
+        from actune.run_config import RunConfig
+
+        run = RunConfig(name=self.cfg.name, serve=serve, bootstrap=bootstrap)
+        run_bootstrap(run, show_progress=self.show_progress, run_id=run_id)
+
+    # round 1: every pass of every method against one server of the base model
+    def bootstrap_round1(self) -> None:
+        from actune.bootstrap.run import make_run_id
+        from actune.serve.server import vllm_server
+
+        cfg = self.cfg
+        run_id = make_run_id(f"{cfg.name}-r1")
+        with vllm_server(cfg.serve) as server:
+            for method in cfg.methods:
+                for i, p in enumerate(cfg.passes):
+                    target = max(1, math.ceil(p.share * cfg.bootstrap.target_correct))
+                    where = {"kind": p.kind} if p.kind else {}
+                    agent = self._agent(cfg.bootstrap.agent, method,
+                                        exemplar_kinds=[p.kind] if p.kind and p.type_matched else None)
+                    self.log(f"bootstrap {method} round 1, pass {i + 1}/{len(cfg.passes)} "
+                             f"({p.kind or 'all kinds'}): until {target} kept")
+                    boot = cfg.bootstrap.model_copy(update={
+                        "store": self.layout.store(method, 1), "endpoints": [server.base_url],
+                        "model": server.model, "target_correct": target, "env": self._env(cfg.bootstrap.env),
+                        "tasks": self._tasks("train", where=where, limit=p.limit), "agent": agent,
+                    })
+                    self._run_bootstrap(boot, cfg.serve, run_id)
+
+    def tuned_model(self, method: str, r: int) -> tuple[str, Path | None]:
+        """(model to serve, adapter or None) of round ``r``'s tuned model: merged weights when trained
+        with ``train.merge`` (served at base speed), else the base model with the LoRA adapter."""
+        adapter = self.layout.adapter(method, r)
+        merged = adapter / "merged"
+        if merged.is_dir():
+            return str(merged), None
+        return self.cfg.serve.model, adapter
+
+    def solved_tasks(self, method: str, before_round: int) -> set[str]:
+        from actune.bootstrap.judge import verdict_of
+        from actune.trajectory import read_trajectories
+
+        solved: set[str] = set()
+        for r in range(1, before_round):
+            path = self.layout.store(method, r)
+            if path.exists():
+                solved |= {t.task.id for t in read_trajectories(path) if (v := verdict_of(t)) and v.kept}
+        return solved
+
+    # round r >= 2: the previous round's tuned model, zero-shot, on the tasks no round solved yet
+    def bootstrap_round(self, r: int) -> None:
+        from actune.agent.prompt_spec import load_prompt_spec
+        from actune.bootstrap.run import make_run_id
+        from actune.serve.server import vllm_server
+
+        cfg = self.cfg
+        run_id = make_run_id(f"{cfg.name}-r{r}")
+        for method in cfg.methods:
+            tasks_file = self.layout.round_tasks(method, r)
+            if not tasks_file.exists():  # written once, so a resumed round works on the same tasks
+                solved = self.solved_tasks(method, r)
+                lines = [line for line in (self.layout.world / "train.jsonl").read_text(encoding="utf-8").splitlines()
+                         if line.strip() and json.loads(line)["id"] not in solved]
+                tasks_file.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(tasks_file, "".join(line + "\n" for line in lines))
+            n_tasks = sum(1 for line in tasks_file.read_text(encoding="utf-8").splitlines() if line.strip())
+            if n_tasks == 0:
+                self.log(f"bootstrap {method} round {r}: every training task is solved; nothing to do")
+                continue
+            model, adapter = self.tuned_model(method, r - 1)
+            spec = load_prompt_spec(adapter or Path(model))
+            served = f"{method}-r{r - 1}"
+            serve = cfg.serve.model_copy(update={"model": model, "served_model_name": served})
+            request_model = served
+            if adapter is not None:
+                request_model = f"{method}-r{r - 1}-lora"
+                serve = serve.model_copy(update={"served_model_name": cfg.serve.served_model_name,
+                                                 "adapters": {request_model: str(adapter)}})
+            agent = spec.apply(self._agent(cfg.bootstrap.agent, method, temperature=cfg.round_temperature))
+            self.log(f"bootstrap {method} round {r}: {n_tasks} unsolved training tasks x {cfg.round_attempts} "
+                     f"attempts with the round-{r - 1} model ({spec.regime}, {spec.wire})")
+            with vllm_server(serve) as server:
+                boot = cfg.bootstrap.model_copy(update={
+                    "store": self.layout.store(method, r), "endpoints": [server.base_url], "model": request_model,
+                    "attempts_per_task": cfg.round_attempts, "target_correct": n_tasks * cfg.round_attempts,
+                    "env": self._env(cfg.bootstrap.env),
+                    "tasks": TaskConfig(format="custom", path=str(tasks_file), split="train"), "agent": agent,
+                })
+                self._run_bootstrap(boot, serve, run_id)
+
+    def export(self, method: str, r: int) -> None:
+        from actune.bootstrap.export import export_dataset
+
+        stores = [self.layout.store(method, k) for k in range(1, r + 1) if self.layout.store(method, k).exists()]
+        export_cfg = self.cfg.bootstrap.export.model_copy(update={"steps_method": method, "seed": self.cfg.seed})
+        summary = export_dataset(stores, self.layout.dataset(method, r), self.cfg.train.wire_format, export_cfg)
+        self.log(f"export {method} round {r}: {summary.exported} examples from {len(stores)} store(s)")
+
+    def train(self, method: str, r: int) -> None:
+        from actune.train.run import train
+
+        tcfg = self.cfg.train.model_copy(update={"dataset": self.layout.dataset(method, r),
+                                                 "output_dir": self.layout.adapter(method, r),
+                                                 "seed": self.cfg.seed})
+        train(tcfg, log=self.log)
+
+    def eval(self, method: str) -> None:
+        from actune.eval.config import EvalModel
+        from actune.eval.run import run_eval
+        from actune.run_config import RunConfig
+
+        cfg = self.cfg
+        base = cfg.serve.model
+        models = [EvalModel(label="prompted", model=base)]
+        if cfg.oracle_baseline:
+            models.append(EvalModel(label="prompted-oracle", model=base, agent={"exemplar_kinds": ["task"]}))
+        for r in range(1, cfg.rounds + 1):
+            model, adapter = self.tuned_model(method, r)
+            models.append(EvalModel(label=f"tuned-r{r}", model=model, adapter=adapter))
+        ecfg = cfg.eval.model_copy(update={
+            "out_dir": self.layout.eval_dir(method), "models": models, "env": self._env(cfg.eval.env),
+            "tasks": self._tasks("test"), "agent": self._agent(cfg.eval.agent, method), "endpoints": [],
+        })
+        run_eval(RunConfig(name=f"{cfg.name}-{method}", serve=cfg.serve, eval=ecfg), show_progress=self.show_progress)
+
+    def report(self) -> None:
+        from actune.cli.quickstart_report import write_quickstart_report
+
+        paths = write_quickstart_report(self.cfg, self.layout)
+        self.log(f"report: {paths['md']}")
+
+
+def plan_stages(cfg: QuickstartConfig, pipe: _Pipeline, kind: str) -> list[Stage]:
+    """Every stage in order, with its share of the estimated time."""
+    est = estimate_seconds(cfg, kind)
+    n_methods, rounds = len(cfg.methods), cfg.rounds
+    stages = [Stage("world", 5, pipe.world),
+              Stage("bootstrap round 1", est["bootstrap"] / rounds, pipe.bootstrap_round1)]
+    for r in range(1, rounds + 1):
+        if r > 1:
+            stages.append(Stage(f"bootstrap round {r}", est["bootstrap"] / rounds,
+                                lambda r=r: pipe.bootstrap_round(r)))
+        for m in cfg.methods:
+            stages.append(Stage(f"export {m} round {r}", 10, lambda m=m, r=r: pipe.export(m, r)))
+            stages.append(Stage(f"train {m} round {r}", est["train"] / (n_methods * rounds),
+                                lambda m=m, r=r: pipe.train(m, r)))
+    for m in cfg.methods:
+        stages.append(Stage(f"eval {m}", est["eval"] / n_methods, lambda m=m: pipe.eval(m)))
+    stages.append(Stage("report", 5, pipe.report))
+    return stages
+
+
+def run_quickstart(cfg: QuickstartConfig, out: Path, *, show_progress: bool = True,
+                   log: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True)) -> Path:
+    """Run (or resume) every stage; return the path of ``report.md``."""
+    layout = Layout(Path(out))
+    layout.out.mkdir(parents=True, exist_ok=True)
+    state = _load_state(layout, cfg)
+    kind = hardware_kind()
+    pipe = _Pipeline(cfg, layout, show_progress, log)
+    stages = plan_stages(cfg, pipe, kind)
+    done: dict[str, Any] = state["done"]
+    left = [s for s in stages if s.name not in done]
+    from actune.cpu_features import describe_cpu
+
+    log(f"quickstart {cfg.name} (seed {cfg.seed}) -> {layout.out}: {len(stages)} stages, {len(left)} to run; "
+        f"estimated {_fmt(sum(s.estimate_s for s in left))} on {kind} ({describe_cpu()})")
+    t0 = time.monotonic()
+    _save_state(layout, state)
+    with _sigterm_as_interrupt():
+        for i, stage in enumerate(stages, 1):
+            if stage.name in done:
+                continue
+            remaining = sum(s.estimate_s for s in stages[i - 1:] if s.name not in done)
+            log(f"\n=== [{i}/{len(stages)}] {stage.name} · elapsed {_fmt(time.monotonic() - t0)} · "
+                f"about {_fmt(remaining)} left")
+            s0 = time.monotonic()
+            stage.run()
+            done[stage.name] = {"wall_s": round(time.monotonic() - s0, 1),
+                                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            _save_state(layout, state)
+    log(f"quickstart: done in {_fmt(time.monotonic() - t0)}")
+    return layout.out / "report.md"

@@ -1,0 +1,92 @@
+"""The smoke preset end to end on the real vLLM server and the real embedded model: every stage runs
+(world, two bootstrap passes on one server, export, train with a dev slice, merge, round-2 bootstrap
+with the tuned model, retrain, eval of four models on held-out questions, report), then a rerun resumes
+with nothing left to do.
+
+It starts its own servers (the quickstart does, one after another), so it does not use the session
+server; that one sits idle meanwhile.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from actune.cli.quickstart_config import load_quickstart
+from actune.cli.quickstart_run import Layout, run_quickstart
+
+pytestmark = [pytest.mark.server, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def smoke_run(embedded_model, tmp_path_factory):
+    if importlib.util.find_spec("vllm") is None:
+        pytest.skip("vLLM is not installed")
+    from actune.serve.server import free_port
+
+    out = tmp_path_factory.mktemp("quickstart") / "smoke"
+    cfg = load_quickstart("smoke", [f"serve.port={free_port()}"])
+    logs: list[str] = []
+    report = run_quickstart(cfg, out, show_progress=False, log=logs.append)
+    return cfg, Layout(out), report, logs
+
+
+def test_every_stage_ran_and_the_report_has_its_structure(smoke_run) -> None:
+    cfg, layout, report, logs = smoke_run
+    assert logs[0].startswith("quickstart quickstart-smoke (seed 0)") and "estimated" in logs[0]
+    state = json.loads(layout.state.read_text())
+    assert list(state["done"]) == [
+        "world", "bootstrap round 1", "export react round 1", "train react round 1",
+        "bootstrap round 2", "export react round 2", "train react round 2", "eval react", "report",
+    ]
+    data = json.loads((layout.out / "report.json").read_text())
+    assert [r["label"] for r in data["rows"]] == ["prompted", "prompted-oracle", "tuned-r1", "tuned-r2"]
+    for row in data["rows"]:
+        assert row["correct_grounded"]["n"] == cfg.world.n_test  # every held-out question, each model
+        assert 0.0 <= row["correct_grounded"]["mean"] <= row["correct"]["mean"] <= 1.0
+    for row in data["rows"][1:]:
+        assert row["vs_prompted"]["tasks"] == cfg.world.n_test
+        assert set(row["vs_prompted"]) >= {"diff", "b", "c", "p_value", "ratio"}
+    for row in data["rows"][2:]:
+        assert set(row["bar"]) == {"ratio", "points", "p", "met"}
+    assert report.read_text().startswith("# Quickstart quickstart-smoke, seed 0")
+    assert (layout.out / "scores.png").read_bytes()[:4] == b"\x89PNG"
+    assert (layout.eval_dir("react") / "report.md").is_file()
+
+
+def test_rounds_train_on_what_they_should(smoke_run) -> None:
+    cfg, layout, _, _ = smoke_run
+    from actune.bootstrap.judge import verdict_of
+    from actune.trajectory import read_trajectories
+
+    r1 = list(read_trajectories(layout.store("react", 1)))
+    solved = {t.task.id for t in r1 if verdict_of(t).kept}
+    round2_tasks = [json.loads(line)["id"] for line in layout.round_tasks("react", 2).read_text().splitlines()]
+    train_ids = [json.loads(line)["id"] for line in (layout.world / "train.jsonl").read_text().splitlines()]
+    assert round2_tasks == [i for i in train_ids if i not in solved]  # round 2 works on the unsolved ones
+    r2 = list(read_trajectories(layout.store("react", 2)))
+    assert {t.task.id for t in r2} <= set(round2_tasks)
+    assert {t.model.regime for t in r2} == {"zero_shot"}  # the tuned model, with its own prompt spec
+    for r in (1, 2):
+        adapter = layout.adapter("react", r)
+        meta = json.loads((adapter / "training_meta.json").read_text())
+        assert meta["best_step"] is not None and meta["eval_losses"]
+        assert (adapter / "loss.png").is_file() and (adapter / "merged" / "actune_prompt.json").is_file()
+        summary = json.loads((layout.dataset("react", r) / "export_summary.json").read_text())
+        assert summary["exported"] == meta["examples"] if "examples" in meta else summary["exported"] > 0
+    test_ids = {json.loads(line)["id"] for line in (layout.world / "test.jsonl").read_text().splitlines()}
+    trained = {t["id"] for t in json.loads((layout.adapter("react", 2) / "training_tasks.json").read_text())}
+    assert trained and not trained & test_ids
+
+
+def test_rerun_resumes_with_nothing_left(smoke_run) -> None:
+    cfg, layout, report, _ = smoke_run
+    before = (layout.out / "report.json").read_text()
+    logs: list[str] = []
+    run_quickstart(cfg, layout.out, show_progress=False, log=logs.append)
+    assert "9 stages, 0 to run" in logs[0]
+    assert not any(line.startswith("\n===") for line in logs)  # no stage ran again
+    assert (layout.out / "report.json").read_text() == before
