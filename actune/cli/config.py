@@ -21,6 +21,7 @@ CONFIG_KINDS = {
     "env": "actune.envs.config:EnvConfig",
     "tasks": "actune.tasks.config:TaskConfig",
     "world": "actune.world.config:WorldConfig",
+    "quickstart": "actune.cli.quickstart_config:QuickstartConfig",
 }
 
 

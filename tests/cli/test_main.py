@@ -16,7 +16,7 @@ def actune(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
 def test_help_lists_every_command():
     out = actune("--help")
     assert out.returncode == 0
-    for cmd in ("config", "model", "serve", "run", "world", "bootstrap", "export", "train", "eval"):
+    for cmd in ("config", "model", "serve", "run", "world", "bootstrap", "export", "train", "eval", "quickstart"):
         assert cmd in out.stdout
 
 
@@ -30,7 +30,7 @@ def test_config_show_resolves_file_and_overrides():
 
 
 def test_every_shipped_config_is_valid_and_recognised():
-    expected = {"world.yaml": "world", "envs": "env", "tasks": "tasks"}
+    expected = {"world.yaml": "world", "envs": "env", "tasks": "tasks", "quickstart": "quickstart"}
     files = sorted((REPO / "configs").rglob("*.yaml"))
     assert len(files) >= 6
     for f in files:
