@@ -59,6 +59,9 @@ class TrainConfig(StrictModel):
     training_meta.json); one left without a trained token is dropped."""
     packing: bool = False
     """Pack several trajectories into one sequence (TRL packing)."""
+    gradient_checkpointing: bool = False
+    """Recompute activations in the backward pass to save memory (TRL turns it on by default). Off: a
+    small model's activations fit easily, and recomputing costs about a third more compute per step."""
     dtype: Literal["auto", "bfloat16", "float32"] = "auto"
     """Weights and compute dtype. auto: on GPU bfloat16 where supported, else float32; on CPU bfloat16
     only where the CPU has bf16 instructions (AVX512-BF16 or AMX: faster and lighter than float32),

@@ -331,7 +331,7 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] = print) -> TrainResul
         per_device_train_batch_size=cfg.per_device_train_batch_size,
         per_device_eval_batch_size=cfg.per_device_train_batch_size,
         gradient_accumulation_steps=cfg.gradient_accumulation_steps, max_length=cfg.max_length,
-        packing=cfg.packing, bf16=dtype == "bfloat16", seed=cfg.seed, data_seed=cfg.seed,
+        packing=cfg.packing, gradient_checkpointing=cfg.gradient_checkpointing, bf16=dtype == "bfloat16", seed=cfg.seed, data_seed=cfg.seed,
         logging_steps=cfg.logging_steps, save_steps=1 if has_dev else cfg.save_steps, save_total_limit=2,
         eval_strategy="steps" if has_dev else "no", eval_steps=1 if has_dev else None,
         load_best_model_at_end=has_dev, metric_for_best_model="eval_loss" if has_dev else None,
