@@ -204,27 +204,53 @@ class _Pipeline:
         run_bootstrap(run, show_progress=self.show_progress, run_id=run_id)
 
     # round 1: every pass of every method against one server of the base model
+    def _round1_work(self) -> list[tuple[str, int, Any]]:
+        """(method, pass index, bootstrap config) of every pass that still has episodes to run."""
+        from actune.bootstrap.store import read_state
+        from actune.tasks.loading import load_tasks
+
+        cfg = self.cfg
+        work = []
+        for method in cfg.methods:
+            store = self.layout.store(method, 1)
+            state = read_state(store) if store.exists() and store.stat().st_size else None
+            for i, p in enumerate(cfg.passes):
+                target = max(1, math.ceil(p.share * cfg.bootstrap.target_correct))
+                tasks = self._tasks("train", where={"kind": p.kind} if p.kind else {}, limit=p.limit)
+                if state is not None:
+                    if state.kept >= target:
+                        continue
+                    ids = [t.id for t in load_tasks(tasks)]
+                    if all((tid, method, a) in state.done for a in range(cfg.bootstrap.attempts_per_task)
+                           for tid in ids):
+                        continue
+                agent = self._agent(cfg.bootstrap.agent, method,
+                                    exemplar_kinds=[p.kind] if p.kind and p.type_matched else None)
+                boot = cfg.bootstrap.model_copy(update={
+                    "store": store, "target_correct": target, "env": self._env(cfg.bootstrap.env),
+                    "tasks": tasks, "agent": agent,
+                })
+                work.append((method, i, boot))
+                state = None  # later passes depend on what this one keeps: let the stage decide
+        return work
+
     def bootstrap_round1(self) -> None:
         from actune.bootstrap.run import make_run_id
         from actune.serve.server import vllm_server
 
         cfg = self.cfg
+        work = self._round1_work()
+        if not work:  # a resumed run whose passes are all done: no server to start
+            self.log("bootstrap round 1: every pass is done")
+            return
         run_id = make_run_id(f"{cfg.name}-r1")
         with vllm_server(cfg.serve) as server:
-            for method in cfg.methods:
-                for i, p in enumerate(cfg.passes):
-                    target = max(1, math.ceil(p.share * cfg.bootstrap.target_correct))
-                    where = {"kind": p.kind} if p.kind else {}
-                    agent = self._agent(cfg.bootstrap.agent, method,
-                                        exemplar_kinds=[p.kind] if p.kind and p.type_matched else None)
-                    self.log(f"bootstrap {method} round 1, pass {i + 1}/{len(cfg.passes)} "
-                             f"({p.kind or 'all kinds'}): until {target} kept")
-                    boot = cfg.bootstrap.model_copy(update={
-                        "store": self.layout.store(method, 1), "endpoints": [server.base_url],
-                        "model": server.model, "target_correct": target, "env": self._env(cfg.bootstrap.env),
-                        "tasks": self._tasks("train", where=where, limit=p.limit), "agent": agent,
-                    })
-                    self._run_bootstrap(boot, cfg.serve, run_id)
+            for method, i, boot in work:
+                p = cfg.passes[i]
+                self.log(f"bootstrap {method} round 1, pass {i + 1}/{len(cfg.passes)} "
+                         f"({p.kind or 'all kinds'}): until {boot.target_correct} kept")
+                boot = boot.model_copy(update={"endpoints": [server.base_url], "model": server.model})
+                self._run_bootstrap(boot, cfg.serve, run_id)
 
     def tuned_model(self, method: str, r: int) -> tuple[str, Path | None]:
         """(model to serve, adapter or None) of round ``r``'s tuned model: merged weights when trained
