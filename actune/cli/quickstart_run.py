@@ -149,8 +149,15 @@ def _load_state(layout: Layout, cfg: QuickstartConfig) -> dict[str, Any]:
     if state.get("config") != config:
         old = state.get("config") or {}
         keys = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
+        if keys == ["rounds"] and config["rounds"] > old.get("rounds", 0):
+            # More rounds on a finished run: earlier rounds stay valid (round r reads only rounds < r);
+            # eval and report are redone, and eval's stores skip the models already evaluated.
+            state["done"] = {k: v for k, v in state["done"].items() if not k.startswith(("eval ", "report"))}
+            state["config"] = config
+            return state
         raise ConfigError(f"{layout.out} holds a quickstart run with other settings (differs in: "
-                          f"{', '.join(keys)}); use another --out, or the same preset, seed and overrides to resume")
+                          f"{', '.join(keys)}); use another --out, or the same preset, seed and overrides to resume "
+                          "(only --rounds may grow)")
     return state
 
 

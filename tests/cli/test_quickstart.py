@@ -59,6 +59,20 @@ def test_state_resumes_the_same_config_and_refuses_another(tmp_path: Path) -> No
         _load_state(layout, load_quickstart("smoke", ["seed=7"]))
 
 
+def test_more_rounds_extend_a_run_and_redo_only_eval_and_report(tmp_path: Path) -> None:
+    layout = Layout(tmp_path)
+    state = _load_state(layout, load_quickstart("smoke", ["rounds=1"]))
+    state["done"] = {name: {"wall_s": 1.0} for name in ("world", "bootstrap round 1", "export react round 1",
+                                                       "train react round 1", "eval react", "report")}
+    _save_state(layout, state)
+    grown = _load_state(layout, load_quickstart("smoke", ["rounds=2"]))
+    assert list(grown["done"]) == ["world", "bootstrap round 1", "export react round 1", "train react round 1"]
+    assert grown["config"]["rounds"] == 2
+    _save_state(layout, grown)
+    with pytest.raises(ConfigError, match="only --rounds may grow"):
+        _load_state(layout, load_quickstart("smoke", ["rounds=1"]))
+
+
 def test_tasks_left_for_round_two_are_the_unsolved_ones(tmp_path: Path) -> None:
     from actune.bootstrap.judge import judge, record_verdict
     from actune.trajectory import TaskRecord, Trajectory
