@@ -86,16 +86,19 @@ class Stage:
 
 
 # --- estimates -------------------------------------------------------------------------------------
-# Rates measured with the embedded model (SmolLM2-135M) on 2 cores; see the README's quickstart section.
-# They only feed the ETA printed up front: the stages themselves show live progress.
+# Rates of the embedded model (SmolLM2-135M) on 2 cores: cpu-bf16 measured by the full preset's seed-1 run
+# (README, AMD EPYC with AVX512_BF16: bootstrap 2,900 and eval 3,900 episodes an hour, training 128 tokens/s
+# with dev evaluations); cpu-fp32 scaled from the AVX2-only figures in the notes (float32 serving about a
+# quarter of that, training about 45 tokens/s); cuda is a guess. They only feed the ETA printed up front:
+# the stages show live progress.
 _RATES = {
-    # episodes/hour (bootstrap, eval), trained tokens/s, server start s
-    "cpu-bf16": {"episodes_h": 2500.0, "train_tok_s": 450.0, "server_s": 45.0},
-    "cpu-fp32": {"episodes_h": 1200.0, "train_tok_s": 200.0, "server_s": 45.0},
+    "cpu-bf16": {"episodes_h": 3000.0, "train_tok_s": 128.0, "server_s": 40.0},
+    "cpu-fp32": {"episodes_h": 800.0, "train_tok_s": 45.0, "server_s": 40.0},
     "cuda": {"episodes_h": 40000.0, "train_tok_s": 20000.0, "server_s": 90.0},
 }
-_TOKENS_PER_EXAMPLE = 420  # zero-shot world episode, prompt included (measured mean of exported sets)
-_KEEP_RATE = 0.3  # round-1 keep rate with type-matched exemplars (probe: 24-43% per sample for single/bridge)
+_TOKENS_PER_EXAMPLE = 335  # zero-shot world episode, prompt included (seed-1 run: 75.6k tokens / 226 examples)
+_KEEP_RATE = 0.2  # round-1 keep rate with type-matched exemplars (seed-1 run: 321 of 1,600)
+_EXPORTED = 0.7  # share of kept episodes left after near-duplicate removal and the per-task cap (226 of 321)
 
 
 def hardware_kind() -> str:
@@ -119,12 +122,13 @@ def estimate_seconds(cfg: QuickstartConfig, kind: str) -> dict[str, float]:
     boot_eps = min(target / _KEEP_RATE, cfg.world.n_train * cfg.bootstrap.attempts_per_task)
     later = max(0, cfg.rounds - 1) * cfg.world.n_train * 0.5 * cfg.round_attempts  # about half unsolved
     boot = n_methods * (boot_eps + later) / rate["episodes_h"] * 3600 + cfg.rounds * rate["server_s"]
-    cap = cfg.bootstrap.export.max_per_task
-    examples = min(target, cap * cfg.world.n_train) if cap else target
+    examples = _EXPORTED * min(target, boot_eps * _KEEP_RATE)
     epochs = cfg.train.num_train_epochs if cfg.train.max_steps <= 0 else (
         cfg.train.max_steps * cfg.train.per_device_train_batch_size / max(examples, 1))
-    rounds_examples = sum(min(examples * (1 + 0.5 * r), cfg.world.n_train * 2) for r in range(cfg.rounds))
-    train = n_methods * rounds_examples * _TOKENS_PER_EXAMPLE * epochs / rate["train_tok_s"] * 1.25  # dev evals
+    # each later round adds what it keeps (about a fifth of its episodes) to the retraining set
+    rounds_examples = sum(examples + r * _EXPORTED * _KEEP_RATE * cfg.world.n_train * 0.5 * cfg.round_attempts
+                          for r in range(cfg.rounds))
+    train = n_methods * rounds_examples * _TOKENS_PER_EXAMPLE * epochs / rate["train_tok_s"]
     n_models = 1 + int(cfg.oracle_baseline) + cfg.rounds
     evals = n_methods * (cfg.world.n_test * n_models / rate["episodes_h"] * 3600 + n_models * rate["server_s"])
     return {"bootstrap": boot, "train": train, "eval": evals}
