@@ -7,14 +7,14 @@ Every record falls in exactly one mode:
 - ``answered_wrong_grounded``: a wrong answer although every supporting page was read (a reasoning or
   reading error);
 - ``answered_wrong_ungrounded``: a wrong answer and a supporting page never read (a search error);
-- ``answered_wrong_unchecked``: a wrong answer to a task that names no supporting pages;
+- ``answered_wrong_unchecked``: a wrong answer to a task that names no supporting pages, or by a method that
+  reads none (Standard, CoT: grounding does not apply);
 - ``no_answer_<reason>``: no answer; the finish reason says why (``max_steps``, ``repetition``,
   ``parse_errors``, ``context_overflow``, ``server_error``, ``env_done``); a record that says
   ``answered`` but holds no prediction counts as ``no_answer_parse_errors`` (nothing could be read as one).
 
-"Read" means the page titles of the episode's observations (``info.env_info.titles``), compared with the
-task's ``meta.supporting_titles`` after :func:`actune.envs.titles.normalize_title`, as the bootstrap judge
-does.
+Grounded or not is the bootstrap judge's rule (:func:`actune.bootstrap.judge.judge`): every supporting page
+read, or for FEVER any one whole evidence set, so the outcome table and the headline never disagree.
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from actune.bootstrap.judge import titles_read
-from actune.envs.titles import normalize_title
+from actune.bootstrap.judge import judge
 from actune.trajectory import FINISH_REASONS, Trajectory
 
 __all__ = ["FAILURE_MODES", "failure_mode", "failure_counts"]
@@ -45,13 +44,10 @@ def failure_mode(traj: Trajectory) -> str:
     if traj.prediction is None:
         reason = traj.finish_reason if traj.finish_reason != "answered" else "parse_errors"
         return f"no_answer_{reason}"
-    supporting = [str(t) for t in traj.task.meta.get("supporting_titles") or []]
-    if not supporting:
+    verdict = judge(traj)
+    if not (verdict.grounding_checked and verdict.grounding_applies):
         return "answered_wrong_unchecked"
-    read = {normalize_title(t) for t in titles_read(traj)}
-    if all(normalize_title(t) in read for t in supporting):
-        return "answered_wrong_grounded"
-    return "answered_wrong_ungrounded"
+    return "answered_wrong_grounded" if verdict.grounded else "answered_wrong_ungrounded"
 
 
 def failure_counts(records: Iterable[Trajectory]) -> dict[str, int]:

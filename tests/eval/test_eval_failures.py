@@ -29,6 +29,17 @@ def test_each_record_gets_its_mode() -> None:
         assert mode in FAILURE_MODES
 
 
+def test_grounding_follows_the_judge_evidence_sets_and_no_page_methods() -> None:
+    fever = record("m", correct=False, supporting=["A", "B"], read=["B"])
+    fever.task.meta["evidence_sets"] = [["A"], ["B"]]  # one whole set read is enough
+    assert failure_mode(fever) == "answered_wrong_grounded"
+    fever.info["env_info"]["titles"] = []
+    assert failure_mode(fever) == "answered_wrong_ungrounded"
+    cot = record("n", correct=False, supporting=["Sony"], read=[])
+    cot.method = "cot"  # reads no pages: grounding does not apply
+    assert failure_mode(cot) == "answered_wrong_unchecked"
+
+
 def test_counts_cover_every_mode_in_order() -> None:
     counts = failure_counts(t for t, _ in CASES)
     assert list(counts) == list(FAILURE_MODES)
