@@ -31,12 +31,7 @@ BAR = {"ratio": 2.0, "points": 0.10, "p": 0.01}
 
 def _comparison(model: dict[str, Any], metric: str) -> dict[str, Any] | None:
     """The paired comparison of ``model`` against the first model of its report, for ``metric``."""
-    vs = model.get("vs_first")
-    if not vs:
-        return None
-    if "metric" in vs:  # one comparison
-        return vs if vs["metric"] == metric else None
-    return vs.get(metric)
+    return (model.get("vs_first") or {}).get(metric)
 
 
 def headline_rows(report: dict[str, Any], method: str) -> list[dict[str, Any]]:

@@ -299,7 +299,9 @@ class _Pipeline:
                          if line.strip() and json.loads(line)["id"] not in solved]
                 tasks_file.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write_text(tasks_file, "".join(line + "\n" for line in lines))
-            n_tasks = sum(1 for line in tasks_file.read_text(encoding="utf-8").splitlines() if line.strip())
+            else:
+                lines = [line for line in tasks_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+            n_tasks = len(lines)
             if n_tasks == 0:
                 self.log(f"bootstrap {method} round {r}: every training task is solved; nothing to do")
                 continue
