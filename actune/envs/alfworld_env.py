@@ -1,7 +1,8 @@
 """ALFWorld: household TextWorld games (ReAct's and ReflAct's decision-making benchmark).
 
-Each task is one ``game.tw-pddl`` file, played with the ``alfworld`` package's PDDL grammar through
-TextWorld (extra ``alfworld``: ``pip install 'actune[alfworld]'``; see shared/notes/alfworld-offline.md).
+Each task is one ``game.tw-pddl`` file (:mod:`actune.alfworld_games` finds them), played with the
+``alfworld`` package's PDDL grammar through TextWorld (extra ``alfworld``: ``pip install 'actune[alfworld]'``;
+see shared/notes/alfworld-offline.md).
 Actions are the game's own commands (``go to desk 1``, ``take mug 1 from desk 1``, ``put mug 1 in/on
 shelf 2``...), written after ``>`` in ReAct's format and parsed as verb + rest; ReAct's sparse
 reasoning is the action ``think: ...``, which the game never sees and which returns ``OK.``.
@@ -11,7 +12,6 @@ finish action. A command the game does not know returns its own ``Nothing happen
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -21,28 +21,7 @@ from actune.envs.config import EnvConfig
 from actune.envs.wiki_env import clip_observation
 from actune.task import Task
 
-__all__ = ["AlfWorldEnv", "from_config", "find_games", "game_task", "load_games", "TASK_TYPES", "GAME_FILE"]
-
-GAME_FILE = "game.tw-pddl"
-
-#: ALFWorld's six task types (directory-name prefix) -> ReAct's short name (its prompt keys use it).
-TASK_TYPES = {
-    "pick_and_place_simple": "put",
-    "look_at_obj_in_light": "examine",
-    "pick_clean_then_place_in_recep": "clean",
-    "pick_heat_then_place_in_recep": "heat",
-    "pick_cool_then_place_in_recep": "cool",
-    "pick_two_obj_and_place": "puttwo",
-}
-
-_GOALS = {
-    "put": "put a {obj} in/on the {recep}",
-    "examine": "look at the {obj} under the {recep}",
-    "clean": "clean a {obj} and put it in/on the {recep}",
-    "heat": "heat a {obj} and put it in/on the {recep}",
-    "cool": "cool a {obj} and put it in/on the {recep}",
-    "puttwo": "put two {obj}s in/on the {recep}",
-}
+__all__ = ["AlfWorldEnv", "from_config"]
 
 #: The verbs of ALFWorld's command grammar, plus ReAct's ``think``.
 VERBS = ("go", "take", "put", "move", "open", "close", "toggle", "clean", "heat", "cool", "use", "slice",
@@ -52,39 +31,6 @@ VERBS = ("go", "take", "put", "move", "open", "close", "toggle", "clean", "heat"
 _PUT = re.compile(r"^put (.+?) (?:in/on|into|onto|in|on) (.+)$")
 _ARRIVE = re.compile(r"^You arrive at [^.]*\.\s+(?=\S)")
 _MOVED = re.compile(r"^You move the (.+?) to the (.+?)\.$")
-
-
-def find_games(folder: str | Path) -> list[Path]:
-    """Every ``game.tw-pddl`` under ``folder``, in path order."""
-    root = Path(folder)
-    if not root.is_dir():
-        raise FileNotFoundError(f"{root}: ALFWorld games folder not found")
-    return sorted(root.rglob(GAME_FILE))
-
-
-def game_task(game_file: str | Path, root: str | Path | None = None, split: str = "test") -> Task:
-    """The task of one game: id from its path, a readable goal from its folder name
-    (``pick_and_place_simple-Book-None-Sofa-229`` -> "put a Book in/on the Sofa"); the game's own
-    goal text comes with the first observation."""
-    path = Path(game_file)
-    trial = path.parent
-    game_dir = trial.parent.name
-    parts = game_dir.split("-")
-    task_type = TASK_TYPES.get(parts[0], parts[0])
-    obj = parts[1] if len(parts) > 1 else "object"
-    recep = parts[3] if len(parts) > 3 else "receptacle"
-    goal = _GOALS.get(task_type, "solve the task").format(obj=obj, recep=recep)
-    rel = path.relative_to(root).parent.as_posix() if root is not None else f"{game_dir}/{trial.name}"
-    return Task(id=rel, question=goal, answer="", env="alfworld", split=split,
-                meta={"gamefile": str(path.resolve()), "task_type": task_type, "game": game_dir, "metric": "won"})
-
-
-def load_games(folder: str | Path, split: str = "test", limit: int | None = None) -> list[Task]:
-    """Tasks for every game under ``folder`` (first ``limit`` in path order)."""
-    games = find_games(folder)
-    if not games:
-        raise FileNotFoundError(f"{folder}: no {GAME_FILE} files found")
-    return [game_task(g, folder, split) for g in games[:limit]]
 
 
 def _require_textworld() -> None:
@@ -170,11 +116,6 @@ class AlfWorldEnv:
         obs = _MOVED.sub(r"You put the \1 in/on the \2.", obs)
         return StepResult(clip_observation(obs, self.max_observation_chars), done=self.done,
                           info={"won": self.won, "admissible_commands": self.admissible})
-
-
-def walkthrough(game_file: str | Path) -> list[str]:
-    """The stored expert command list of a game (for tests and sanity checks, never for agents)."""
-    return list(json.loads(Path(game_file).read_text())["walkthrough"])
 
 
 def from_config(cfg: EnvConfig) -> AlfWorldEnv:

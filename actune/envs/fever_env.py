@@ -10,11 +10,9 @@ from __future__ import annotations
 from actune.envs.base import StepResult
 from actune.envs.config import EnvConfig
 from actune.envs.wiki_env import WikiEnv, make_backend
-from actune.tasks.metrics import normalize_label
+from actune.text import FEVER_LABELS, normalize_label
 
-__all__ = ["FEVER_LABELS", "normalize_label", "FeverEnv", "from_config"]
-
-FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+__all__ = ["FeverEnv", "from_config"]
 
 
 class FeverEnv(WikiEnv):

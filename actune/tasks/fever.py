@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from actune.atomic_write import atomic_writer
-from actune.envs.sentences import split_sentences
 from actune.task import Task
-from actune.tasks.metrics import normalize_label
 from actune.tasks.sources import TaskFileError
+from actune.text import normalize_label, split_sentences
 
 __all__ = ["fever_title", "fever_task", "write_wiki_from_observation_cache"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
+from actune.alfworld_games import load_games
 from actune.task import Task
 from actune.tasks.config import TaskConfig
 from actune.tasks.custom import custom_task
@@ -48,8 +49,6 @@ def load_tasks(cfg: TaskConfig) -> list[Task]:
     if cfg.format == "alfworld":
         if cfg.path is None:
             raise TaskFileError("tasks: format 'alfworld' needs 'path', a folder of ALFWorld games")
-        from actune.envs.alfworld_env import load_games
-
         try:
             tasks = load_games(cfg.path, cfg.split)
         except FileNotFoundError as e:

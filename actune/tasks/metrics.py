@@ -13,14 +13,13 @@ import string
 from collections import Counter
 
 from actune.task import Task
+from actune.text import normalize_label
 
-__all__ = ["normalize_answer", "exact_match", "f1_score", "qa_scores", "normalize_label",
-           "score_prediction"]
+__all__ = ["normalize_answer", "exact_match", "f1_score", "qa_scores", "score_prediction"]
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = frozenset(string.punctuation)
 _YES_NO = ("yes", "no", "noanswer")
-_FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 
 
 def normalize_answer(s: str) -> str:
@@ -56,12 +55,6 @@ def qa_scores(prediction: str, golds: list[str]) -> dict[str, float]:
     f1s = [f1_score(prediction, g) for g in golds]
     return {"em": em, "f1": max(f[0] for f in f1s), "precision": max(f[1] for f in f1s),
             "recall": max(f[2] for f in f1s)}
-
-
-def normalize_label(text: str) -> str | None:
-    """A FEVER label from free text (case, ``_``, spaces, trailing period forgiven), or None."""
-    key = " ".join(text.replace("_", " ").strip().strip(".").upper().split())
-    return key if key in _FEVER_LABELS else None
 
 
 _CITATION = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from actune.task import Task
-from actune.tasks.metrics import exact_match, f1_score, normalize_answer, normalize_label, qa_scores, score_prediction
+from actune.tasks.metrics import exact_match, f1_score, normalize_answer, qa_scores, score_prediction
 
 
 def test_normalize_answer_follows_the_official_order() -> None:
@@ -70,12 +70,6 @@ def test_score_prediction_dispatches_on_the_task() -> None:
     assert score_prediction(game, "done", {}) == (False, {"won": 0.0})
     label_task = Task(id="4", question="q", answer="REFUTES", env="wiki", meta={"metric": "label"})
     assert score_prediction(label_task, "refutes", {})[0]
-
-
-def test_normalize_label() -> None:
-    assert normalize_label(" supports. ") == "SUPPORTS"
-    assert normalize_label("NOT_ENOUGH_INFO") == "NOT ENOUGH INFO"
-    assert normalize_label("support") is None
 
 
 def test_docqa_citations_do_not_count_against_the_answer():

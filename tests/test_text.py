@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from actune.envs.sentences import split_sentences
+from actune.text import normalize_label, split_sentences
 
 
 def test_split_sentences_keeps_initials_and_abbreviations_together() -> None:
@@ -25,3 +25,9 @@ def test_split_sentences_splits_before_quotes_and_brackets() -> None:
 def test_split_sentences_of_empty_text_is_empty() -> None:
     assert split_sentences("") == []
     assert split_sentences("  \n \n") == []
+
+
+def test_normalize_label() -> None:
+    assert normalize_label(" supports. ") == "SUPPORTS"
+    assert normalize_label("NOT_ENOUGH_INFO") == "NOT ENOUGH INFO"
+    assert normalize_label("support") is None

@@ -1,13 +1,19 @@
-"""Sentence splitting for pages given as running text.
+"""Text helpers that environments and task loading both read: sentences and FEVER labels.
 
-Corpora in the HotpotQA format are already split into sentences and are served unchanged; this is
-for ``{"title", "text"}`` lines, ``"sentence_split": false`` paragraphs and MediaWiki extracts.
-A regex splitter with an abbreviation guard: good enough for ``lookup`` (the paper split on ". ").
+They live outside ``actune.envs`` and ``actune.tasks`` so that neither package imports the other.
+
+Sentence splitting: corpora in the HotpotQA format are already split into sentences and are served
+unchanged; this is for ``{"title", "text"}`` lines, ``"sentence_split": false`` paragraphs, MediaWiki
+extracts and
+the FEVER wiki built from ReAct's observation cache. A regex splitter with an abbreviation guard: good enough for
+``lookup`` (the paper split on ". ").
 """
 
 from __future__ import annotations
 
 import re
+
+__all__ = ["split_sentences", "FEVER_LABELS", "normalize_label"]
 
 # A boundary: end punctuation (optionally closed by a quote or bracket), whitespace, then something
 # that can start a sentence.
@@ -51,3 +57,12 @@ def split_sentences(text: str) -> list[str]:
         if piece:
             out.append(piece)
     return out
+
+
+FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+
+
+def normalize_label(text: str) -> str | None:
+    """A FEVER label from free text (case, ``_``, spaces, trailing period forgiven), or None."""
+    key = " ".join(text.replace("_", " ").strip().strip(".").upper().split())
+    return key if key in FEVER_LABELS else None
