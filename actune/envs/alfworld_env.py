@@ -18,7 +18,7 @@ from typing import Any
 
 from actune.envs.base import Action, StepResult
 from actune.envs.config import EnvConfig
-from actune.envs.wiki_env import clip_observation
+from actune.envs.observation import clip_observation
 from actune.task import Task
 
 __all__ = ["AlfWorldEnv", "from_config"]

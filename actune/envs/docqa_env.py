@@ -27,6 +27,7 @@ from typing import Any
 from actune.envs.base import Action, StepResult
 from actune.envs.config import EnvConfig
 from actune.envs.documents import Passage, read_documents
+from actune.envs.observation import page_result
 from actune.task import Task
 
 __all__ = ["DocQAEnv", "from_config", "tokenize"]
@@ -128,6 +129,7 @@ class DocQAEnv:
 
     name = "docqa"
     finish_action = "finish"
+    _result = page_result
 
     def __init__(self, passages: list[Passage], top_k: int = 3, dense_model: str | None = None,
                  max_observation_chars: int | None = 2000) -> None:
@@ -163,12 +165,6 @@ class DocQAEnv:
         lines.append("search[query]: the same as lexical_search[query].")
         lines.append("finish[answer]: returns the answer, citing sources like [1], and finishes the task.")
         return "\n".join(lines)
-
-    def _result(self, observation: str, done: bool = False, **info: Any) -> StepResult:
-        from actune.envs.wiki_env import clip_observation
-
-        info.setdefault("titles", [])
-        return StepResult(clip_observation(observation, self.max_observation_chars), done, info)
 
     def step(self, action: Action) -> StepResult:
         name = action.name.strip().lower()

@@ -22,9 +22,10 @@ from typing import Protocol
 from actune.envs.base import Action, StepResult
 from actune.envs.config import EnvConfig
 from actune.envs.corpus import WikiPage
+from actune.envs.observation import page_result
 from actune.task import Task
 
-__all__ = ["WikiBackend", "WikiEnv", "from_config", "make_backend", "clip_observation"]
+__all__ = ["WikiBackend", "WikiEnv", "from_config", "make_backend"]
 
 
 class WikiBackend(Protocol):
@@ -33,20 +34,13 @@ class WikiBackend(Protocol):
     def search(self, query: str, k: int = 5) -> list[tuple[str, float]]: ...
 
 
-def clip_observation(text: str, limit: int | None) -> str:
-    """Cut ``text`` to ``limit`` characters, saying so (the model should know text is missing)."""
-    if limit is None or len(text) <= limit:
-        return text
-    note = " [...observation cut]"
-    return text[: max(0, limit - len(note))].rstrip() + note
-
-
 class WikiEnv:
     """Search/lookup/finish over a wiki backend. Deterministic: no randomness anywhere."""
 
     name = "wiki"
     action_names = ("search", "lookup", "finish")
     finish_action = "finish"
+    _result = page_result
 
     def __init__(self, backend: WikiBackend, page_sentences: int = 5, similar_titles: int = 5,
                  max_observation_chars: int | None = 2000) -> None:
@@ -72,10 +66,6 @@ class WikiEnv:
             "lookup[keyword]: returns the next sentence containing keyword in the current passage.\n"
             "finish[answer]: returns the answer and finishes the task."
         )
-
-    def _result(self, observation: str, done: bool = False, **info) -> StepResult:
-        info.setdefault("titles", [])
-        return StepResult(clip_observation(observation, self.max_observation_chars), done, info)
 
     def step(self, action: Action) -> StepResult:
         name = action.name.strip().lower()

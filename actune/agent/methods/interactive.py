@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import AsyncIterator
+from typing import AsyncIterator, Callable
 
 from actune.agent.episode import Episode, Event, approx_tokens, truncate_observation
 from actune.agent.parser import ParsedStep, parse_step
@@ -108,6 +108,24 @@ def observation_events(ep: Episode, action: Action, i: int) -> tuple[list[Event]
     return events, False, False
 
 
+def dispatch_step(ep: Episode, parsed: ParsedStep, i: int, tokens: int, latency: float, meta: dict,
+                  errors_in_row: int, seen: Counter[tuple[str, str]], action_names: tuple[str, ...] | None,
+                  format_hint: Callable[[Episode, str | None], str]) -> tuple[list[Event], str, int]:
+    """The outcome of one parsed step: (events, outcome, errors in a row). ``outcome`` is ``"end"``
+    (answered, too many unusable actions in a row, or a repetition), ``"retry"`` (an unusable action got
+    a format hint) or ``"act"`` (``parsed.action`` is recorded and the environment should see it).
+    An action is usable when it parsed and, if ``action_names`` is given, is one of them."""
+    if parsed.answer is not None and (ep.env.finish_action or parsed.action is None):
+        return answer_events(ep, parsed, i, tokens, latency, meta), "end", errors_in_row
+    if parsed.action is None or (action_names and parsed.action.name not in action_names):
+        errors_in_row += 1
+        events, ended = parse_error_events(ep, parsed, i, tokens, latency, meta, errors_in_row,
+                                           format_hint(ep, parsed.error))
+        return events, "end" if ended else "retry", errors_in_row
+    events, ended = action_events(ep, parsed.action, parsed.action_text, i, tokens, latency, meta, seen)
+    return events, "end" if ended else "act", 0
+
+
 async def run_interactive(ep: Episode, method: str, budget: int | None = None) -> AsyncIterator[Event]:
     cfg, env, traj = ep.cfg, ep.env, ep.traj
     budget = budget or cfg.step_budget(env.name)
@@ -146,25 +164,14 @@ async def run_interactive(ep: Episode, method: str, budget: int | None = None) -
             tokens, latency = c2.usage.completion_tokens, c2.latency_s
             reprompted = True
         meta = {"reprompted": True} if reprompted else {}
-        if parsed.answer is not None and (env.finish_action or parsed.action is None):
-            for ev in answer_events(ep, parsed, i, tokens, latency, meta):
-                yield ev
-            return
-        if parsed.action is None or (env.action_names and parsed.action.name not in env.action_names):
-            errors_in_row += 1
-            events, ended = parse_error_events(ep, parsed, i, tokens, latency, meta, errors_in_row,
-                                               _format_hint(ep, parsed.error))
-            for ev in events:
-                yield ev
-            if ended:
-                return
-            continue
-        errors_in_row = 0
-        events, ended = action_events(ep, parsed.action, parsed.action_text, i, tokens, latency, meta, seen)
+        events, outcome, errors_in_row = dispatch_step(ep, parsed, i, tokens, latency, meta, errors_in_row, seen,
+                                                       env.action_names, _format_hint)
         for ev in events:
             yield ev
-        if ended:
+        if outcome == "end":
             return
+        if outcome == "retry":
+            continue
         events, ended, force_answer = observation_events(ep, parsed.action, i)
         for ev in events:
             yield ev

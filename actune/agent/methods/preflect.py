@@ -23,10 +23,8 @@ from actune.agent.critique import REFLECTOR_PREFILL, Critique, parse_critique, r
 from actune.agent.episode import Episode, Event
 from actune.agent.methods.interactive import (
     _final_answer_now,
-    action_events,
-    answer_events,
+    dispatch_step,
     observation_events,
-    parse_error_events,
 )
 from actune.agent.parser import ParsedStep, parse_step
 from actune.agent.planning_errors import PlanningErrorCatalog, load_catalog
@@ -157,26 +155,15 @@ async def run_preflect(ep: Episode) -> AsyncIterator[Event]:
             parsed = ParsedStep(parsed.thought, parsed2.action_text, parsed2.action, parsed2.answer, parsed2.error)
             tokens, latency = c2.usage.completion_tokens, c2.latency_s
             meta = {"reprompted": True}
-        if parsed.answer is not None and (env.finish_action or parsed.action is None):
-            for ev in answer_events(ep, parsed, i, tokens, latency, meta):
-                yield ev
-            return
-        if parsed.action is None:
-            errors_in_row += 1
-            events, ended = parse_error_events(ep, parsed, i, tokens, latency, meta, errors_in_row,
-                                               _format_hint(ep, parsed.error))
-            for ev in events:
-                yield ev
-            if ended:
-                return
-            continue
-        errors_in_row = 0
-        action = parsed.action
-        events, ended = action_events(ep, action, parsed.action_text, i, tokens, latency, meta, seen)
+        events, outcome, errors_in_row = dispatch_step(ep, parsed, i, tokens, latency, meta, errors_in_row, seen,
+                                                       _action_names(ep), _format_hint)
         for ev in events:
             yield ev
-        if ended:
+        if outcome == "end":
             return
+        if outcome == "retry":
+            continue
+        action = parsed.action
         if action.name == REPLAN_ACTION:
             yield Event("re_plan", i, {"reason": action.argument, "forced": False})
             async for ev in _plan_block(ep, prompt, catalog, i, {"reason": action.argument}):
