@@ -61,7 +61,7 @@ from actune.agent.render import (
     trajectory_prompt_context,
 )
 from actune.bootstrap.config import ExportConfig
-from actune.bootstrap.judge import verdict_of
+from actune.judge import verdict_of
 from actune.trajectory import Step, Trajectory, TrajectoryFormatError
 
 __all__ = ["ExportError", "ExportSummary", "MethodCounts", "SUMMARY_FILE", "WIRE_FORMATS", "chat_example",

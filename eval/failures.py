@@ -13,7 +13,7 @@ Every record falls in exactly one mode:
   ``parse_errors``, ``context_overflow``, ``server_error``, ``env_done``); a record that says
   ``answered`` but holds no prediction counts as ``no_answer_parse_errors`` (nothing could be read as one).
 
-Grounded or not is the bootstrap judge's rule (:func:`actune.bootstrap.judge.judge`): every supporting page
+Grounded or not is the bootstrap judge's rule (:func:`actune.judge.judge`): every supporting page
 read, or for FEVER any one whole evidence set, so the outcome table and the headline never disagree.
 """
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from actune.bootstrap.judge import judge
+from actune.judge import judge
 from actune.trajectory import FINISH_REASONS, Trajectory
 
 __all__ = ["FAILURE_MODES", "failure_mode", "failure_counts"]

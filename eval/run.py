@@ -12,13 +12,13 @@ Top to bottom, :func:`run_eval` does:
    weights, so a retrained adapter never reuses a stale server copy);
 2. refuse an eval that would score a model on tasks it was trained on (:func:`check_leakage`: the
    ``training_tasks.json`` of each adapter or merged model folder);
-3. open one store per model, ``out_dir/<label>/trajectories.jsonl`` (:mod:`actune.bootstrap.store`):
+3. open one store per model, ``out_dir/<label>/trajectories.jsonl`` (:mod:`actune.store`):
    a rerun resumes, running only the (task, attempt) pairs not yet stored;
 4. group the models by base model (:func:`group_by_base`, in order of first appearance) and, per group with
    episodes left, use ``eval.endpoints`` (one base only; adapters they do not serve yet are loaded) or start
    one server from the ``serve`` section with that base and its adapters loaded, stopped before the next
    group's starts;
-5. per model, :func:`actune.bootstrap.run.collect` runs ``concurrency`` episodes at once, each judged (the
+5. per model, :func:`actune.collect.collect` runs ``concurrency`` episodes at once, each judged (the
    judge's grounding verdict is kept in the record) and appended to the model's store as it finishes;
 6. read the stores back (only this run's tasks, attempts and method), compute scores with bootstrap
    intervals (``correct_grounded`` first), per-kind scores, cost per episode, failure modes and paired tests
@@ -39,15 +39,14 @@ from typing import Any
 
 from actune.agent.config import AgentConfig
 from actune.agent.prompt_spec import PROMPT_SPEC_FILE, find_prompt_spec, load_prompt_spec
-from actune.bootstrap.progress import Progress
-from actune.bootstrap.run import collect, make_run_id, pending_episodes
-from actune.bootstrap.store import TrajectoryStore
+from actune.collect import collect, load_unique_tasks, make_run_id, pending_episodes
 from actune.config import ConfigError
 from actune.eval.config import EvalConfig, EvalModel, model_agent
 from actune.eval.report import ModelResult, build_report, write_report
 from actune.eval.stats import HEADLINE
-from actune.run_config import RunConfig
+from actune.progress import Progress
 from actune.serve.config import ServeConfig
+from actune.store import TrajectoryStore
 from actune.task import Task
 from actune.trajectory import ModelRecord, Trajectory, read_trajectories
 
@@ -316,33 +315,20 @@ def _check_store_model(path: Path, plan: PlannedModel) -> None:
         return
 
 
-def _load_unique_tasks(cfg: EvalConfig) -> list[Task]:
-    from actune.tasks.loading import load_tasks
-
-    tasks = load_tasks(cfg.tasks)
-    if not tasks:
-        raise ConfigError(f"eval.tasks: no tasks loaded from {cfg.tasks.path or cfg.tasks.hf_dataset}")
-    seen: set[str] = set()
-    for t in tasks:
-        if t.id in seen:
-            raise ConfigError(f"eval.tasks: task id {t.id!r} appears twice; the stores key episodes by task id")
-        seen.add(t.id)
-    return tasks
-
-
-def run_eval(run: RunConfig, *, show_progress: bool = True, run_id: str | None = None) -> dict[str, Any]:
-    """Run the eval stage of ``run`` (resuming what its stores hold) and return the report."""
+def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_progress: bool = True,
+             run_id: str | None = None) -> dict[str, Any]:
+    """Run the eval stage (resuming what its stores hold) and return the report. ``serve`` starts the
+    servers when ``cfg.endpoints`` is empty; ``name`` is the run's (run ids, the report's title)."""
     from actune.envs.factory import make_env
     from actune.llm import ClientConfig, LLMClient
     from actune.serve.server import endpoints_or_server
 
-    cfg = run.eval
-    run_id = run_id or make_run_id(run.name)
+    run_id = run_id or make_run_id(name)
 
     # 1. tasks and plans; 2. no model scored on its own training tasks
     check_endpoints(cfg)
-    tasks = _load_unique_tasks(cfg)
-    plans = plan_models(cfg, run.serve)
+    tasks = load_unique_tasks(cfg.tasks, "eval")
+    plans = plan_models(cfg, serve)
     groups = group_by_base(plans)
     check_leakage(cfg, tasks)
     for p in plans:
@@ -358,13 +344,14 @@ def run_eval(run: RunConfig, *, show_progress: bool = True, run_id: str | None =
     # 5. the episodes of one model
     async def _collect(p: PlannedModel, endpoints: list[str], store: TrajectoryStore | _SpecNotingStore,
                        left: list[tuple[Task, int]]) -> None:
-        client = ClientConfig(endpoints=endpoints, model=p.request_model, api_key=run.serve.api_key,
+        client = ClientConfig(endpoints=endpoints, model=p.request_model, api_key=serve.api_key,
                               max_concurrency=cfg.concurrency)
         async with LLMClient(client) as llm:
             total = len(tasks) * cfg.attempts
             # done: this run's episodes already stored (the store may hold other methods' too)
             with Progress(total, total - len(left), store.kept, total, enabled=show_progress,
-                          label=f"eval {p.label}") as progress:
+                          label=f"eval {p.label}", kept_word="solved",
+                          rate_word="solve rate") as progress:
                 await collect(left, lambda: make_env(cfg.env), llm, p.agent, store,
                               concurrency=min(cfg.concurrency, len(left)),
                               target_correct=store.kept + len(left) + 1,  # never reached: run them all
@@ -381,10 +368,10 @@ def run_eval(run: RunConfig, *, show_progress: bool = True, run_id: str | None =
                 busy = [p for p in g.models if todo[p.label]]
                 if not busy:
                     continue
-                serve = group_serve_config(g, run.serve, len(groups))
-                with endpoints_or_server(cfg.endpoints, g.served_name, serve) as (endpoints, _):
+                group_serve = group_serve_config(g, serve, len(groups))
+                with endpoints_or_server(cfg.endpoints, g.served_name, group_serve) as (endpoints, _):
                     if cfg.endpoints:
-                        for name in ensure_adapters(endpoints, busy, run.serve.api_key):
+                        for name in ensure_adapters(endpoints, busy, serve.api_key):
                             print(f"eval: loaded adapter {name} into {', '.join(endpoints)}", file=sys.stderr)
                     left_here = sum(len(todo[p.label]) for p in busy)
                     print(f"eval: {left_here} episodes of base {g.base!r} to run on {', '.join(endpoints)}, "
@@ -409,7 +396,7 @@ def run_eval(run: RunConfig, *, show_progress: bool = True, run_id: str | None =
         for p in plans
     ]
     report = build_report(results, samples=cfg.bootstrap_samples, confidence=cfg.confidence, seed=cfg.seed,
-                          title=run.name, extra={"run_id": run_id, "tasks": len(tasks), "attempts": cfg.attempts,
+                          title=name, extra={"run_id": run_id, "tasks": len(tasks), "attempts": cfg.attempts,
                                                  "interrupted": interrupted})
     paths = write_report(report, cfg.out_dir)
     for m in report["models"]:

@@ -9,7 +9,7 @@ episodes ran. Intervals are percentile bootstrap intervals from ``numpy.random.d
 same inputs and seed give the same numbers.
 
 The headline metric is ``correct_grounded``: an episode counts when it is correct AND the judge's verdict
-says grounded (``scores["grounded"]``, written by :func:`actune.bootstrap.judge.record_verdict`: every
+says grounded (``scores["grounded"]``, written by :func:`actune.judge.record_verdict`: every
 supporting page was read). A small model answers a two-way comparison right half the time by chance;
 this metric does not count those guesses. A record without the grounded score (written before eval
 judged episodes) has no value for it: it is left out of that metric's mean, never counted as 0. Methods

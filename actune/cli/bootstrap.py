@@ -9,38 +9,30 @@ bootstrap field may omit the ``bootstrap.`` prefix. Rerunning resumes from the s
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+from actune.cli.stage_command import register_stage
+
+if TYPE_CHECKING:
+    from actune.cli.run_config import RunConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bootstrap", help="generate, judge and keep correct trajectories (resumable)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("config", help="run config YAML (its bootstrap and serve sections are used)")
-    p.add_argument("overrides", nargs="*", help="key=value overrides, e.g. bootstrap.target_correct=100")
-    p.add_argument("--no-progress", action="store_true", help="no live progress on stderr")
-    p.set_defaults(func=_bootstrap)
+    register_stage(sub, "bootstrap", doc=__doc__, help="generate, judge and keep correct trajectories (resumable)",
+                   config_help="run config YAML (its bootstrap and serve sections are used)",
+                   example="bootstrap.target_correct=100", run=_run, qualify=qualify_overrides, progress=True,
+                   errors=["actune.store:StoreError", "actune.serve.errors:ServeError",
+                           "actune.tasks.loading:TaskFileError", "actune.collect:CollectError"])
 
 
 def qualify_overrides(overrides: list[str]) -> list[str]:
     """Short keys (``concurrency=4``) mean this stage's section."""
-    from actune.run_config import qualify_section_overrides
+    from actune.cli.run_config import qualify_section_overrides
 
     return qualify_section_overrides(overrides, "bootstrap")
 
 
-def _bootstrap(args: argparse.Namespace) -> int:
-    import sys
+def _run(run: "RunConfig", args: argparse.Namespace) -> None:
+    from actune.bootstrap.run import run_bootstrap
 
-    from actune.bootstrap.run import CollectError, run_bootstrap
-    from actune.bootstrap.store import StoreError
-    from actune.config import load_config
-    from actune.run_config import RunConfig
-    from actune.serve.errors import ServeError
-    from actune.tasks.loading import TaskFileError
-
-    run = load_config(RunConfig, args.config, qualify_overrides(list(args.overrides)))
-    try:
-        run_bootstrap(run, show_progress=not args.no_progress)
-    except (StoreError, ServeError, TaskFileError, CollectError) as e:
-        print(f"actune bootstrap: {e}", file=sys.stderr)
-        return 2
-    return 0
+    run_bootstrap(run.bootstrap, run.serve, name=run.name, show_progress=not args.no_progress)

@@ -12,7 +12,7 @@ import importlib
 
 # kind -> "module:Class"; imported on use so `actune --help` stays fast.
 CONFIG_KINDS = {
-    "run": "actune.run_config:RunConfig",
+    "run": "actune.cli.run_config:RunConfig",
     "serve": "actune.serve.config:ServeConfig",
     "bootstrap": "actune.bootstrap.config:BootstrapConfig",
     "train": "actune.train.config:TrainConfig",

@@ -12,39 +12,30 @@ and rewrites the report (``report.md``, ``report.json``, ``scores.png``).
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+from actune.cli.stage_command import register_stage
+
+if TYPE_CHECKING:
+    from actune.cli.run_config import RunConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("eval", help="evaluate prompted and fine-tuned models side by side (resumable)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("config", help="run config YAML (its eval and serve sections are used)")
-    p.add_argument("overrides", nargs="*", help="key=value overrides, e.g. eval.tasks.limit=100")
-    p.add_argument("--no-progress", action="store_true", help="no live progress on stderr")
-    p.set_defaults(func=_eval)
+    register_stage(sub, "eval", doc=__doc__, help="evaluate prompted and fine-tuned models side by side (resumable)",
+                   config_help="run config YAML (its eval and serve sections are used)",
+                   example="eval.tasks.limit=100", run=_run, qualify=qualify_overrides, progress=True,
+                   errors=["actune.store:StoreError", "actune.serve.errors:ServeError",
+                           "actune.tasks.loading:TaskFileError", "actune.collect:CollectError"])
 
 
 def qualify_overrides(overrides: list[str]) -> list[str]:
     """Short keys (``attempts=2``) mean this stage's section."""
-    from actune.run_config import qualify_section_overrides
+    from actune.cli.run_config import qualify_section_overrides
 
     return qualify_section_overrides(overrides, "eval")
 
 
-def _eval(args: argparse.Namespace) -> int:
-    import sys
-
-    from actune.bootstrap.run import CollectError
-    from actune.bootstrap.store import StoreError
-    from actune.config import load_config
+def _run(run: "RunConfig", args: argparse.Namespace) -> None:
     from actune.eval.run import run_eval
-    from actune.run_config import RunConfig
-    from actune.serve.errors import ServeError
-    from actune.tasks.loading import TaskFileError
 
-    run = load_config(RunConfig, args.config, qualify_overrides(list(args.overrides)))
-    try:
-        run_eval(run, show_progress=not args.no_progress)
-    except (StoreError, ServeError, TaskFileError, CollectError) as e:
-        print(f"actune eval: {e}", file=sys.stderr)
-        return 2
-    return 0
+    run_eval(run.eval, run.serve, name=run.name, show_progress=not args.no_progress)

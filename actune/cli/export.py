@@ -12,6 +12,12 @@ omit ``train.``, ``store=...`` may omit ``bootstrap.``, and ``stores``, ``steps_
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+from actune.cli.stage_command import register_stage
+
+if TYPE_CHECKING:
+    from actune.cli.run_config import RunConfig
 
 _SHORT = {"dataset": "train", "wire_format": "train", "store": "bootstrap", "stores": "bootstrap.export",
           "steps_method": "bootstrap.export", "method_shares": "bootstrap.export",
@@ -19,12 +25,10 @@ _SHORT = {"dataset": "train", "wire_format": "train", "store": "bootstrap", "sto
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("export", help="export kept trajectories as a training dataset (text or chat)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("config", help="run config YAML (its bootstrap.store, bootstrap.export and train section "
-                                  "are used)")
-    p.add_argument("overrides", nargs="*", help="key=value overrides, e.g. train.wire_format=chat")
-    p.set_defaults(func=_export)
+    register_stage(sub, "export", doc=__doc__, help="export kept trajectories as a training dataset (text or chat)",
+                   config_help="run config YAML (its bootstrap.store, bootstrap.export and train section are used)",
+                   example="train.wire_format=chat", run=_run, qualify=qualify_overrides,
+                   errors=["actune.bootstrap.export:ExportError", "actune.trajectory:TrajectoryFormatError"])
 
 
 def qualify_overrides(overrides: list[str]) -> list[str]:
@@ -37,16 +41,11 @@ def qualify_overrides(overrides: list[str]) -> list[str]:
     return out
 
 
-def _export(args: argparse.Namespace) -> int:
-    import sys
+def _run(run: "RunConfig", args: argparse.Namespace) -> None:
     from functools import cache
 
     from actune.bootstrap.export import ExportError, export_dataset
-    from actune.config import load_config
-    from actune.run_config import RunConfig
-    from actune.trajectory import TrajectoryFormatError
 
-    run = load_config(RunConfig, args.config, qualify_overrides(list(args.overrides)))
     boot = run.bootstrap
 
     @cache
@@ -61,12 +60,7 @@ def _export(args: argparse.Namespace) -> int:
         return make_env(boot.env).describe_actions()
 
     stores = [boot.store, *boot.export.stores]
-    try:
-        summary = export_dataset(stores, run.train.dataset, run.train.wire_format, boot.export, actions=actions)
-    except (ExportError, TrajectoryFormatError) as e:
-        print(f"actune export: {e}", file=sys.stderr)
-        return 2
+    summary = export_dataset(stores, run.train.dataset, run.train.wire_format, boot.export, actions=actions)
     print(f"exported {summary.exported} kept trajectories ({run.train.wire_format}) in {summary.steps_method} "
           f"steps from {', '.join(map(str, stores))} to {run.train.dataset}")
     print(summary.table())
-    return 0

@@ -31,11 +31,11 @@ def _quickstart(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from actune.bootstrap.export import ExportError
-    from actune.bootstrap.run import CollectError
-    from actune.bootstrap.store import StoreError
     from actune.cli.quickstart_config import load_quickstart
     from actune.cli.quickstart_run import run_quickstart
+    from actune.collect import CollectError
     from actune.serve.errors import ServeError
+    from actune.store import StoreError
     from actune.tasks.loading import TaskFileError
     from actune.train.run import TrainError
 

@@ -209,15 +209,13 @@ class _Pipeline:
 
     def _run_bootstrap(self, bootstrap: Any, serve: Any, run_id: str) -> None:
         from actune.bootstrap.run import run_bootstrap
-        from actune.run_config import RunConfig
 
-        run = RunConfig(name=self.cfg.name, serve=serve, bootstrap=bootstrap)
-        run_bootstrap(run, show_progress=self.show_progress, run_id=run_id)
+        run_bootstrap(bootstrap, serve, name=self.cfg.name, show_progress=self.show_progress, run_id=run_id)
 
     # round 1: every pass of every method against one server of the base model
     def _round1_work(self) -> list[tuple[str, int, Any]]:
         """(method, pass index, bootstrap config) of every pass that still has episodes to run."""
-        from actune.bootstrap.store import read_state
+        from actune.store import read_state
         from actune.tasks.loading import load_tasks
 
         cfg = self.cfg
@@ -246,7 +244,7 @@ class _Pipeline:
         return work
 
     def bootstrap_round1(self) -> None:
-        from actune.bootstrap.run import make_run_id
+        from actune.collect import make_run_id
         from actune.serve.server import vllm_server
 
         cfg = self.cfg
@@ -273,7 +271,7 @@ class _Pipeline:
         return self.cfg.serve.model, adapter
 
     def solved_tasks(self, method: str, before_round: int) -> set[str]:
-        from actune.bootstrap.judge import verdict_of
+        from actune.judge import verdict_of
         from actune.trajectory import read_trajectories
 
         solved: set[str] = set()
@@ -286,7 +284,7 @@ class _Pipeline:
     # round r >= 2: the previous round's tuned model, zero-shot, on the tasks no round solved yet
     def bootstrap_round(self, r: int) -> None:
         from actune.agent.prompt_spec import load_prompt_spec
-        from actune.bootstrap.run import make_run_id
+        from actune.collect import make_run_id
         from actune.serve.server import vllm_server
 
         cfg = self.cfg
@@ -345,7 +343,6 @@ class _Pipeline:
     def eval(self, method: str) -> None:
         from actune.eval.config import EvalModel
         from actune.eval.run import run_eval
-        from actune.run_config import RunConfig
 
         cfg = self.cfg
         base = cfg.serve.model
@@ -359,7 +356,7 @@ class _Pipeline:
             "out_dir": self.layout.eval_dir(method), "models": models, "env": self._env(cfg.eval.env),
             "tasks": self._tasks("test"), "agent": self._agent(cfg.eval.agent, method), "endpoints": [],
         })
-        run_eval(RunConfig(name=f"{cfg.name}-{method}", serve=cfg.serve, eval=ecfg), show_progress=self.show_progress)
+        run_eval(ecfg, cfg.serve, name=f"{cfg.name}-{method}", show_progress=self.show_progress)
 
     def report(self) -> None:
         from actune.cli.quickstart_report import write_quickstart_report

@@ -12,34 +12,29 @@ in ``<output_dir>.checkpoints``.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+from actune.cli.stage_command import register_stage
+
+if TYPE_CHECKING:
+    from actune.cli.run_config import RunConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="LoRA-fine-tune on the exported dataset (TRL SFT, masked observations)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("config", help="run config YAML (its train section is used)")
-    p.add_argument("overrides", nargs="*", help="key=value overrides, e.g. train.max_steps=10")
-    p.set_defaults(func=_train)
+    register_stage(sub, "train", doc=__doc__,
+                   help="LoRA-fine-tune on the exported dataset (TRL SFT, masked observations)",
+                   config_help="run config YAML (its train section is used)", example="train.max_steps=10",
+                   run=_run, qualify=qualify_overrides, errors=["actune.train.run:TrainError"])
 
 
 def qualify_overrides(overrides: list[str]) -> list[str]:
     """Short keys (``max_steps=10``) mean this stage's section."""
-    from actune.run_config import qualify_section_overrides
+    from actune.cli.run_config import qualify_section_overrides
 
     return qualify_section_overrides(overrides, "train")
 
 
-def _train(args: argparse.Namespace) -> int:
-    import sys
+def _run(run: "RunConfig", args: argparse.Namespace) -> None:
+    from actune.train.run import train
 
-    from actune.config import load_config
-    from actune.run_config import RunConfig
-    from actune.train.run import TrainError, train
-
-    run = load_config(RunConfig, args.config, qualify_overrides(list(args.overrides)))
-    try:
-        train(run.train)
-    except TrainError as e:
-        print(f"actune train: {e}", file=sys.stderr)
-        return 2
-    return 0
+    train(run.train)

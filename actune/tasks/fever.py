@@ -6,7 +6,7 @@ Records: ``paper_dev.jsonl`` lines ``{"id", "label", "claim", "verifiable", "evi
 (``Soul_Food_-LRB-film-RRB-`` -> ``Soul Food (film)``): all of them, flattened, in
 ``meta["supporting_titles"]``, and per evidence set in ``meta["evidence_sets"]`` (a list of title lists).
 Each outer ``evidence`` entry is one annotator's set, enough on its own to verify the claim, so the
-bootstrap judge counts a claim grounded when any one set was read (:mod:`actune.bootstrap.judge`).
+bootstrap judge counts a claim grounded when any one set was read (:mod:`actune.judge`).
 """
 
 from __future__ import annotations

@@ -10,14 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 from agent.fakes import FakeEnvironment
-from bootstrap_fakes import walkman_llm
-from test_bootstrap_collect import walkman_tasks
+from collect_fakes import walkman_llm, walkman_tasks
 
 from actune.agent import AgentConfig
-from actune.bootstrap.run import collect, pending_episodes
-from actune.bootstrap.store import TrajectoryStore
 from actune.cli.bootstrap import qualify_overrides, register
+from actune.collect import collect, pending_episodes
 from actune.config import ConfigError
+from actune.store import TrajectoryStore
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

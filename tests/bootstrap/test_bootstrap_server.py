@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from actune.bootstrap.judge import judge, verdict_of
 from actune.cli.bootstrap import register
+from actune.judge import judge, verdict_of
 from actune.trajectory import Trajectory
 from actune.world import WorldConfig, write_world
 

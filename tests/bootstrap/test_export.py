@@ -12,8 +12,8 @@ from agent.fakes import FakeEnvironment, ScriptedLLM, exact_match_scorer
 from actune.agent import AgentConfig, run_episode
 from actune.agent.render import render_messages, trajectory_prompt_context
 from actune.bootstrap.export import ExportError, chat_example, export_dataset, kept_records, text_example
-from actune.bootstrap.judge import judge, record_verdict
-from actune.bootstrap.store import TrajectoryStore
+from actune.judge import judge, record_verdict
+from actune.store import TrajectoryStore
 from actune.task import Task
 
 TASK = Task(id="t1", question="Who makes the Walkman?", answer="Sony")

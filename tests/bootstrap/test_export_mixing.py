@@ -21,8 +21,8 @@ from actune.bootstrap.export import (
     export_dataset,
     near_duplicates,
 )
-from actune.bootstrap.judge import judge, record_verdict
 from actune.cli import export as export_cli
+from actune.judge import judge, record_verdict
 from actune.trajectory import Step, TaskRecord, Trajectory, TrajectoryFormatError, write_trajectories
 
 ACTIONS = "(1) search[entity]\n(2) finish[answer]"

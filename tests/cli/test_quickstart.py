@@ -74,7 +74,7 @@ def test_more_rounds_extend_a_run_and_redo_only_eval_and_report(tmp_path: Path) 
 
 
 def test_tasks_left_for_round_two_are_the_unsolved_ones(tmp_path: Path) -> None:
-    from actune.bootstrap.judge import judge, record_verdict
+    from actune.judge import judge, record_verdict
     from actune.trajectory import TaskRecord, Trajectory
 
     def record(task_id: str, correct: bool, grounded: bool) -> Trajectory:

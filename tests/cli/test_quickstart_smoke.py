@@ -58,7 +58,7 @@ def test_every_stage_ran_and_the_report_has_its_structure(smoke_run) -> None:
 
 def test_rounds_train_on_what_they_should(smoke_run) -> None:
     cfg, layout, _, _ = smoke_run
-    from actune.bootstrap.judge import verdict_of
+    from actune.judge import verdict_of
     from actune.trajectory import read_trajectories
 
     r1 = list(read_trajectories(layout.store("react", 1)))

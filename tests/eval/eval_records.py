@@ -11,7 +11,7 @@ def record(task_id: str, *, correct: bool, attempt: int = 0, kind: str | None = 
            adapter: str | None = None, grounded: bool | None = None, prompt_tokens: int = 0,
            completion_tokens: int = 0, wall_s: float = 0.0, method: str = "react") -> Trajectory:
     """One record; ``grounded`` (not None) stores a judge's grounding verdict as
-    :func:`actune.bootstrap.judge.record_verdict` does (None: an unjudged, older record)."""
+    :func:`actune.judge.record_verdict` does (None: an unjudged, older record)."""
     meta: dict = {}
     if kind is not None:
         meta["kind"] = kind

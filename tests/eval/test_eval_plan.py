@@ -14,9 +14,8 @@ from pydantic import ValidationError
 
 from actune.agent.config import AgentConfig
 from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
-from actune.bootstrap.judge import judge, record_verdict
-from actune.bootstrap.store import TrajectoryStore
 from actune.cli.eval import qualify_overrides
+from actune.cli.run_config import RunConfig
 from actune.config import ConfigError, load_config
 from actune.eval.config import EvalConfig, EvalModel, model_agent
 from actune.eval.run import (
@@ -30,8 +29,9 @@ from actune.eval.run import (
     plan_models,
     store_path,
 )
-from actune.run_config import RunConfig
+from actune.judge import judge, record_verdict
 from actune.serve.config import ServeConfig
+from actune.store import TrajectoryStore
 from actune.task import Task
 from actune.trajectory import read_trajectories
 

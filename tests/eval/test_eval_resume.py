@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from eval_records import record
 
-from actune.bootstrap.judge import judge, record_verdict
-from actune.bootstrap.store import TrajectoryStore
 from actune.config import ConfigError
 from actune.eval.config import EvalConfig, EvalModel
 from actune.eval.run import run_eval
-from actune.run_config import RunConfig
+from actune.judge import judge, record_verdict
+from actune.serve.config import ServeConfig
+from actune.store import TrajectoryStore
 from actune.tasks.config import TaskConfig
 
 
@@ -37,11 +37,11 @@ def test_stored_episodes_are_reported_not_rerun(tmp_path: Path, capsys) -> None:
                [record("t1", correct=True), record("t2", correct=False), record("t9", correct=True),
                 record("t1", correct=False, attempt=1)])
     fill_store(out / "b" / "trajectories.jsonl", [record("t1", correct=True), record("t2", correct=True)])
-    run = RunConfig(name="resume", eval=EvalConfig(
+    cfg = EvalConfig(
         out_dir=out, models=[EvalModel(label="a"), EvalModel(label="b")], bootstrap_samples=100,
         endpoints=["http://127.0.0.1:9/v1"],  # nothing listens: any request would fail the test
-        tasks=TaskConfig(format="custom", path=str(tmp_path / "tasks.jsonl"), split="dev")))
-    report = run_eval(run, show_progress=False, run_id="r1")
+        tasks=TaskConfig(format="custom", path=str(tmp_path / "tasks.jsonl"), split="dev"))
+    report = run_eval(cfg, ServeConfig(), name="resume", show_progress=False, run_id="r1")
     assert "nothing to run" in capsys.readouterr().err
     a, b = report["models"]
     assert (a["episodes"], a["tasks"], a["metrics"]["correct"]["mean"]) == (2, 2, 0.5)
@@ -67,11 +67,11 @@ def test_a_store_of_another_adapter_is_refused(tmp_path: Path) -> None:
     (adapter / "adapter_model.safetensors").write_bytes(b"w")
     save_prompt_spec(PromptSpec(), adapter)
     fill_store(tmp_path / "out" / "b" / "trajectories.jsonl", [record("t1", correct=True, adapter="b-old")])
-    run = RunConfig(eval=EvalConfig(
+    cfg = EvalConfig(
         out_dir=tmp_path / "out", models=[EvalModel(label="b", adapter=adapter)], endpoints=["http://127.0.0.1:9/v1"],
-        tasks=TaskConfig(format="custom", path=str(tmp_path / "tasks.jsonl"), split="dev")))
+        tasks=TaskConfig(format="custom", path=str(tmp_path / "tasks.jsonl"), split="dev"))
     with pytest.raises(ConfigError, match=r"holds episodes of adapter 'b-old'"):
-        run_eval(run, show_progress=False)
+        run_eval(cfg, ServeConfig(), show_progress=False)
 
 
 def test_models_on_two_bases_resume_without_a_server(tmp_path: Path, capsys) -> None:
@@ -89,12 +89,12 @@ def test_models_on_two_bases_resume_without_a_server(tmp_path: Path, capsys) -> 
     fill_store(out / "o" / "trajectories.jsonl", [record("t1", correct=True), record("t2", correct=True)])
     fill_store(out / "m" / "trajectories.jsonl", [record("t1", correct=False, method="reflact"),
                                                    record("t2", correct=True, method="reflact")])
-    run = RunConfig(name="bases", eval=EvalConfig(
+    cfg = EvalConfig(
         out_dir=out, bootstrap_samples=100,
         models=[EvalModel(label="p"), EvalModel(label="o", agent={"exemplar_kinds": ["task"]}),
                 EvalModel(label="m", model=str(merged))],
-        tasks=TaskConfig(format="custom", path=str(tmp_path / "tasks.jsonl"), split="dev")))
-    report = run_eval(run, show_progress=False, run_id="r1")
+        tasks=TaskConfig(format="custom", path=str(tmp_path / "tasks.jsonl"), split="dev"))
+    report = run_eval(cfg, ServeConfig(), show_progress=False, run_id="r1")
     assert "nothing to run" in capsys.readouterr().err
     p, o, m = report["models"]
     assert [x["model"] for x in report["models"]] == ["smollm2-135m", "smollm2-135m", str(merged)]
@@ -106,8 +106,7 @@ def test_models_on_two_bases_resume_without_a_server(tmp_path: Path, capsys) -> 
     assert f"| m | {merged} | – | eval.agent + spec {merged}/actune_prompt.json | 2 | 2 |" in md
     # the same models with endpoints: one endpoint cannot serve two bases
     with pytest.raises(ConfigError, match="one endpoint serves one base model"):
-        run_eval(run.model_copy(update={"eval": run.eval.model_copy(update={"endpoints": ["http://127.0.0.1:9/v1"]})}),
-                 show_progress=False)
+        run_eval(cfg.model_copy(update={"endpoints": ["http://127.0.0.1:9/v1"]}), ServeConfig(), show_progress=False)
 
 
 def test_leaked_tasks_stop_the_run_before_anything_runs(tmp_path: Path) -> None:
@@ -118,10 +117,10 @@ def test_leaked_tasks_stop_the_run_before_anything_runs(tmp_path: Path) -> None:
     merged.mkdir()
     save_prompt_spec(PromptSpec(), merged)
     (merged / "training_tasks.json").write_text(json.dumps([{"id": "x", "question": "Question T2?"}]))
-    run = RunConfig(eval=EvalConfig(
+    cfg = EvalConfig(
         out_dir=tmp_path / "out", models=[EvalModel(label="m", model=str(merged))],
-        tasks=TaskConfig(format="custom", path=str(tmp_path / "tasks.jsonl"), split="dev")))
+        tasks=TaskConfig(format="custom", path=str(tmp_path / "tasks.jsonl"), split="dev"))
     with pytest.raises(ConfigError, match=r"eval.models\[0\] \('m'\): 1 of 2 eval tasks are among its training "
                                           r"tasks .* e.g. 't2' \('question t2\?'\)"):
-        run_eval(run, show_progress=False)
+        run_eval(cfg, ServeConfig(), show_progress=False)
     assert not (tmp_path / "out").exists()  # refused before any store or server

@@ -6,9 +6,9 @@ import argparse
 
 from training_records import records
 
-from actune.bootstrap.store import TrajectoryStore
 from actune.cli import export as export_cli
 from actune.cli import train as train_cli
+from actune.store import TrajectoryStore
 
 
 def run_cli(module, argv: list[str]) -> int:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from actune.cli.run_config import RunConfig
 from actune.config import ConfigError, load_config
-from actune.run_config import RunConfig
 from actune.train.config import TrainConfig
 
 

@@ -17,7 +17,7 @@ from training_records import FACTS, records
 from actune import cpu_features
 from actune.agent.prompt_spec import load_prompt_spec
 from actune.bootstrap.export import export_dataset
-from actune.bootstrap.store import TrajectoryStore
+from actune.store import TrajectoryStore
 from actune.train import run as train_run
 from actune.train.config import LoraSettings, TrainConfig
 from actune.train.run import TrainError, dev_task_ids, resolve_dtype, split_by_task, tokenize_dataset, train

@@ -3,7 +3,7 @@ writes them (``info["prompt"]`` holds the prompt head; verdict kept)."""
 
 from __future__ import annotations
 
-from actune.bootstrap.judge import judge, record_verdict
+from actune.judge import judge, record_verdict
 from actune.trajectory import Step, TaskRecord, Trajectory
 
 INSTRUCTION = ("Solve a question answering task with interleaving Thought, Action, Observation steps. "

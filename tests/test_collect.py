@@ -1,40 +1,22 @@
 """collect(): concurrent episodes through the real agent loop (fake model and env), judged and stored;
-interruption leaves no torn line and no duplicate; the target stops it; the summary counts."""
+interruption leaves no torn line and no duplicate; the target stops it."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 import pytest
 from agent.fakes import FakeEnvironment
-from bootstrap_fakes import PacedScriptedLLM, walkman_llm
+from collect_fakes import PacedScriptedLLM, walkman_llm, walkman_tasks
 
 from actune.agent import AgentConfig
-from actune.bootstrap.judge import verdict_of
-from actune.bootstrap.progress import format_summary, summarize, write_summary
-from actune.bootstrap.run import CollectError, collect, pending_episodes
-from actune.bootstrap.store import TrajectoryStore
-from actune.task import Task
+from actune.collect import CollectError, collect, pending_episodes
+from actune.judge import verdict_of
+from actune.store import TrajectoryStore
 from actune.trajectory import Trajectory, read_trajectories
 
 AGENT = AgentConfig(method="react", temperature=0.4)
-
-
-def walkman_tasks() -> list[Task]:
-    """4 tasks; the scripted model answers "Sony" to all: t0, t1 (single) and t3 (bridge) are right,
-    t2 expects another answer. t3 also needs the Sony page, which the model never reads."""
-    return [
-        Task(id="t0", question="Who makes the Walkman?", answer="Sony",
-             meta={"kind": "single", "supporting_titles": ["Walkman"]}),
-        Task(id="t1", question="Which company makes the Walkman?", answer="Sony",
-             meta={"kind": "single", "supporting_titles": ["walkman"]}),
-        Task(id="t2", question="Where is the Walkman's maker based?", answer="Japan",
-             meta={"kind": "bridge", "supporting_titles": ["Walkman", "Sony"]}),
-        Task(id="t3", question="Who makes the Walkman, founded in 1946?", answer="Sony",
-             meta={"kind": "bridge", "supporting_titles": ["Walkman", "Sony"]}),
-    ]
 
 
 def _lines(path: Path) -> list[str]:
@@ -150,43 +132,6 @@ def test_collect_stops_at_the_target(tmp_path: Path) -> None:
     res3, kept3 = asyncio.run(go(5))
     assert res3.target_reached and kept3 == 5
     assert len(list(read_trajectories(path))) == len(records) + res3.written
-
-
-def test_summary_counts_per_kind(tmp_path: Path) -> None:
-    path = tmp_path / "store" / "trajectories.jsonl"
-
-    async def go() -> None:
-        with TrajectoryStore.open(path) as store:
-            await collect(pending_episodes(walkman_tasks(), 2, store, AGENT.method), FakeEnvironment, walkman_llm(),
-                          AGENT, store, concurrency=2, target_correct=100, run_id="r1")
-
-    asyncio.run(go())
-    s = summarize(path, tasks=4, attempts_per_task=2, target_correct=100, run_id="r1")
-    assert s["by_kind"] == {
-        "bridge": {"attempts": 4, "correct": 2, "grounded": 0, "kept": 0},
-        "single": {"attempts": 4, "correct": 4, "grounded": 4, "kept": 4},
-    }
-    assert (s["episodes"], s["correct"], s["grounded"], s["kept"], s["keep_rate"]) == (8, 6, 4, 4, 0.5)
-    assert (s["tasks_with_kept"], s["target_reached"], s["run_ids"]) == (2, False, ["r1"])
-    assert s["finish_reasons"] == {"answered": 8}
-    out = write_summary(s, tmp_path / "store" / "summary.json")
-    assert json.loads(out.read_text()) == s
-
-
-def test_summary_of_a_subset_run_counts_tasks_over_the_whole_store(tmp_path: Path) -> None:
-    # Regression (quickstart run): bootstrapping one kind at a time (tasks.where) into one store printed
-    # "124 of 40 tasks have a kept episode": store-wide kept tasks over this run's task count.
-    path = tmp_path / "trajectories.jsonl"
-
-    async def go() -> None:
-        with TrajectoryStore.open(path) as store:
-            await collect(pending_episodes(walkman_tasks(), 2, store, AGENT.method), FakeEnvironment, walkman_llm(),
-                          AGENT, store, concurrency=2, target_correct=100, run_id="r1")
-
-    asyncio.run(go())
-    s = summarize(path, tasks=1, attempts_per_task=2, target_correct=100, run_id="r2")
-    assert (s["tasks"], s["tasks_in_store"], s["tasks_with_kept"]) == (1, 4, 2)
-    assert "; 2 of 4 tasks in the store have a kept episode (this run: 1 tasks); " in format_summary(s)
 
 
 def test_a_failing_episode_is_skipped_and_retried_later(tmp_path: Path) -> None:

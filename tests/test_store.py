@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from actune.bootstrap.judge import judge, record_verdict
-from actune.bootstrap.store import StoreError, TrajectoryStore
+from actune.judge import judge, record_verdict
+from actune.store import StoreError, TrajectoryStore
 from actune.trajectory import TaskRecord, Trajectory
 
 
@@ -140,7 +140,7 @@ def test_unjudged_records_are_refused(tmp_path: Path) -> None:
         with pytest.raises(StoreError, match="no verdict"):
             store.append(raw)
     path.write_text(raw.to_json() + "\n")
-    with pytest.raises(StoreError, match=r"t\.jsonl:1: record has no bootstrap verdict"):
+    with pytest.raises(StoreError, match=r"t\.jsonl:1: record has no judge verdict"):
         TrajectoryStore.open(path)
 
 
@@ -154,7 +154,7 @@ def test_one_writer_at_a_time(tmp_path: Path) -> None:
 
 
 def test_a_failed_write_is_undone(tmp_path: Path, monkeypatch) -> None:
-    import actune.bootstrap.store as store_module
+    import actune.store as store_module
 
     path = tmp_path / "t.jsonl"
     good = _fill(path)

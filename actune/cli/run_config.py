@@ -1,4 +1,7 @@
-"""RunConfig: one file that composes every stage's config (what configs/*.yaml hold)."""
+"""RunConfig: one file that composes every stage's config (what configs/*.yaml hold).
+
+It lives in the CLI because only the commands compose stages: each stage's entry point takes its own
+section (and the ``serve`` section where it starts servers), so no stage loads another's config."""
 
 from __future__ import annotations
 

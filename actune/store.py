@@ -1,11 +1,12 @@
-"""The bootstrap store: an append-only JSONL file of every finished episode, judged, one per line.
+"""The trajectory store, bootstrap's and eval's: an append-only JSONL file of every finished episode,
+judged, one per line.
 
     with TrajectoryStore.open("runs/x/trajectories.jsonl") as store:
         if not store.has("task-7", "react", 2):
             store.append(traj)            # one line, flushed and fsynced before it returns
 
 Each line is a :class:`actune.trajectory.Trajectory` (``Trajectory.to_json``) whose
-``info["verdict"]`` holds the judge's verdict (:mod:`actune.bootstrap.judge`); kept or not, every
+``info["verdict"]`` holds the judge's verdict (:mod:`actune.judge`); kept or not, every
 finished episode is written, so a resumed run knows what was tried.
 
 An episode is identified by ``(task id, method, attempt)``: ReAct, ReflAct, CoT and CoT-SC episodes of
@@ -30,7 +31,7 @@ from pathlib import Path
 from types import TracebackType
 
 from actune.atomic_write import fsync_dir
-from actune.bootstrap.judge import verdict_of
+from actune.judge import verdict_of
 from actune.trajectory import Trajectory, TrajectoryFormatError
 
 __all__ = ["StoreError", "StoreState", "TrajectoryStore", "read_state"]
@@ -108,8 +109,8 @@ def read_state(path: str | Path) -> StoreState:
             first_line[key] = lineno
             verdict = verdict_of(traj)
             if verdict is None:
-                raise StoreError(f"{path}:{lineno}: record has no bootstrap verdict (info.verdict); "
-                                 "is this a bootstrap store?")
+                raise StoreError(f"{path}:{lineno}: record has no judge verdict (info.verdict); "
+                                 "is this a trajectory store written by bootstrap or eval?")
             state.records += 1
             state.kept += int(verdict.kept)
             if traj.run_id not in state.run_ids:

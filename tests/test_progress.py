@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 
-import actune.bootstrap.progress as progress_module
-from actune.bootstrap.progress import Progress
+import actune.progress as progress_module
+from actune.progress import Progress
 
 
 def test_rates_and_eta(monkeypatch) -> None:

@@ -8,11 +8,11 @@ from dataclasses import asdict
 
 import pytest
 from agent.fakes import FakeEnvironment, ScriptedLLM
-from bootstrap_fakes import FINISH, SEARCH
+from collect_fakes import FINISH, SEARCH
 
 from actune.agent import AgentConfig, run_episode
 from actune.agent.config import INTERACTIVE_METHODS, METHODS
-from actune.bootstrap.judge import NO_PAGE_METHODS, Verdict, judge, record_verdict, titles_read, verdict_of
+from actune.judge import NO_PAGE_METHODS, Verdict, judge, record_verdict, titles_read, verdict_of
 from actune.task import Task
 from actune.trajectory import Step, TaskRecord, Trajectory
 

@@ -41,7 +41,7 @@ NO_PAGE_METHODS: tuple[str, ...] = ("standard", "cot", "cot_sc")
 The hybrids are not here: their ReAct phase reads pages, and those are judged."""
 
 if not set(NO_PAGE_METHODS) <= set(METHODS):  # a renamed method would silently be held to grounding again
-    raise ImportError(f"actune.bootstrap.judge.NO_PAGE_METHODS: {sorted(set(NO_PAGE_METHODS) - set(METHODS))} "
+    raise ImportError(f"actune.judge.NO_PAGE_METHODS: {sorted(set(NO_PAGE_METHODS) - set(METHODS))} "
                       "not in actune.agent.config.METHODS")
 
 

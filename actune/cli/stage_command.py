@@ -1,0 +1,54 @@
+"""The one shape of the stage commands (``actune bootstrap|export|train|eval CONFIG [key=value ...]``).
+
+Each reads a run config with overrides, hands its stage the sections it needs, and turns the stage's own
+errors into one line on stderr and exit status 2 (a config error is the same everywhere, in
+:func:`actune.cli.main`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["register_stage", "stage_errors"]
+
+
+def stage_errors(names: Sequence[str]) -> tuple[type[BaseException], ...]:
+    """``"module:Class"`` names -> the classes (imported when the command runs, so ``--help`` stays fast)."""
+    out = []
+    for name in names:
+        module, cls = name.split(":")
+        out.append(getattr(importlib.import_module(module), cls))
+    return tuple(out)
+
+
+def register_stage(sub: argparse._SubParsersAction, name: str, *, doc: str, help: str, config_help: str,
+                   example: str, run: Callable[[Any, argparse.Namespace], object],
+                   qualify: Callable[[list[str]], list[str]], errors: Sequence[str],
+                   progress: bool = False) -> argparse.ArgumentParser:
+    """Add the stage command ``name``: ``run(run_config, args)`` does the work; ``qualify`` expands the
+    stage's short override keys; ``errors`` (``"module:Class"``) are reported as one line, exit status 2."""
+    p = sub.add_parser(name, help=help, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("config", help=config_help)
+    p.add_argument("overrides", nargs="*", help=f"key=value overrides, e.g. {example}")
+    if progress:
+        p.add_argument("--no-progress", action="store_true", help="no live progress on stderr")
+
+    def command(args: argparse.Namespace) -> int:
+        from actune.cli.run_config import RunConfig
+        from actune.config import load_config
+
+        config = load_config(RunConfig, args.config, qualify(list(args.overrides)))
+        caught = stage_errors(errors)
+        try:
+            run(config, args)
+        except caught as e:
+            print(f"actune {name}: {e}", file=sys.stderr)
+            return 2
+        return 0
+
+    p.set_defaults(func=command)
+    return p

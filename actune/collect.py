@@ -1,0 +1,164 @@
+"""Collection: run many episodes against a served model, judge each and append it to a store.
+
+Both generating stages use it: bootstrap collects episodes to keep for training (stopping at a target of
+kept ones), eval collects every episode of every model to score them. A store holds each (task, method,
+attempt) once, so a rerun resumes with :func:`pending_episodes`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from actune.agent.config import AgentConfig
+from actune.agent.loop import Scorer, run_episode
+from actune.config import ConfigError
+from actune.envs.base import Environment
+from actune.judge import judge, record_verdict
+from actune.progress import Progress
+from actune.store import TrajectoryStore
+from actune.task import Task
+from actune.tasks.config import TaskConfig
+from actune.trajectory import ModelRecord
+
+__all__ = ["collect", "pending_episodes", "make_run_id", "load_unique_tasks", "CollectResult", "CollectError"]
+
+
+def load_unique_tasks(cfg: TaskConfig, section: str) -> list[Task]:
+    """The tasks of ``cfg`` (the ``<section>.tasks`` key, named in errors); none loaded, or an id twice, is
+    an error: stores key episodes by task id."""
+    from actune.tasks.loading import load_tasks
+
+    tasks = load_tasks(cfg)
+    if not tasks:
+        raise ConfigError(f"{section}.tasks: no tasks loaded from {cfg.path or cfg.hf_dataset}")
+    seen: set[str] = set()
+    for t in tasks:
+        if t.id in seen:
+            raise ConfigError(f"{section}.tasks: task id {t.id!r} appears twice; the store keys episodes by "
+                              "task id, so ids must be unique")
+        seen.add(t.id)
+    return tasks
+
+
+def make_run_id(name: str) -> str:
+    """``NAME-YYYYmmdd-HHMMSS`` (UTC): which invocation wrote a record (a resumed store holds several)."""
+    return f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+
+
+def pending_episodes(tasks: list[Task], attempts_per_task: int, store: TrajectoryStore,
+                     method: str) -> list[tuple[Task, int]]:
+    """(task, attempt) pairs not yet in the store under ``method``, attempt-major (all tasks' attempt 0
+    first). The store keys episodes by (task, method, attempt): episodes of other methods in the same
+    store are not this run's, so they neither count as done nor block it."""
+    return [(t, a) for a in range(attempts_per_task) for t in tasks if not store.has(t.id, method, a)]
+
+
+class CollectError(RuntimeError):
+    """Too many episodes failed (raised, rather than ending with an answer or a finish reason)."""
+
+
+@dataclass
+class CollectResult:
+    written: int = 0
+    """Records appended by this call."""
+    kept: int = 0
+    """Of those, kept."""
+    failed: int = 0
+    """Episodes that raised (not written; a rerun retries them)."""
+    target_reached: bool = False
+
+
+async def collect(
+    episodes: Iterable[tuple[Task, int]],
+    make_env: Callable[[], Environment],
+    llm: Any,
+    agent: AgentConfig,
+    store: TrajectoryStore,
+    *,
+    concurrency: int,
+    target_correct: int,
+    require_grounded: bool = True,
+    model: ModelRecord | None = None,
+    run_id: str = "",
+    progress: Progress | None = None,
+    scorer: Scorer | None = None,
+    max_failed: int = 20,
+    log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True),
+    stage: str = "bootstrap",
+) -> CollectResult:
+    """Run ``episodes`` with ``concurrency`` in flight, judge each and append it to ``store``.
+
+    Stops when every episode is done or the store holds ``target_correct`` kept records; episodes
+    still in flight then are cancelled and not written. A record is written only by code with no
+    ``await`` between the episode's end and the append, so cancelling this coroutine (Ctrl-C, a test)
+    never leaves half a record or a duplicate. An episode that raises is logged and skipped (a rerun
+    retries it); more than ``max_failed`` such failures re-raise the last one.
+    """
+    result = CollectResult()
+    if store.kept >= target_correct:
+        result.target_reached = True
+        return result
+    queue = iter(episodes)  # shared by the workers: each pair is taken exactly once
+    stop = asyncio.Event()
+    failure: list[BaseException] = []
+    live = 0
+
+    async def worker(env: Environment) -> None:
+        nonlocal live
+        try:
+            for task, attempt in queue:
+                if stop.is_set():
+                    return
+                try:
+                    traj = await run_episode(task, env, llm, agent, model=model, attempt=attempt,
+                                             run_id=run_id, scorer=scorer)
+                except Exception as e:  # a bug or a refused request: skip it, say so, retry next run
+                    result.failed += 1
+                    log(f"{stage}: episode (task {task.id!r}, attempt {attempt}) failed: "
+                        f"{type(e).__name__}: {e}")
+                    if result.failed > max_failed:
+                        failure.append(e)
+                        stop.set()
+                        return
+                    continue
+                if stop.is_set():
+                    return  # the target was reached while this one ran: not written
+                verdict = judge(traj, require_grounded)
+                store.append(record_verdict(traj, verdict))
+                result.written += 1
+                result.kept += int(verdict.kept)
+                if progress is not None:
+                    progress.episode(verdict.kept)
+                if store.kept >= target_correct:
+                    result.target_reached = True
+                    stop.set()
+                    return
+        except Exception:
+            stop.set()  # the judge or the store failed: stop every worker; re-raised below
+            raise
+        finally:
+            live -= 1
+            if live == 0:
+                stop.set()
+
+    envs = [make_env() for _ in range(concurrency)]  # built before any episode starts: a bad env fails here
+    live = len(envs)
+    workers = [asyncio.create_task(worker(env)) for env in envs]
+    try:
+        await stop.wait()
+    finally:
+        for w in workers:
+            w.cancel()
+        outcomes = await asyncio.gather(*workers, return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, Exception):
+            raise outcome
+    if failure:
+        e = failure[0]
+        raise CollectError(f"more than {max_failed} episodes failed; the last: {type(e).__name__}: {e}") from e
+    return result

@@ -1,0 +1,53 @@
+"""The bootstrap summary: counts per task kind over the whole store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from agent.fakes import FakeEnvironment
+from collect_fakes import walkman_llm, walkman_tasks
+
+from actune.agent import AgentConfig
+from actune.bootstrap.summary import format_summary, summarize, write_summary
+from actune.collect import collect, pending_episodes
+from actune.store import TrajectoryStore
+
+AGENT = AgentConfig(method="react", temperature=0.4)
+
+
+def _collect_walkman(path: Path) -> None:
+    """Two attempts of the four walkman tasks into ``path`` (run id r1)."""
+
+    async def go() -> None:
+        with TrajectoryStore.open(path) as store:
+            await collect(pending_episodes(walkman_tasks(), 2, store, AGENT.method), FakeEnvironment, walkman_llm(),
+                          AGENT, store, concurrency=2, target_correct=100, run_id="r1")
+
+    asyncio.run(go())
+
+
+def test_summary_counts_per_kind(tmp_path: Path) -> None:
+    path = tmp_path / "store" / "trajectories.jsonl"
+    _collect_walkman(path)
+    s = summarize(path, tasks=4, attempts_per_task=2, target_correct=100, run_id="r1")
+    assert s["by_kind"] == {
+        "bridge": {"attempts": 4, "correct": 2, "grounded": 0, "kept": 0},
+        "single": {"attempts": 4, "correct": 4, "grounded": 4, "kept": 4},
+    }
+    assert (s["episodes"], s["correct"], s["grounded"], s["kept"], s["keep_rate"]) == (8, 6, 4, 4, 0.5)
+    assert (s["tasks_with_kept"], s["target_reached"], s["run_ids"]) == (2, False, ["r1"])
+    assert s["finish_reasons"] == {"answered": 8}
+    out = write_summary(s, tmp_path / "store" / "summary.json")
+    assert json.loads(out.read_text()) == s
+
+
+def test_summary_of_a_subset_run_counts_tasks_over_the_whole_store(tmp_path: Path) -> None:
+    # Regression (quickstart run): bootstrapping one kind at a time (tasks.where) into one store printed
+    # "124 of 40 tasks have a kept episode": store-wide kept tasks over this run's task count.
+    path = tmp_path / "trajectories.jsonl"
+    _collect_walkman(path)
+    s = summarize(path, tasks=1, attempts_per_task=2, target_correct=100, run_id="r2")
+    assert (s["tasks"], s["tasks_in_store"], s["tasks_with_kept"]) == (1, 4, 2)
+    assert "; 2 of 4 tasks in the store have a kept episode (this run: 1 tasks); " in format_summary(s)

@@ -1,0 +1,135 @@
+"""The layout's one-way flow, checked on the source: the core knows no stage, a stage knows no other stage
+(but the server it drives), and envs and tasks do not import each other.
+
+Every ``import`` counts, those inside functions too. Module names come from ``pyproject.toml``'s
+``package-dir``, so the stage folders (``bootstrap/`` installs as ``actune.bootstrap``) are walked under the
+names code imports them by. The CLI composes the stages and is exempt.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+STAGES = ("actune.bootstrap", "actune.train", "actune.serve", "actune.eval")
+# serve is the engine, not a step of the data flow: the two stages that generate episodes start it from the
+# serve section they are handed. Nothing else may cross between stages.
+STAGE_MAY_IMPORT = {("actune.bootstrap", "actune.serve"), ("actune.eval", "actune.serve")}
+
+
+def package_dirs(repo: Path) -> dict[str, Path]:
+    """Import name -> folder, from pyproject.toml's ``[tool.setuptools] package-dir``."""
+    setup = tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["setuptools"]
+    return {name: repo / folder for name, folder in setup["package-dir"].items()}
+
+
+def modules(dirs: dict[str, Path]) -> dict[str, Path]:
+    """Module name -> file, each file under its deepest mapped package (actune/ holds no stage folder)."""
+    out: dict[str, Path] = {}
+    for name, folder in dirs.items():
+        for path in folder.rglob("*.py"):
+            parts = list(path.relative_to(folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join([name, *parts])] = path
+    return out
+
+
+def imports_of(module: str, path: Path) -> set[str]:
+    """Every module ``path`` imports, relative imports resolved, wherever the import statement sits."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found.add(target)
+            found.update(f"{target}.{a.name}" for a in node.names)  # `from actune import bootstrap`
+    return found
+
+
+def area(module: str) -> str | None:
+    """Which part of the layout a module is in: a stage, ``cli``, ``envs``, ``tasks``, ``core``; None outside
+    actune."""
+    for stage in STAGES:
+        if module == stage or module.startswith(stage + "."):
+            return stage
+    for sub in ("cli", "envs", "tasks"):
+        if module == f"actune.{sub}" or module.startswith(f"actune.{sub}."):
+            return sub
+    if module == "actune" or module.startswith("actune."):
+        return "core"
+    return None
+
+
+def violations(repo: Path) -> list[str]:
+    """``file:line``-free lines ``module -> imported``: each import that breaks the flow."""
+    bad = []
+    for module, path in sorted(modules(package_dirs(repo)).items()):
+        here = area(module)
+        if here == "cli":
+            continue
+        for target in sorted(imports_of(module, path)):
+            there = area(target)
+            if there is None or there == here:
+                continue
+            if (here in ("core", "envs", "tasks") and there in STAGES) \
+                    or (here in STAGES and there in STAGES and (here, there) not in STAGE_MAY_IMPORT) \
+                    or {here, there} == {"envs", "tasks"}:
+                bad.append(f"{module} -> {target}")
+    return bad
+
+
+def test_the_tree_follows_the_one_way_flow() -> None:
+    assert violations(REPO) == []
+
+
+def test_every_stage_folder_is_walked() -> None:
+    names = modules(package_dirs(REPO))
+    assert {"actune.bootstrap.run", "actune.eval.run", "actune.train.run", "actune.serve.server",
+            "actune.collect", "actune.cli.run_config"} <= set(names)
+
+
+def test_the_check_finds_each_kind_of_edge(tmp_path: Path) -> None:
+    """The checker itself, on a small tree with one import of every forbidden kind (and allowed ones)."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.setuptools]\npackage-dir = { "actune" = "actune", "actune.bootstrap" = "bootstrap", '
+        '"actune.eval" = "eval", "actune.serve" = "serve", "actune.train" = "train" }\n')
+    files = {
+        "actune/__init__.py": "",
+        "actune/store.py": "def f():\n    from actune.eval import report\n",  # core -> stage, inside a function
+        "actune/cli/__init__.py": "import actune.bootstrap.run\n",  # exempt
+        "actune/envs/__init__.py": "",
+        "actune/envs/wiki.py": "from actune.tasks import metrics\n",  # envs -> tasks
+        "actune/tasks/__init__.py": "",
+        "actune/tasks/metrics.py": "from ..envs import wiki\n",  # tasks -> envs, relative
+        "bootstrap/__init__.py": "",
+        "bootstrap/run.py": "from actune.serve.server import start\nfrom actune.store import f\n",  # allowed
+        "eval/__init__.py": "",
+        "eval/report.py": "from actune import bootstrap\n",  # stage -> stage
+        "serve/__init__.py": "",
+        "serve/server.py": "import json\n",
+        "train/__init__.py": "",
+        "train/run.py": "from actune.serve import server\n",  # train may not start servers
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    assert violations(tmp_path) == [
+        "actune.envs.wiki -> actune.tasks",
+        "actune.envs.wiki -> actune.tasks.metrics",
+        "actune.eval.report -> actune.bootstrap",
+        "actune.store -> actune.eval",
+        "actune.store -> actune.eval.report",
+        "actune.tasks.metrics -> actune.envs",
+        "actune.tasks.metrics -> actune.envs.wiki",
+        "actune.train.run -> actune.serve",
+        "actune.train.run -> actune.serve.server",
+    ]
