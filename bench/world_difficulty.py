@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         tasks = _pick_tasks(world, args.split, args.per_kind, args.seed, args.kinds.split(","))
         endpoint, model = args.endpoint, args.model
         if endpoint is None:
-            from actune.models import prepare_model
+            from actune.model_files import prepare_model
             from actune.serve.config import ServeConfig
             from actune.serve.lock import exclusive_server_lock
             from actune.serve.server import free_port, vllm_server

@@ -272,7 +272,7 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] = print) -> TrainResul
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import SFTConfig, SFTTrainer
 
-    from actune.models import prepare_model
+    from actune.model_files import prepare_model
 
     t0 = time.perf_counter()
     dtype = resolve_dtype(cfg.dtype)

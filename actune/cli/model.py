@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    from actune.models import ModelError, prepare_model
+    from actune.model_files import ModelError, prepare_model
 
     try:
         print(prepare_model(args.name, check=not args.no_check))
@@ -29,7 +29,7 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from actune.models import KNOWN_MODELS
+    from actune.model_files import KNOWN_MODELS
 
     for spec in KNOWN_MODELS.values():
         print(f"{spec.name}\t{spec.description}")
