@@ -5,7 +5,9 @@ section (and the ``serve`` section where it starts servers), so no stage loads a
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any
+
+from pydantic import BaseModel, Field, model_validator
 
 from actune.bootstrap.config import BootstrapConfig
 from actune.config import StrictModel
@@ -19,6 +21,11 @@ class RunConfig(StrictModel):
 
     name: str = "run"
     """Run name (used in run ids and report titles)."""
+    model: str | None = None
+    """The model this run serves, tunes and evaluates, named once (known name, Hugging Face id or folder):
+    it fills ``serve.model``, ``train.base_model`` and each ``eval.models[i].model`` that the file does not
+    set itself. Set those to differ from it (a larger teacher served for bootstrap, say). None: each
+    section's own default."""
     serve: ServeConfig = Field(default_factory=ServeConfig)
     """How a server is started when a stage has no endpoints."""
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
@@ -27,6 +34,36 @@ class RunConfig(StrictModel):
     """LoRA fine-tuning."""
     eval: EvalConfig = Field(default_factory=EvalConfig)
     """Prompted vs fine-tuned evaluation."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_model(cls, data: Any) -> Any:
+        # before validation: a section field counts as set only when the file (or an override) names it
+        if not isinstance(data, dict) or data.get("model") is None:
+            return data
+        data = dict(data)
+        model = data["model"]
+        for section, key in (("serve", "model"), ("train", "base_model")):
+            data[section] = _with_default(data.get(section), key, model)
+        ev = _as_dict(data.get("eval"))
+        models = ev.get("models", EvalConfig.model_fields["models"].default_factory())
+        ev["models"] = [_with_default(m, "model", model) for m in models]
+        data["eval"] = ev
+        return data
+
+
+def _as_dict(section: Any) -> dict[str, Any]:
+    if section is None:
+        return {}
+    if isinstance(section, BaseModel):
+        return section.model_dump(exclude_unset=True)
+    return dict(section)
+
+
+def _with_default(section: Any, key: str, value: str) -> dict[str, Any]:
+    out = _as_dict(section)
+    out.setdefault(key, value)
+    return out
 
 
 def qualify_section_overrides(overrides: list[str], section: str) -> list[str]:
