@@ -59,7 +59,11 @@ def pending_episodes(tasks: list[Task], attempts_per_task: int, store: Trajector
 
 
 class CollectError(RuntimeError):
-    """Too many episodes failed (raised, rather than ending with an answer or a finish reason)."""
+    """Too many episodes failed (raised, or ended by a server that kept failing)."""
+
+
+class ServerFailedError(RuntimeError):
+    """The model server failed an episode's request through all the client's retries."""
 
 
 @dataclass
@@ -69,7 +73,11 @@ class CollectResult:
     kept: int = 0
     """Of those, kept."""
     failed: int = 0
-    """Episodes that raised (not written; a rerun retries them)."""
+    """Episodes that raised or whose model server failed (not written; a rerun retries them)."""
+    server_errors: int = 0
+    """Of those, episodes ended by a server that kept failing (after the client's own retries)."""
+    retried: int = 0
+    """Episodes run again in this call after a server error."""
     target_reached: bool = False
 
 
@@ -90,6 +98,8 @@ async def collect(
     max_failed: int = 20,
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True),
     stage: str = "bootstrap",
+    server_retries: int = 2,
+    retry_pause_s: float = 5.0,
 ) -> CollectResult:
     """Run ``episodes`` with ``concurrency`` in flight, judge each and append it to ``store``.
 
@@ -98,12 +108,19 @@ async def collect(
     ``await`` between the episode's end and the append, so cancelling this coroutine (Ctrl-C, a test)
     never leaves half a record or a duplicate. An episode that raises is logged and skipped (a rerun
     retries it); more than ``max_failed`` such failures re-raise the last one.
+
+    An episode ended by a server error (the client already retried its request with backoff) is a failed
+    request, not a finished episode: it is never stored, since a stored record marks its (task, method,
+    attempt) done for good. It is queued again after a pause (up to ``server_retries`` times) and
+    counts as a failure, so a dead server stops the run after ``max_failed`` of them with a
+    :class:`CollectError` (rerun to resume) instead of draining the queue into the store.
     """
     result = CollectResult()
     if store.kept >= target_correct:
         result.target_reached = True
         return result
     queue = iter(episodes)  # shared by the workers: each pair is taken exactly once
+    again: list[tuple[Task, int, int]] = []  # (task, attempt, tries) after a server error, taken first
     stop = asyncio.Event()
     failure: list[BaseException] = []
     live = 0
@@ -111,7 +128,15 @@ async def collect(
     async def worker(env: Environment) -> None:
         nonlocal live
         try:
-            for task, attempt in queue:
+            while True:
+                if again:
+                    task, attempt, tries = again.pop(0)
+                    result.retried += 1
+                else:
+                    item = next(queue, None)
+                    if item is None:
+                        return
+                    (task, attempt), tries = item, 0
                 if stop.is_set():
                     return
                 try:
@@ -128,6 +153,21 @@ async def collect(
                     continue
                 if stop.is_set():
                     return  # the target was reached while this one ran: not written
+                if traj.finish_reason == "server_error":
+                    result.failed += 1
+                    result.server_errors += 1
+                    retry = tries < server_retries
+                    log(f"{stage}: episode (task {task.id!r}, attempt {attempt}) lost its model server: "
+                        f"{traj.info.get('error', '')}; not stored, "
+                        + ("run again after a pause" if retry else "a rerun retries it"))
+                    if result.failed > max_failed:
+                        failure.append(ServerFailedError(traj.info.get("error", "server error")))
+                        stop.set()
+                        return
+                    if retry:
+                        await asyncio.sleep(retry_pause_s * 2 ** tries)
+                        again.append((task, attempt, tries + 1))
+                    continue
                 verdict = judge(traj, require_grounded)
                 store.append(record_verdict(traj, verdict))
                 result.written += 1

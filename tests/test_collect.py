@@ -14,6 +14,7 @@ from actune.agent import AgentConfig
 from actune.collect import CollectError, collect, pending_episodes
 from actune.judge import verdict_of
 from actune.store import TrajectoryStore
+from actune.task import Task
 from actune.trajectory import Trajectory, read_trajectories
 
 AGENT = AgentConfig(method="react", temperature=0.4)
@@ -188,3 +189,38 @@ def _failing_append(append, after: int):
         append(traj)
 
     return fake_append
+
+
+def test_a_server_error_is_retried_and_never_stored(tmp_path: Path) -> None:
+    """Regression: a dying server ended episodes as ``server_error``; they were stored as done and never
+    retried (12 of 12 stored, 0 pending after resume)."""
+    from agent.fakes import ScriptedLLM
+
+    from actune.llm import ServerError
+
+    path = tmp_path / "trajectories.jsonl"
+    # t0's first request fails through the client's retries; the episode runs again and succeeds
+    llm = ScriptedLLM([ServerError("connection refused")] + list(walkman_llm().replies))
+    messages: list[str] = []
+
+    async def go(tasks: list[Task], max_failed: int):
+        with TrajectoryStore.open(path) as store:
+            return await collect(pending_episodes(tasks, 1, store, AGENT.method), FakeEnvironment, llm, AGENT,
+                                 store, concurrency=1, target_correct=100, max_failed=max_failed,
+                                 log=messages.append, retry_pause_s=0)
+
+    res = asyncio.run(go(walkman_tasks()[:2], 5))
+    assert (res.written, res.failed, res.server_errors, res.retried) == (2, 1, 1, 1)
+    assert messages == ["bootstrap: episode (task 't0', attempt 0) lost its model server: connection refused; "
+                        "not stored, run again after a pause"]
+    records = list(read_trajectories(path))
+    assert [(t.task.id, t.finish_reason) for t in records] == [("t0", "answered"), ("t1", "answered")]
+
+    # a dead server: nothing is stored, and the run stops instead of draining the queue
+    path.unlink()
+    llm = ScriptedLLM([ServerError("dead")] * 50)
+    with pytest.raises(CollectError, match="more than 3 episodes failed; the last: ServerFailedError: dead"):
+        asyncio.run(go(walkman_tasks(), 3))
+    assert _lines(path) == []
+    with TrajectoryStore.open(path) as store:
+        assert len(pending_episodes(walkman_tasks(), 1, store, AGENT.method)) == 4  # all still to do
