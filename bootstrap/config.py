@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from actune.agent.config import METHODS, AgentConfig
+from actune.agent.config import METHODS, AgentConfig, Method, StepsMethod
 from actune.config import StrictModel
 from actune.envs.config import EnvConfig
 from actune.tasks.config import TaskConfig
 
 #: Methods whose records can never be in a ReAct or ReflAct step format (Act has no thoughts, PreFlect
 #: plans and re-plans); the hybrids are decided per record, from the phase that answered.
-NEVER_CONVERTIBLE = {"react": ("act", "preflect"), "reflact": ("act", "preflect", "react")}
+NEVER_CONVERTIBLE: dict[StepsMethod, tuple[Method, ...]] = {
+    "react": ("act", "preflect"), "reflact": ("act", "preflect", "react")}
 
 
 class ExportConfig(StrictModel):
@@ -27,7 +27,7 @@ class ExportConfig(StrictModel):
     stores: list[Path] = Field(default_factory=list)
     """More stores exported together with ``bootstrap.store``, in this order (another method's run, an
     earlier expert-iteration round, a teacher's)."""
-    steps_method: Literal["react", "reflact"] = "react"
+    steps_method: StepsMethod = "react"
     """The adapter's step format: every kept record is converted into it; a record that cannot be
     (Act, PreFlect, ReAct into ReflAct) is counted ``unconvertible`` and left out."""
     method_shares: dict[str, float] = Field(default_factory=dict)

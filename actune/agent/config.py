@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field
 
 from actune.config import StrictModel
 
-__all__ = ["AgentConfig", "METHODS", "INTERACTIVE_METHODS", "DEFAULT_MAX_STEPS"]
+__all__ = ["AgentConfig", "Method", "METHODS", "INTERACTIVE_METHODS", "StepsMethod", "STEPS_METHODS",
+           "DEFAULT_MAX_STEPS"]
 
-METHODS = ("standard", "cot", "cot_sc", "act", "react", "reflact", "react_cotsc", "cotsc_react", "preflect")
+# The one list of agent methods: every other module (prompt spec, CLI, bootstrap, judge) takes it from
+# here, and actune.agent.methods.METHOD_RUNNERS runs exactly these (tests/agent/test_method_lists.py).
+Method = Literal["standard", "cot", "cot_sc", "act", "react", "reflact", "react_cotsc", "cotsc_react", "preflect"]
+METHODS: tuple[str, ...] = get_args(Method)
 INTERACTIVE_METHODS = ("act", "react", "reflact")
+
+#: The loop formats an adapter can be trained in: exported records are converted into one of these.
+StepsMethod = Literal["react", "reflact"]
+STEPS_METHODS: tuple[str, ...] = get_args(StepsMethod)
 
 #: Paper budgets: ReAct used 7 steps on HotpotQA and 5 on FEVER; ALFWorld episodes need many more.
 DEFAULT_MAX_STEPS = {"wiki": 7, "fever": 5, "docqa": 7, "alfworld": 50}
@@ -22,8 +30,7 @@ class AgentConfig(StrictModel):
     """One agent episode's settings. Shared by bootstrap and eval so a tuned model is evaluated in
     exactly the loop that produced its training data."""
 
-    method: Literal["standard", "cot", "cot_sc", "act", "react", "reflact", "react_cotsc", "cotsc_react",
-                    "preflect"] = "react"
+    method: Method = "react"
     """Prompting method. Hybrids: ``react_cotsc`` backs off to CoT-SC when ReAct gives no answer
     within its budget; ``cotsc_react`` backs off to ReAct when the CoT-SC majority has < n/2 votes.
     ``preflect``: plan, critique of the plan against a catalog of planning errors (revised on FAIL),

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from actune.agent.config import AgentConfig
+from actune.agent.config import AgentConfig, Method
 from actune.atomic_write import atomic_write_text
 from actune.config import ConfigError, StrictModel
 
@@ -27,8 +27,7 @@ class PromptSpec(StrictModel):
 
     format_version: int = 1
     """Layout version of this file."""
-    method: Literal["standard", "cot", "cot_sc", "act", "react", "reflact", "react_cotsc", "cotsc_react",
-                    "preflect"] = "react"
+    method: Method = "react"
     """Method whose step format the model was trained on."""
     regime: Literal["few_shot", "zero_shot"] = "zero_shot"
     """Prompt regime the model was trained with (fine-tuned models: zero_shot)."""

@@ -12,10 +12,10 @@ the core never imports a stage.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field, model_validator
 
+from actune.agent.config import StepsMethod
 from actune.bootstrap.config import BootstrapConfig
 from actune.config import ConfigError, StrictModel, load_config
 from actune.eval.config import EvalConfig
@@ -53,7 +53,7 @@ class QuickstartConfig(StrictModel):
     seed: int = 0
     """One seed for the world, the sampling and the LoRA initialisation: two seeds are two independent
     runs of the same experiment."""
-    methods: list[Literal["react", "reflact"]] = Field(default_factory=lambda: ["react"])
+    methods: list[StepsMethod] = Field(default_factory=lambda: ["react"])
     """Agent methods to bootstrap, train and evaluate, each on its own (a ReAct adapter is compared with
     prompted ReAct, a ReflAct adapter with prompted ReflAct)."""
     rounds: int = Field(1, ge=1, le=5)

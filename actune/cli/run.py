@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from actune.agent.config import METHODS
+
 DEFAULT_MODEL = "smollm2-135m"
-METHOD_CHOICES = ("standard", "cot", "cot_sc", "act", "react", "reflact", "react_cotsc", "cotsc_react",
-                  "preflect")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "and observations as they happen. Without --endpoint a vLLM server is started for --model.",
     )
     p.add_argument("--env", default="wiki", choices=("wiki", "fever", "docqa", "alfworld"), help="environment")
-    p.add_argument("--method", choices=METHOD_CHOICES,
+    p.add_argument("--method", choices=METHODS,
                    help="prompting method (default: the adapter's prompt spec, else react)")
     p.add_argument("--model",
                    help="base model to serve (default smollm2-135m), or with --endpoint the served model name "
