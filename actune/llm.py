@@ -49,7 +49,8 @@ class ClientConfig(StrictModel):
     timeout_s: float = Field(300.0, gt=0)
     """Per-request timeout in seconds."""
     max_retries: int = Field(4, ge=0)
-    """Retries on connection errors and 5xx (never on 4xx), with exponential backoff."""
+    """Retries on connection errors, 5xx, 429 and 408 (never on other 4xx), with exponential backoff (at least
+    what a ``Retry-After`` header asks)."""
     backoff_s: float = Field(0.5, ge=0)
     """First backoff delay; doubles each retry."""
 
@@ -262,9 +263,12 @@ class LLMClient:
     async def _post(self, path: str, body: dict[str, Any]) -> tuple[dict, str, float]:
         async with self._semaphore:
             last_error = ""
+            wait_s: float | None = None  # what a 429 / 408 asked for (Retry-After)
             for attempt in range(self.config.max_retries + 1):
                 if attempt:
                     delay = self.config.backoff_s * 2 ** (attempt - 1)
+                    if wait_s is not None:
+                        delay, wait_s = max(delay, wait_s), None
                     await asyncio.sleep(delay * (1 + 0.1 * random.random()))
                 endpoint = self._pick_endpoint()
                 self._in_flight[endpoint] += 1
@@ -280,6 +284,11 @@ class LLMClient:
                 if resp.status_code >= 500:
                     last_error = f"{endpoint}: HTTP {resp.status_code}: {_error_message(resp)}"
                     continue
+                if resp.status_code in (408, 429):
+                    # a hosted API's rate limit or request timeout: the request is fine, retry when told
+                    last_error = f"{endpoint}: HTTP {resp.status_code}: {_error_message(resp)}"
+                    wait_s = _retry_after_s(resp)
+                    continue
                 if resp.status_code >= 400:
                     message = _error_message(resp)
                     if resp.status_code == 400 and is_context_length_message(message):
@@ -291,6 +300,15 @@ class LLMClient:
                     last_error = f"{endpoint}: answer is not JSON: {resp.text[:200]!r}"
                     continue
             raise ServerError(f"request failed after {self.config.max_retries + 1} attempts; last error: {last_error}")
+
+
+def _retry_after_s(resp: httpx.Response) -> float | None:
+    """``Retry-After`` in seconds (a number; an HTTP date is not worth parsing here), capped at a minute so a
+    bad header cannot stall a run."""
+    try:
+        return min(max(float(resp.headers.get("retry-after", "")), 0.0), 60.0)
+    except ValueError:
+        return None
 
 
 def _first_choice(data: dict, endpoint: str) -> dict:

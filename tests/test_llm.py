@@ -74,6 +74,8 @@ class FakeOpenAIServer:
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
+                    if status == 429:
+                        self.send_header("Retry-After", "0.2")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
@@ -100,7 +102,7 @@ class FakeOpenAIServer:
 
 
 def config(*endpoints: str, **kw) -> ClientConfig:
-    return ClientConfig(endpoints=list(endpoints), model="m", backoff_s=0.01, **kw)
+    return ClientConfig(endpoints=list(endpoints), model="m", **{"backoff_s": 0.01, **kw})
 
 
 def run(coro):
@@ -153,6 +155,16 @@ def test_retries_5xx_then_succeeds():
         c = complete_sync(config(fake.base_url), "x")
     assert c.text == "fine"
     assert len(fake.requests) == 3
+
+
+def test_rate_limit_is_retried_after_the_time_it_asks():
+    """A hosted teacher's 429 (rate limit) is a wait, not a failure; Retry-After sets the pause."""
+    with FakeOpenAIServer([(429, {"error": {"message": "slow down"}}), (200, completion_body("fine"))]) as fake:
+        t0 = time.perf_counter()
+        c = complete_sync(config(fake.base_url, backoff_s=0.0), "x")
+        waited = time.perf_counter() - t0
+    assert (c.text, len(fake.requests)) == ("fine", 2)
+    assert waited >= 0.2  # the header's 0.2 s, not the zero backoff
 
 
 def test_gives_up_after_max_retries_with_last_error():
