@@ -77,7 +77,7 @@ async def _run_all(tasks, world: Path, endpoint: str, model: str, args) -> list:
             kinds = [task.meta["kind"]] if args.prompt == "matched" else None
             cfg = AgentConfig(method=args.method, exemplar_set=args.exemplars, exemplar_kinds=kinds,
                               num_exemplars=2 if args.prompt == "matched" else None,
-                              temperature=args.temperature, max_steps=args.max_steps, seed=args.seed)
+                              temperature=args.temperature, episode_steps=args.max_steps, seed=args.seed)
             async with sem:
                 try:
                     traj = await run_episode(task, from_config(env_cfg), llm, cfg, attempt=attempt)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from actune.config import StrictModel
 
@@ -29,6 +29,16 @@ DEFAULT_MAX_STEPS = {"wiki": 7, "fever": 5, "docqa": 7, "alfworld": 50}
 class AgentConfig(StrictModel):
     """One agent episode's settings. Shared by bootstrap and eval so a tuned model is evaluated in
     exactly the loop that produced its training data."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_max_steps(cls, data: Any) -> Any:
+        # name the new key rather than report "max_steps: unknown key"
+        if isinstance(data, dict) and "max_steps" in data:
+            raise ValueError(f"max_steps was renamed episode_steps (the train section's max_steps counts optimiser "
+                             f"steps): write episode_steps: {data['max_steps']}")
+        return data
+
 
     method: Method = "react"
     """Prompting method. Hybrids: ``react_cotsc`` backs off to CoT-SC when ReAct gives no answer
@@ -61,10 +71,11 @@ class AgentConfig(StrictModel):
     paper_prompt_key: str | None = None
     """Key in ``paper_prompt_file`` (``webthink_simple6`` ReAct, ``webact_simple6`` Act,
     ``cotqa_simple6`` CoT, ``webqa_simple6`` Standard; FEVER ``*_simple3``)."""
-    max_steps: int | None = Field(None, ge=1)
-    """Step budget; None: the environment's default (wiki 7, fever 5, docqa 7, alfworld 50)."""
+    episode_steps: int | None = Field(None, ge=1)
+    """Step budget of one episode; None: the environment's default (wiki 7, fever 5, docqa 7, alfworld 50).
+    (Was ``max_steps``, which in the train section counts optimiser steps.)"""
     multihop: bool = False
-    """LLARS multihop rule: budget becomes min(max_steps + 2, 10)."""
+    """LLARS multihop rule: budget becomes min(episode_steps + 2, 10)."""
     temperature: float = Field(0.0, ge=0)
     """Sampling temperature for the agent's steps (probe: T≈0.4 is best for collection)."""
     top_p: float = Field(1.0, gt=0, le=1)
@@ -78,7 +89,7 @@ class AgentConfig(StrictModel):
     cot_sc_temperature: float = Field(0.7, ge=0)
     """CoT-SC: sampling temperature of the samples."""
     hybrid_react_steps: int | None = Field(None, ge=1)
-    """Hybrids: ReAct step budget inside a hybrid (None: same as max_steps)."""
+    """Hybrids: ReAct step budget inside a hybrid (None: same as episode_steps)."""
     extra_stop: list[str] | None = None
     """Stop strings added to each step's own (``\\nObservation``...). None: the start of a new example,
     ``\\nQuestion:`` (FEVER ``\\nClaim:``); without it a small model invents a new example and acts on
@@ -118,5 +129,5 @@ class AgentConfig(StrictModel):
         return {"fever": ["\nClaim:"], "alfworld": []}.get(env_name, ["\nQuestion:"])
 
     def step_budget(self, env_name: str) -> int:
-        base = self.max_steps if self.max_steps is not None else DEFAULT_MAX_STEPS.get(env_name, 7)
+        base = self.episode_steps if self.episode_steps is not None else DEFAULT_MAX_STEPS.get(env_name, 7)
         return min(base + 2, 10) if self.multihop else base

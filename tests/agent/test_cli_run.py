@@ -35,13 +35,13 @@ def test_adapter_spec_configures_the_loop(adapter):
 
 def test_explicit_flags_beat_the_spec_which_beats_the_config_file(adapter, tmp_path):
     config = tmp_path / "agent.yaml"
-    config.write_text("regime: few_shot\nwire: text\nmax_steps: 4\n")
+    config.write_text("regime: few_shot\nwire: text\nepisode_steps: 4\n")
     cfg, note = cli_run.resolve_agent_config(
         parse("--adapter", str(adapter), "--config", str(config), "--regime", "few_shot",
               "--set", "chat_prefill=true", "--set", "temperature=0.4"))
-    # --regime and --set chat_prefill win; wire comes from the spec, not the file; max_steps from the file
+    # --regime and --set chat_prefill win; wire comes from the spec, not the file; episode_steps from the file
     assert (cfg.method, cfg.regime, cfg.wire, cfg.chat_prefill) == ("act", "few_shot", "chat", True)
-    assert cfg.max_steps == 4 and cfg.temperature == 0.4
+    assert cfg.episode_steps == 4 and cfg.temperature == 0.4
     assert note.endswith("wire=chat (overridden by regime=few_shot chat_prefill=true)")
 
 

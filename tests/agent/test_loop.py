@@ -56,7 +56,7 @@ def test_react_solves_and_records_every_step():
 
 
 def test_step_budget_ends_with_max_steps():
-    traj, llm, _ = run(AgentConfig(method="react", max_steps=2), [
+    traj, llm, _ = run(AgentConfig(method="react", episode_steps=2), [
         " a\nAction 1: search[Nowhere]", " b\nAction 2: search[Elsewhere]"])
     assert traj.finish_reason == "max_steps" and traj.prediction is None and not traj.correct
     assert len(llm.calls) == 2 and kinds(traj) == ["thought", "action", "observation"] * 2
@@ -66,7 +66,7 @@ def test_budget_defaults_and_multihop_rule():
     assert AgentConfig().step_budget("wiki") == 7
     assert AgentConfig().step_budget("fever") == 5
     assert AgentConfig(multihop=True).step_budget("wiki") == 9
-    assert AgentConfig(multihop=True, max_steps=9).step_budget("wiki") == 10
+    assert AgentConfig(multihop=True, episode_steps=9).step_budget("wiki") == 10
 
 
 def test_repetition_ends_episode_on_third_identical_action():
@@ -166,7 +166,7 @@ def test_cot_sc_majority_vote_and_seeds():
 
 def test_react_cotsc_backs_off_when_react_gives_no_answer():
     replies = [" t\nAction 1: search[Nowhere]", " a\nAnswer: 1946", " b\nAnswer: 1946", " c\nAnswer: 1900"]
-    traj, llm, _ = run(AgentConfig(method="react_cotsc", max_steps=1, cot_sc_n=3), replies)
+    traj, llm, _ = run(AgentConfig(method="react_cotsc", episode_steps=1, cot_sc_n=3), replies)
     assert traj.prediction == "1946" and traj.correct and traj.finish_reason == "answered"
     phases = traj.info["phases"]
     assert [p["method"] for p in phases] == ["react", "cot_sc"]
@@ -384,3 +384,11 @@ def test_fever_claim_format_and_stops():
     assert llm.calls[0].prompt.startswith("Decide whether a claim is SUPPORTS, REFUTES or NOT ENOUGH INFO")
     assert "\nClaim: Sony was founded in 1946.\nThought 1:" in llm.calls[0].prompt
     assert llm.calls[0].prompt.count("Claim: ") == 4  # three exemplars + the task
+
+
+def test_the_old_budget_key_names_its_new_name():
+    import pytest
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="max_steps was renamed episode_steps .* write episode_steps: 4"):
+        AgentConfig.model_validate({"max_steps": 4})

@@ -197,7 +197,7 @@ def _searches(n: int, start: int = 1) -> list[str]:
 
 def test_forced_re_plan_at_step_6_when_none_happened():
     replies = [PLAN, PASS] + _searches(5) + [" new plan", PASS, " Done.\nAction 6: finish[1946]"]
-    traj, llm, _ = run(cfg(max_steps=8), replies)
+    traj, llm, _ = run(cfg(episode_steps=8), replies)
     plans = [s for s in traj.steps if s.type == "plan"]
     assert [(p.iteration, p.meta) for p in plans] == [(1, {"initial": True}), (6, {"forced": True})]
     k = traj.steps.index(plans[1])
@@ -212,14 +212,14 @@ def test_own_re_plan_in_the_window_skips_the_forced_one():
     # every=3: a re-plan at step 2 covers steps 1-3; none in 4-6 -> forced at 6
     replies = ([PLAN, PASS] + _searches(1) + [" Stuck.\nAction 2: re_plan[no luck]", " p2", PASS]
                + _searches(3, start=3) + [" p6", PASS, " Done.\nAction 6: finish[1946]"])
-    traj, _, _ = run(cfg(preflect_force_replan_every=3, max_steps=7), replies)
+    traj, _, _ = run(cfg(preflect_force_replan_every=3, episode_steps=7), replies)
     plans = [(s.iteration, s.meta) for s in traj.steps if s.type == "plan"]
     assert plans == [(1, {"initial": True}), (2, {"reason": "no luck"}), (6, {"forced": True})]
     assert step_order_problems(traj) == []
 
 
 def test_no_forced_re_plan_when_disabled():
-    traj, _, _ = run(cfg(preflect_force_replan_every=0, max_steps=6), [PLAN, PASS] + _searches(6))
+    traj, _, _ = run(cfg(preflect_force_replan_every=0, episode_steps=6), [PLAN, PASS] + _searches(6))
     assert [s.type for s in traj.steps].count("plan") == 1 and traj.finish_reason == "max_steps"
 
 

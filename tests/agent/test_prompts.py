@@ -182,8 +182,8 @@ def test_prompt_spec_round_trip_and_apply(tmp_path):
     spec = PromptSpec(method="reflact", regime="zero_shot", wire="chat")
     path = save_prompt_spec(spec, tmp_path / "adapter")
     assert path.name == "actune_prompt.json" and load_prompt_spec(tmp_path / "adapter") == spec
-    cfg = spec.apply(AgentConfig(method="react", regime="few_shot", max_steps=4, temperature=0.4))
-    assert (cfg.method, cfg.regime, cfg.wire, cfg.max_steps, cfg.temperature) == ("reflact", "zero_shot", "chat", 4, 0.4)
+    cfg = spec.apply(AgentConfig(method="react", regime="few_shot", episode_steps=4, temperature=0.4))
+    assert (cfg.method, cfg.regime, cfg.wire, cfg.episode_steps, cfg.temperature) == ("reflact", "zero_shot", "chat", 4, 0.4)
     assert PromptSpec.from_agent_config(cfg) == spec
     (tmp_path / "bad.json").write_text(json.dumps({"method": "react", "wire": "fax"}))
     with pytest.raises(ConfigError, match=r"bad\.json: invalid prompt spec: wire"):

@@ -46,13 +46,13 @@ def test_every_method_runs_one_real_episode(vllm_server, tmp_path):
         out = []
         async with LLMClient(ClientConfig(endpoints=[vllm_server.base_url], model=vllm_server.model)) as llm:
             for method in METHODS:
-                cfg = AgentConfig(method=method, max_steps=3, max_tokens=48, cot_sc_n=3, temperature=0.0,
+                cfg = AgentConfig(method=method, episode_steps=3, max_tokens=48, cot_sc_n=3, temperature=0.0,
                                   exemplar_kinds=["bridge"])
                 traj = await run_episode(TASK, make_env(env_cfg), llm, cfg,
                                          model=ModelRecord(name=vllm_server.model), run_id="it")
                 out.append(traj)
             # chat wire with the Thought-i prefill (vLLM continue_final_message), zero-shot
-            cfg = AgentConfig(method="react", wire="chat", regime="zero_shot", max_steps=2, max_tokens=48)
+            cfg = AgentConfig(method="react", wire="chat", regime="zero_shot", episode_steps=2, max_tokens=48)
             out.append(await run_episode(TASK, make_env(env_cfg), llm, cfg, run_id="it"))
         return out
 
@@ -82,7 +82,7 @@ def test_cli_run_prints_record(vllm_server, tmp_path, capsys):
     save_prompt_spec(PromptSpec(method="act", regime="few_shot", wire="text"), spec_dir)
     rc = main(["run", "--endpoint", vllm_server.base_url, "--model", vllm_server.model, "--env", "wiki",
                "--corpus", str(CORPUS), "--question", TASK.question, "--answer", "1946",
-               "--prompt-spec", str(spec_dir), "--set", "max_steps=2", "--set", "max_tokens=32",
+               "--prompt-spec", str(spec_dir), "--set", "episode_steps=2", "--set", "max_tokens=32",
                "--set", "exemplar_set=wiki", "--json"])
     assert rc == 0
     record = Trajectory.from_dict(json.loads(capsys.readouterr().out))
@@ -100,7 +100,7 @@ def test_cli_run_adapter_uses_its_prompt_spec(vllm_server, random_lora, capsys):
     try:
         rc = main(["run", "--endpoint", vllm_server.base_url, "--model", name, "--adapter", str(random_lora),
                    "--env", "wiki", "--corpus", str(CORPUS), "--question", TASK.question, "--answer", "1946",
-                   "--set", "max_steps=2", "--set", "max_tokens=24", "--json"])
+                   "--set", "episode_steps=2", "--set", "max_tokens=24", "--json"])
     finally:
         unload_adapter(vllm_server.base_url, name)
     out = capsys.readouterr()

@@ -90,11 +90,11 @@ def test_cli_overrides_may_omit_the_eval_prefix() -> None:
 def test_per_model_agent_overrides_come_before_the_prompt_spec(tmp_path: Path) -> None:
     folder = fake_adapter_folder(tmp_path / "ad")
     save_prompt_spec(PromptSpec(method="react", regime="zero_shot", wire="chat"), folder)
-    agent = AgentConfig(method="react", exemplar_set="world", num_exemplars=2, max_steps=5)
+    agent = AgentConfig(method="react", exemplar_set="world", num_exemplars=2, episode_steps=5)
     cfg = EvalConfig(agent=agent, models=[
         EvalModel(label="prompted"),
         EvalModel(label="prompted-oracle", agent={"exemplar_kinds": ["task"]}),
-        EvalModel(label="tuned", adapter=folder, agent={"max_steps": 3, "exemplar_kinds": ["task"]}),
+        EvalModel(label="tuned", adapter=folder, agent={"episode_steps": 3, "exemplar_kinds": ["task"]}),
     ])
     prompted, oracle, tuned = plan_models(cfg, ServeConfig())
     assert prompted.agent == agent and prompted.agent_overrides == {}
@@ -102,7 +102,7 @@ def test_per_model_agent_overrides_come_before_the_prompt_spec(tmp_path: Path) -
     assert oracle.agent_overrides == {"exemplar_kinds": ["task"]}
     assert oracle.request_model == prompted.request_model == "smollm2-135m" and oracle.prompt_spec is None
     # the override applies first, then the adapter's spec (which trained zero-shot, without exemplars)
-    assert (tuned.agent.max_steps, tuned.agent.regime, tuned.agent.wire) == (3, "zero_shot", "chat")
+    assert (tuned.agent.episode_steps, tuned.agent.regime, tuned.agent.wire) == (3, "zero_shot", "chat")
     assert tuned.agent.exemplar_kinds is None and tuned.agent.exemplar_set is None
     assert tuned.prompt_spec == folder / "actune_prompt.json" and tuned.prompt_spec_source == "adapter"
     assert model_agent(cfg, 0) is cfg.agent
@@ -111,9 +111,9 @@ def test_per_model_agent_overrides_come_before_the_prompt_spec(tmp_path: Path) -
 def test_bad_per_model_overrides_name_the_key(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match=r"eval.models\[1\].agent.exemplr_kinds: unknown key"):
         EvalConfig(models=[EvalModel(label="a"), EvalModel(label="b", agent={"exemplr_kinds": ["task"]})])
-    with pytest.raises(ValidationError, match=r"eval.models\[0\].agent.max_steps: Input should be greater than "
+    with pytest.raises(ValidationError, match=r"eval.models\[0\].agent.episode_steps: Input should be greater than "
                                               r"or equal to 1"):
-        EvalConfig(models=[EvalModel(label="a", agent={"max_steps": 0})])
+        EvalConfig(models=[EvalModel(label="a", agent={"episode_steps": 0})])
     # both models' problems at once, through the config loader
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump({"eval": {"models": [
