@@ -12,11 +12,13 @@ the core never imports a stage.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field, model_validator
 
 from actune.agent.config import StepsMethod
 from actune.bootstrap.config import BootstrapConfig
+from actune.cli.run_config import fill_model
 from actune.config import ConfigError, StrictModel, load_config
 from actune.eval.config import EvalConfig
 from actune.serve.config import ServeConfig
@@ -50,6 +52,9 @@ class QuickstartConfig(StrictModel):
 
     name: str = "quickstart"
     """Run name (in run ids and report titles)."""
+    model: str | None = None
+    """The model served, tuned and evaluated, named once: fills ``serve.model`` and ``train.base_model``
+    where the preset leaves them unset (None: their own defaults)."""
     seed: int = 0
     """One seed for the world, the sampling and the LoRA initialisation: two seeds are two independent
     runs of the same experiment."""
@@ -78,6 +83,11 @@ class QuickstartConfig(StrictModel):
     """The training recipe (``dataset`` and ``output_dir`` are set by the pipeline)."""
     eval: EvalConfig = Field(default_factory=EvalConfig)
     """Eval settings (``models``, ``out_dir``, ``env.corpus`` and ``tasks.path`` are set by the pipeline)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_model(cls, data: Any) -> Any:
+        return fill_model(data, {"serve": "model", "train": "base_model"})
 
     @model_validator(mode="after")
     def _check(self) -> "QuickstartConfig":

@@ -38,18 +38,26 @@ class RunConfig(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _fill_model(cls, data: Any) -> Any:
-        # before validation: a section field counts as set only when the file (or an override) names it
+        data = fill_model(data, {"serve": "model", "train": "base_model"})
         if not isinstance(data, dict) or data.get("model") is None:
             return data
-        data = dict(data)
-        model = data["model"]
-        for section, key in (("serve", "model"), ("train", "base_model")):
-            data[section] = _with_default(data.get(section), key, model)
         ev = _as_dict(data.get("eval"))
         models = ev.get("models", EvalConfig.model_fields["models"].default_factory())
-        ev["models"] = [_with_default(m, "model", model) for m in models]
+        ev["models"] = [_with_default(m, "model", data["model"]) for m in models]
         data["eval"] = ev
         return data
+
+
+def fill_model(data: Any, fields: dict[str, str]) -> Any:
+    """A config's raw ``data`` with its top-level ``model`` written into each ``section: key`` of ``fields``
+    that the data leaves unset. Before validation, so a key counts as set only when the file (or an
+    override) names it."""
+    if not isinstance(data, dict) or data.get("model") is None:
+        return data
+    data = dict(data)
+    for section, key in fields.items():
+        data[section] = _with_default(data.get(section), key, data["model"])
+    return data
 
 
 def _as_dict(section: Any) -> dict[str, Any]:
