@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from actune.cli.stage_command import register_stage
+from actune.cli.stage_command import COLLECT_ERRORS, register_stage, section_qualifier
 
 if TYPE_CHECKING:
     from actune.cli.run_config import RunConfig
@@ -21,15 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     register_stage(sub, "bootstrap", doc=__doc__, help="generate, judge and keep correct trajectories (resumable)",
                    config_help="run config YAML (its bootstrap and serve sections are used)",
                    example="bootstrap.target_correct=100", run=_run, qualify=qualify_overrides, progress=True,
-                   errors=["actune.store:StoreError", "actune.serve.errors:ServeError",
-                           "actune.tasks.loading:TaskFileError", "actune.collect:CollectError"])
+                   errors=COLLECT_ERRORS)
 
 
-def qualify_overrides(overrides: list[str]) -> list[str]:
-    """Short keys (``concurrency=4``) mean this stage's section."""
-    from actune.cli.run_config import qualify_section_overrides
-
-    return qualify_section_overrides(overrides, "bootstrap")
+qualify_overrides = section_qualifier("bootstrap")
 
 
 def _run(run: "RunConfig", args: argparse.Namespace) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from actune.cli.stage_command import register_stage
+from actune.cli.stage_command import COLLECT_ERRORS, register_stage, section_qualifier
 
 if TYPE_CHECKING:
     from actune.cli.run_config import RunConfig
@@ -24,15 +24,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     register_stage(sub, "eval", doc=__doc__, help="evaluate prompted and fine-tuned models side by side (resumable)",
                    config_help="run config YAML (its eval and serve sections are used)",
                    example="eval.tasks.limit=100", run=_run, qualify=qualify_overrides, progress=True,
-                   errors=["actune.store:StoreError", "actune.serve.errors:ServeError",
-                           "actune.tasks.loading:TaskFileError", "actune.collect:CollectError"])
+                   errors=COLLECT_ERRORS)
 
 
-def qualify_overrides(overrides: list[str]) -> list[str]:
-    """Short keys (``attempts=2``) mean this stage's section."""
-    from actune.cli.run_config import qualify_section_overrides
-
-    return qualify_section_overrides(overrides, "eval")
+qualify_overrides = section_qualifier("eval")
 
 
 def _run(run: "RunConfig", args: argparse.Namespace) -> None:

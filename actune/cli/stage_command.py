@@ -13,7 +13,24 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["register_stage", "stage_errors"]
+__all__ = ["register_stage", "stage_errors", "section_qualifier", "COLLECT_ERRORS"]
+
+COLLECT_ERRORS = ("actune.store:StoreError", "actune.serve.errors:ServeError", "actune.tasks.loading:TaskFileError",
+                  "actune.collect:CollectError")
+"""What the stages that collect episodes (bootstrap, eval) report as one line."""
+
+
+def section_qualifier(section: str) -> Callable[[list[str]], list[str]]:
+    """Overrides whose first key is a field of ``section`` (and not of the run config) may omit the
+    ``section.`` prefix: ``concurrency=4`` for ``bootstrap.concurrency=4``."""
+
+    def qualify(overrides: list[str]) -> list[str]:
+        from actune.cli.run_config import qualify_section_overrides
+
+        return qualify_section_overrides(overrides, section)
+
+    qualify.__doc__ = f"Short keys mean the {section} section."
+    return qualify
 
 
 def stage_errors(names: Sequence[str]) -> tuple[type[BaseException], ...]:

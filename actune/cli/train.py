@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from actune.cli.stage_command import register_stage
+from actune.cli.stage_command import register_stage, section_qualifier
 
 if TYPE_CHECKING:
     from actune.cli.run_config import RunConfig
@@ -27,11 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    run=_run, qualify=qualify_overrides, errors=["actune.train.run:TrainError"])
 
 
-def qualify_overrides(overrides: list[str]) -> list[str]:
-    """Short keys (``max_steps=10``) mean this stage's section."""
-    from actune.cli.run_config import qualify_section_overrides
-
-    return qualify_section_overrides(overrides, "train")
+qualify_overrides = section_qualifier("train")
 
 
 def _run(run: "RunConfig", args: argparse.Namespace) -> None:
