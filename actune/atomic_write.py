@@ -6,18 +6,22 @@ KeyboardInterrupt, the temporary file is removed and the target is left as it wa
 
 A new file gets the permissions ``open(path, "w")`` would give it (0o666 less the umask, so 0o644
 under the usual umask 022); a replaced file keeps its permission bits, as with ``Path.write_text``.
+
+A folder cannot be renamed over a non-empty one, so :func:`replace_folder` swaps with two renames (the
+old folder aside, the new one in) and :func:`recover_folder` repairs a swap that a crash cut between them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-__all__ = ["atomic_writer", "atomic_write_text", "atomic_write_bytes"]
+__all__ = ["atomic_writer", "atomic_write_text", "atomic_write_bytes", "replace_folder", "recover_folder"]
 
 
 def _create_temp(path: Path) -> tuple[int, Path]:
@@ -88,3 +92,80 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically (see the module docstring)."""
     with atomic_writer(path, binary=True) as f:
         f.write(data)
+
+
+def _aside(out: Path) -> Path:
+    # One fixed name, so that recover_folder knows where a crashed swap left the old folder; the dash
+    # keeps it apart from tempfile.mkdtemp names (".out.XXXXXXXX" never holds one).
+    return out.parent / f".{out.name}.swap-old"
+
+
+def _fsync_tree(folder: Path) -> None:
+    # After a power loss a renamed folder could otherwise hold empty or short files: its content must
+    # be on disk before its name says it is complete.
+    for root, _, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(root, name)
+            if os.path.islink(path):
+                continue
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_dir(Path(root))
+
+
+def recover_folder(out: str | Path) -> None:
+    """Repair ``out`` after a :func:`replace_folder` that a crash interrupted; does nothing otherwise.
+
+    Died between the two renames (``out`` missing, the old folder aside): the old folder goes back to
+    ``out``. Died after them (``out`` holds the new folder): the old one aside is deleted. Call it before
+    reading or writing ``out``; ``replace_folder`` calls it itself. Not safe against another process
+    swapping the same ``out`` at the same time (nor is ``replace_folder``).
+    """
+    out = Path(out)
+    aside = _aside(out)
+    if not os.path.lexists(aside):
+        return
+    if os.path.lexists(out):
+        # the old folder is deleted only once the new one is durably in place, so this one is garbage
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        os.replace(aside, out)
+        fsync_dir(out.parent)
+
+
+def replace_folder(new: str | Path, out: str | Path) -> None:
+    """Move the complete folder ``new`` to ``out``, replacing the folder there, if any.
+
+    ``new`` must be on the same file system as ``out`` (a sibling temp folder). At every instant ``out``
+    holds the old folder or the new one, except between the two renames, when the old folder waits
+    aside under a fixed name for :func:`recover_folder` (run at the start of the next call, or by a
+    reader) to put it back. If moving ``new`` in fails, the old folder is put back and the error
+    re-raised; ``new`` is left where it was for the caller to remove. The old folder is deleted only
+    after the new one is in place and the rename is on disk.
+    """
+    new, out = Path(new), Path(out)
+    recover_folder(out)
+    _fsync_tree(new)
+    aside = _aside(out)
+    moved_aside = False
+    try:
+        if os.path.lexists(out):
+            os.replace(out, aside)
+            moved_aside = True
+            # on disk before the new folder takes the name, so a crash cannot lose both
+            fsync_dir(out.parent)
+        os.replace(new, out)
+    except BaseException:
+        if moved_aside:
+            # If even this fails, the caller still sees the first error; the old folder stays aside and
+            # the next recover_folder puts it back.
+            with contextlib.suppress(OSError):
+                os.replace(aside, out)
+                fsync_dir(out.parent)
+        raise
+    fsync_dir(out.parent)
+    if moved_aside:
+        shutil.rmtree(aside, ignore_errors=True)

@@ -41,7 +41,6 @@ from __future__ import annotations
 import copy
 import difflib
 import json
-import os
 import random
 import shutil
 import tempfile
@@ -60,6 +59,7 @@ from actune.agent.render import (
     render_text,
     trajectory_prompt_context,
 )
+from actune.atomic_write import recover_folder, replace_folder
 from actune.bootstrap.config import ExportConfig
 from actune.judge import verdict_of
 from actune.trajectory import Step, Trajectory, TrajectoryFormatError
@@ -415,6 +415,9 @@ def export_dataset(
     """
     from datasets import Dataset  # heavy import: only when exporting
 
+    # a crash of an earlier export between its two renames left the old dataset aside: put it back even
+    # if this export fails before its own swap
+    recover_folder(out_dir)
     cfg = config or ExportConfig()
     if wire not in WIRE_FORMATS:
         raise ExportError(f"wire format must be one of {', '.join(WIRE_FORMATS)}, not {wire!r}")
@@ -513,13 +516,7 @@ def export_dataset(
         ds.save_to_disk(str(tmp))
         # inside the folder before the swap: the dataset and its summary appear together or not at all
         (tmp / SUMMARY_FILE).write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
-        old = None
-        if out.exists():
-            old = out.parent / f".{out.name}.old-{os.getpid()}"
-            os.replace(out, old)
-        os.replace(tmp, out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        replace_folder(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -1,12 +1,16 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from actune import atomic_write
-from actune.atomic_write import atomic_write_bytes, atomic_write_text, atomic_writer
+from actune.atomic_write import atomic_write_bytes, atomic_write_text, atomic_writer, recover_folder, replace_folder
 
 
 def _mode(path) -> int:
@@ -89,3 +93,180 @@ def test_failed_fsync_leaves_no_temp(tmp_path, monkeypatch):
 def test_missing_folder_is_an_error(tmp_path):
     with pytest.raises(FileNotFoundError):
         atomic_write_text(tmp_path / "nope" / "x.txt", "x")
+
+
+
+# --- replace_folder / recover_folder ---
+
+
+def _folder(path, **files):
+    path.mkdir()
+    for name, text in files.items():
+        (path / name).write_text(text)
+    return path
+
+
+def _content(path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in path.iterdir()}
+
+
+def _names(folder) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def _failing_replace(monkeypatch, failures: dict[int, str]) -> list[str]:
+    """Make the n-th os.replace raise OSError(failures[n]); returns the destination names, call by call."""
+    real = os.replace
+    calls: list[str] = []
+
+    def replace(src, dst):
+        calls.append(os.path.basename(dst))
+        if len(calls) in failures:
+            raise OSError(failures[len(calls)])
+        real(src, dst)
+
+    monkeypatch.setattr(atomic_write.os, "replace", replace)
+    return calls
+
+
+def _crash_in_child(new, out, crash_at: str) -> None:
+    """Run replace_folder in a child process killed (os._exit: no handler, no cleanup) at ``crash_at``:
+    ``second_rename`` (the old folder already aside) or ``delete_old`` (the new one already in place)."""
+    code = f"""
+import os, shutil, sys
+from actune.atomic_write import replace_folder
+real = os.replace
+calls = []
+def replace(src, dst):
+    calls.append(dst)
+    if {crash_at!r} == "second_rename" and len(calls) == 2:
+        os._exit(9)
+    real(src, dst)
+os.replace = replace
+if {crash_at!r} == "delete_old":
+    shutil.rmtree = lambda *a, **k: os._exit(9)
+replace_folder(sys.argv[1], sys.argv[2])
+"""
+    done = subprocess.run([sys.executable, "-c", code, str(new), str(out)], capture_output=True, text=True)
+    assert done.returncode == 9, done.stderr
+
+
+def test_replace_folder_swaps_and_leaves_nothing_beside(tmp_path):
+    out = tmp_path / "out"
+    replace_folder(_folder(tmp_path / "first", a="1"), out)  # no folder there yet
+    assert _content(out) == {"a": "1"}
+    _folder(out / "sub")  # a non-empty old folder with a subfolder is replaced whole
+    replace_folder(_folder(tmp_path / "second", b="2"), out)
+    assert _content(out) == {"b": "2"}
+    assert _names(tmp_path) == ["out"]
+
+
+def test_replace_folder_deletes_the_old_folder_only_once_the_new_one_is_durably_in_place(tmp_path, monkeypatch):
+    out = _folder(tmp_path / "out", a="old")
+    new = _folder(tmp_path / "new", a="new")
+    events: list[str] = []
+    real_replace, real_rmtree = os.replace, shutil.rmtree
+
+    def replace(src, dst):
+        events.append(f"rename {os.path.basename(src)} -> {os.path.basename(dst)}")
+        real_replace(src, dst)
+
+    def fsync_dir(folder):
+        if folder == tmp_path:
+            events.append("fsync parent: " + (_content(out)["a"] if out.exists() else "no out"))
+
+    def rmtree(path, ignore_errors=False):
+        events.append(f"delete {os.path.basename(path)}")
+        real_rmtree(path, ignore_errors=ignore_errors)
+
+    def fsync(fd):
+        events.append("fsync a file")
+
+    monkeypatch.setattr(atomic_write.os, "replace", replace)
+    monkeypatch.setattr(atomic_write.os, "fsync", fsync)
+    monkeypatch.setattr(atomic_write, "fsync_dir", fsync_dir)
+    monkeypatch.setattr(atomic_write.shutil, "rmtree", rmtree)
+    replace_folder(new, out)
+    aside = events[1].rpartition(" -> ")[2]
+    assert aside.startswith(".out.") and aside not in ("out", "new")
+    # the new folder's one file is on disk before it takes the name
+    assert events == ["fsync a file", f"rename out -> {aside}", "fsync parent: no out", "rename new -> out",
+                      "fsync parent: new", f"delete {aside}"]
+    assert _names(tmp_path) == ["out"]
+
+
+def test_failed_second_rename_puts_the_old_folder_back_and_reraises(tmp_path, monkeypatch):
+    out = _folder(tmp_path / "out", a="old")
+    new = _folder(tmp_path / "new", a="new")
+    calls = _failing_replace(monkeypatch, {2: "injected failure"})
+    with pytest.raises(OSError, match="injected failure"):
+        replace_folder(new, out)
+    assert len(calls) == 3 and calls[1:] == ["out", "out"]  # the failed move in, then the old folder back
+    assert _content(out) == {"a": "old"}
+    assert _content(new) == {"a": "new"}  # left for the caller to remove
+    assert _names(tmp_path) == ["new", "out"]
+
+
+def test_when_the_old_folder_cannot_be_put_back_the_first_error_is_raised_and_recovery_restores_it(
+        tmp_path, monkeypatch):
+    out = _folder(tmp_path / "out", a="old")
+    new = _folder(tmp_path / "new", a="new")
+    _failing_replace(monkeypatch, {2: "injected failure", 3: "restore failed too"})
+    with pytest.raises(OSError, match="injected failure"):
+        replace_folder(new, out)
+    monkeypatch.undo()
+    assert not out.exists() and len(_names(tmp_path)) == 2  # new, and the old folder aside
+    recover_folder(out)
+    assert _content(out) == {"a": "old"}
+    assert _names(tmp_path) == ["new", "out"]
+
+
+def test_crash_between_the_renames_is_recovered_by_recover_folder(tmp_path):
+    out = _folder(tmp_path / "out", a="old")
+    new = _folder(tmp_path / "new", a="new")
+    _crash_in_child(new, out, "second_rename")
+    assert not out.exists()
+    (aside,) = [p for p in tmp_path.iterdir() if p.name != "new"]
+    assert _content(aside) == {"a": "old"}  # nothing lost: the old folder waits aside
+    recover_folder(out)
+    assert _content(out) == {"a": "old"}
+    assert _names(tmp_path) == ["new", "out"]
+    recover_folder(out)  # nothing left to do
+    assert _content(out) == {"a": "old"} and _names(tmp_path) == ["new", "out"]
+
+
+def test_crash_between_the_renames_is_recovered_by_the_next_swap(tmp_path, monkeypatch):
+    out = _folder(tmp_path / "out", a="old")
+    _crash_in_child(_folder(tmp_path / "new", a="new"), out, "second_rename")
+    assert not out.exists()
+    real = os.replace
+    renames: list[tuple[str, str, dict[str, str]]] = []
+
+    def replace(src, dst):
+        real(src, dst)
+        renames.append((os.path.basename(src), os.path.basename(dst), _content(Path(dst))))
+
+    monkeypatch.setattr(atomic_write.os, "replace", replace)
+    replace_folder(_folder(tmp_path / "newer", a="newer"), out)
+    aside = renames[0][0]
+    # the old folder is put back first, then swapped out as in any replace
+    assert renames == [(aside, "out", {"a": "old"}), ("out", aside, {"a": "old"}), ("newer", "out", {"a": "newer"})]
+    assert _content(out) == {"a": "newer"}
+    assert _names(tmp_path) == ["new", "out"]
+
+
+def test_crash_before_the_old_folder_is_deleted_keeps_the_new_one(tmp_path):
+    out = _folder(tmp_path / "out", a="old")
+    _crash_in_child(_folder(tmp_path / "new", a="new"), out, "delete_old")
+    assert _content(out) == {"a": "new"} and len(_names(tmp_path)) == 2  # out, and the old folder aside
+    recover_folder(out)
+    assert _content(out) == {"a": "new"}
+    assert _names(tmp_path) == ["out"]
+
+
+def test_recover_folder_without_a_swap_changes_nothing(tmp_path):
+    recover_folder(tmp_path / "missing")  # nothing there, not even the parent
+    recover_folder(tmp_path / "no" / "parent")
+    out = _folder(tmp_path / "out", a="x")
+    recover_folder(out)
+    assert _names(tmp_path) == ["out"] and _content(out) == {"a": "x"}

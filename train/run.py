@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import shutil
 import tempfile
@@ -45,7 +44,7 @@ from typing import Any, Callable
 
 from actune import cpu_features
 from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
-from actune.atomic_write import atomic_write_text
+from actune.atomic_write import atomic_write_text, recover_folder, replace_folder
 from actune.train.config import TrainConfig
 
 __all__ = ["TrainError", "TrainResult", "train", "tokenize_dataset", "dev_task_ids", "split_by_task",
@@ -170,16 +169,6 @@ def tokenize_dataset(ds: Any, tokenizer: Any, cfg: TrainConfig) -> Any:
     return ds.map(encode, remove_columns=ds.column_names, desc="Tokenising and masking")
 
 
-def _replace_dir(tmp: Path, out: Path) -> None:
-    old = None
-    if out.exists():
-        old = out.parent / f".{out.name}.old-{os.getpid()}"
-        os.replace(out, old)
-    os.replace(tmp, out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
 def _complete_checkpoint(path: Path) -> bool:
     # The Trainer writes trainer_state.json after the weights, optimizer and RNG state; a run killed
     # while saving leaves a folder without it (or without weights), which cannot be resumed from.
@@ -275,6 +264,9 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] = print) -> TrainResul
     from actune.model_files import prepare_model
 
     t0 = time.perf_counter()
+    # a crash of an earlier run between its two renames left the old adapter aside: put it back even if
+    # this run fails before its own swap
+    recover_folder(cfg.output_dir)
     dtype = resolve_dtype(cfg.dtype)
     log(_hardware_line(dtype, cfg.dtype))
     ds = _load_dataset(cfg)
@@ -427,7 +419,7 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] = print) -> TrainResul
                  f"{len(dev_idx)} dev examples")
         _plot_losses(tmp / LOSS_PLOT_FILE, train_points, [(e["step"], e["loss"]) for e in eval_losses],
                      best_step, title)
-        _replace_dir(tmp, out)
+        replace_folder(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

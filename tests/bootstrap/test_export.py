@@ -107,6 +107,36 @@ def test_export_writes_a_dataset_atomically(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "store.jsonl"]
 
 
+
+def test_an_export_cut_between_its_two_renames_loses_no_dataset(tmp_path, monkeypatch):
+    from datasets import load_from_disk
+
+    from actune import atomic_write
+
+    store = tmp_path / "store.jsonl"
+    make_store(store)
+    out = tmp_path / "ds"
+    export_dataset(store, out, "text")
+    real = atomic_write.os.replace
+    calls = []
+
+    def replace(src, dst):  # the new dataset cannot move in, nor the old one back: as if killed between
+        calls.append(dst)
+        if len(calls) >= 2:
+            raise OSError("killed")
+        real(src, dst)
+
+    monkeypatch.setattr(atomic_write.os, "replace", replace)
+    with pytest.raises(OSError, match="killed"):
+        export_dataset(store, out, "chat")
+    monkeypatch.undo()
+    assert not out.exists() and len(list(tmp_path.iterdir())) == 2  # the store, and the old dataset aside
+    # the next export puts the old dataset back first, even one that fails
+    with pytest.raises(ExportError, match="store not found"):
+        export_dataset(tmp_path / "missing.jsonl", out)
+    assert set(load_from_disk(str(out))["wire"]) == {"text"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "store.jsonl"]
+
 def test_export_errors_name_the_problem(tmp_path):
     with pytest.raises(ExportError, match="store not found"):
         export_dataset(tmp_path / "missing.jsonl", tmp_path / "ds")

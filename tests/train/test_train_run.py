@@ -157,13 +157,13 @@ def test_resume_from_the_last_complete_checkpoint_keeps_the_best(tmp_path, embed
 
     export_dataset(write_store(tmp_path / "store.jsonl"), tmp_path / "ds", "text")
     cfg = tiny_config(tmp_path, embedded_model, max_steps=2)
-    real_replace = train_run._replace_dir
+    real_replace = train_run.replace_folder
 
     def crash(tmp: Path, out: Path) -> None:  # killed after training, while saving
         shutil.copytree(tmp, tmp_path / "first")
         raise OSError("disk full")
 
-    monkeypatch.setattr(train_run, "_replace_dir", crash)
+    monkeypatch.setattr(train_run, "replace_folder", crash)
     with pytest.raises(OSError, match="disk full"):
         train(cfg, log=lambda line: None)
     ckpts = tmp_path / "adapter.checkpoints"
@@ -174,7 +174,7 @@ def test_resume_from_the_last_complete_checkpoint_keeps_the_best(tmp_path, embed
     (ckpts / "checkpoint-3").mkdir()
     shutil.copy(ckpts / "checkpoint-2" / "adapter_model.safetensors", ckpts / "checkpoint-3")
 
-    monkeypatch.setattr(train_run, "_replace_dir", real_replace)
+    monkeypatch.setattr(train_run, "replace_folder", real_replace)
     lines: list[str] = []
     res = train(cfg, log=lines.append)
     assert f"train: resuming from {ckpts / 'checkpoint-2'}" in lines
@@ -189,6 +189,19 @@ def test_resume_from_the_last_complete_checkpoint_keeps_the_best(tmp_path, embed
     assert ours.keys() == theirs.keys() and all(bool((ours[k] == theirs[k]).all()) for k in ours)
     assert not ckpts.exists()
 
+
+
+def test_a_run_first_puts_back_an_adapter_that_a_crashed_swap_left_aside(tmp_path, embedded_model):
+    from actune.atomic_write import _aside
+
+    cfg = tiny_config(tmp_path, embedded_model, dataset=tmp_path / "nope")
+    (tmp_path / "adapter").mkdir()
+    (tmp_path / "adapter" / "adapter_config.json").write_text("{}")
+    (tmp_path / "adapter").rename(_aside(tmp_path / "adapter"))  # killed between the swap's two renames
+    with pytest.raises(TrainError, match="dataset not found"):  # even a run that fails at once
+        train(cfg, log=lambda line: None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adapter"]
+    assert (tmp_path / "adapter" / "adapter_config.json").read_text() == "{}"
 
 def test_chat_run_without_a_dev_slice(tmp_path, embedded_model):
     export_dataset(write_store(tmp_path / "store.jsonl"), tmp_path / "ds", "chat")
