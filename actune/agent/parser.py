@@ -22,14 +22,20 @@ __all__ = ["ParsedStep", "parse_step", "parse_action", "parse_answer", "strip_ma
 log = logging.getLogger(__name__)
 
 # A made-up observation, a new question/claim, or a stop string cut mid-token ("\nObserv").
-_CUT = re.compile(r"(?:^|\n)[ \t]*(?:observation[ \t]*\d*[ \t]*:|question[ \t]*:|claim[ \t]*:)", re.IGNORECASE)
+_CUT = re.compile(r"(?:^|\n)[ \t]*+(?:observation[ \t]*+(?:\d+[ \t]*+)?:|question[ \t]*+:|claim[ \t]*+:)",
+                  re.IGNORECASE)
 # A label cut off by a stop string or max_tokens at the very end: "\nObserv", "\nObservation 2".
-_CUT_TAIL = re.compile(r"\n[ \t]*O(?:b(?:s(?:e(?:r(?:v(?:a(?:t(?:i(?:o(?:n)?)?)?)?)?)?)?)?)?)?[ \t]*\d*[ \t]*$")
-_LEAD_LABEL = re.compile(r"^\s*(?:thought|reflection|think)\s*\d*\s*:\s*", re.IGNORECASE)
-_ACTION_LABEL = re.compile(r"(?:^|\n)[ \t]*(?:action)[ \t]*\d*[ \t]*:[ \t]*(.*)", re.IGNORECASE)
-_FINAL = re.compile(r"(?:^|\n|\s)[ \t]*final[ \t]+answer[ \t]*:[ \t]*(.*)", re.IGNORECASE | re.DOTALL)
-_LABELLED_LINE = re.compile(r"^\s*(?:thought|reflection|action|observation)\s*\d*\s*:", re.IGNORECASE)
-_BRACKET = re.compile(r"([A-Za-z_][A-Za-z_ ]*?)\s*\[")
+_CUT_TAIL = re.compile(r"\n[ \t]*+O(?:b(?:s(?:e(?:r(?:v(?:a(?:t(?:i(?:o(?:n)?)?)?)?)?)?)?)?)?)?[ \t]*+(?:\d+[ \t]*+)?$")
+_LEAD_LABEL = re.compile(r"^\s*+(?:thought|reflection|think)\s*+(?:\d+\s*+)?:\s*+", re.IGNORECASE)
+_ACTION_LABEL = re.compile(r"(?:^|\n)[ \t]*+action[ \t]*+(?:\d+[ \t]*+)?:[ \t]*+(.*)", re.IGNORECASE)
+# "final" at the start or after any whitespace. A lookbehind, not a leading (?:^|\s)[ \t]*: that form
+# starts a match attempt at every character of a whitespace run and rescans the run from each, which
+# took seconds on 20k spaces. The match starts at "final" itself; callers strip what precedes it.
+_FINAL = re.compile(r"(?<!\S)final[ \t]++answer[ \t]*+:[ \t]*+(.*)", re.IGNORECASE | re.DOTALL)
+_LABELLED_LINE = re.compile(r"^\s*+(?:thought|reflection|action|observation)\s*+(?:\d+\s*+)?:", re.IGNORECASE)
+# The name keeps its trailing spaces (callers normalise it): a lazy name followed by \s* retried the
+# rest of a long run of spaces once per character.
+_BRACKET = re.compile(r"([A-Za-z_][A-Za-z_ ]*+)\s*+\[")
 
 
 @dataclass
@@ -139,7 +145,7 @@ def _parse_step(
         # No action label: accept a bare ``finish[...]``/``search[...]`` written inside the thought.
         names = action_names or ((finish_action,) if finish_action else ())
         for name in names:
-            m = re.search(rf"\b{re.escape(name)}\s*\[", body, re.IGNORECASE)
+            m = re.search(rf"\b{re.escape(name)}\s*+\[", body, re.IGNORECASE)
             if m and _bracket_arg(body, m.end() - 1) is not None:
                 thought = body[: m.start()].strip()
                 return _with_action(thought, body[m.start():], action_names, finish_action, free_text)
@@ -178,7 +184,7 @@ def _clean_thought(thought: str) -> str:
     return "\n".join(kept).strip()
 
 
-_ANSWER = re.compile(r"(?:^|\n)[ \t]*(?:final[ \t]+)?answer[ \t]*:[ \t]*(.*)", re.IGNORECASE)
+_ANSWER = re.compile(r"(?:^|\n)[ \t]*+(?:final[ \t]++)?answer[ \t]*+:[ \t]*+(.*)", re.IGNORECASE)
 _ANSWER_IS = re.compile(r"the answer is[ \t:]*(.+?)(?:\.\s|\.$|\n|$)", re.IGNORECASE)
 
 
