@@ -16,10 +16,7 @@ SUBCOMMAND_MODULES = [
     "actune.cli.serve",
     "actune.cli.run",
     "actune.cli.world",
-    "actune.cli.bootstrap",
-    "actune.cli.export",
-    "actune.cli.train",
-    "actune.cli.eval",
+    "actune.cli.stages",
     "actune.cli.quickstart",
 ]
 

@@ -1,8 +1,10 @@
 """``actune serve [CONFIG] [key=value ...] [--model M] [--adapter NAME=PATH ...] [--host H] [--port P] [--api-key K]``
 
-Starts vLLM's OpenAI-compatible server for a model, prints its URL and runs until Ctrl-C or SIGTERM,
-then stops it (and every process it started). CONFIG is a serve config YAML (ServeConfig keys) or a run
-config whose ``serve:`` section is used; ``key=value`` overrides and the flags apply on top.
+Starts vLLM's OpenAI-compatible server for a model, prints its URL and runs until SIGINT (Ctrl-C),
+SIGTERM or SIGHUP, then stops it (and every process it started). CONFIG is a serve config YAML
+(ServeConfig keys) or a run config whose ``serve:`` section is used; ``key=value`` overrides and the flags
+apply on top. An API key on actune's own command line is visible to other local users (ps): prefer
+``api_key`` in a config file only you can read.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="LoRA adapter to load at start (repeatable); enables LoRA")
     p.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="port to listen on (default 8000)")
-    p.add_argument("--api-key", help="require this bearer token from clients")
+    p.add_argument("--api-key", help="require this bearer token from clients (visible in ps: prefer api_key in a "
+                                     "config file)")
     p.set_defaults(func=_serve)
 
 
@@ -65,15 +68,34 @@ def load_serve_config(args: argparse.Namespace):
 
 
 def _serve(args: argparse.Namespace) -> int:
+    cfg = load_serve_config(args)
+    stopping = False
+
+    def _stop(signum, frame):
+        nonlocal stopping
+        if stopping:
+            return  # let the stop already under way finish rather than cut it short
+        stopping = True
+        raise KeyboardInterrupt
+
+    # Installed for SIGINT too: a shell starts a background job (`actune serve &` in a script) with SIGINT
+    # ignored, and Python then never turns `kill -INT` into KeyboardInterrupt, so the server ran on.
+    # SIGHUP (the terminal closed) is left alone where nohup set it to be ignored.
+    signals = [signal.SIGINT, signal.SIGTERM]
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        signals.append(signal.SIGHUP)
+    previous = {sig: signal.signal(sig, _stop) for sig in signals}
+    try:
+        return _run(cfg)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _run(cfg) -> int:
     from actune.serve.errors import ServeError
     from actune.serve.server import log_tail, vllm_server
 
-    cfg = load_serve_config(args)
-
-    def _terminate(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, _terminate)
     print(f"actune serve: starting vLLM for {cfg.model} on {cfg.host}:{cfg.port} ...", flush=True)
     try:
         with vllm_server(cfg) as server:
@@ -86,7 +108,7 @@ def _serve(args: argparse.Namespace) -> int:
                 time.sleep(1.0)
             print(f"actune serve: error: the server exited with code {server.process.returncode}; "
                   f"last lines of {server.log_path}:", file=sys.stderr)
-            for line in log_tail(server.log_path):
+            for line in log_tail(server.log_path, secret=server.api_key):
                 print("  " + line, file=sys.stderr)
             return 1
     except KeyboardInterrupt:

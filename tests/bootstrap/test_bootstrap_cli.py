@@ -13,7 +13,7 @@ from agent.fakes import FakeEnvironment
 from collect_fakes import walkman_llm, walkman_tasks
 
 from actune.agent import AgentConfig
-from actune.cli.bootstrap import qualify_overrides, register
+from actune.cli.stages import QUALIFY, register
 from actune.collect import collect, pending_episodes
 from actune.config import ConfigError
 from actune.store import TrajectoryStore
@@ -26,7 +26,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def test_overrides_may_omit_the_bootstrap_prefix() -> None:
-    assert qualify_overrides(["concurrency=4", "bootstrap.attempts_per_task=2", "serve.port=8001", "name=x",
+    assert QUALIFY["bootstrap"](["concurrency=4", "bootstrap.attempts_per_task=2", "serve.port=8001", "name=x",
                               "agent.temperature=0.7"]) == [
         "bootstrap.concurrency=4", "bootstrap.attempts_per_task=2", "serve.port=8001", "name=x",
         "bootstrap.agent.temperature=0.7"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from actune.cli.bootstrap import register
+from actune.cli.stages import register
 from actune.judge import judge, verdict_of
 from actune.trajectory import Trajectory
 from actune.world import WorldConfig, write_world

@@ -21,7 +21,8 @@ from actune.bootstrap.export import (
     export_dataset,
     near_duplicates,
 )
-from actune.cli import export as export_cli
+from actune.cli import stages
+from actune.cli.stages import QUALIFY
 from actune.judge import judge, record_verdict
 from actune.trajectory import Step, TaskRecord, Trajectory, TrajectoryFormatError, write_trajectories
 
@@ -284,7 +285,7 @@ def test_export_config_validation_names_the_key():
 
 def run_cli(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="actune")
-    export_cli.register(parser.add_subparsers(dest="command"))
+    stages.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(argv)
     return args.func(args)
 
@@ -308,5 +309,5 @@ def test_export_command_mixes_the_configured_stores(tmp_path, capsys):
 
 
 def test_short_overrides_name_the_export_section():
-    assert export_cli.qualify_overrides(["steps_method=reflact", "max_per_task=3", "store=a", "name=x"]) == \
+    assert QUALIFY["export"](["steps_method=reflact", "max_per_task=3", "store=a", "name=x"]) == \
         ["bootstrap.export.steps_method=reflact", "bootstrap.export.max_per_task=3", "bootstrap.store=a", "name=x"]

@@ -14,8 +14,8 @@ from pydantic import ValidationError
 
 from actune.agent.config import AgentConfig
 from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
-from actune.cli.eval import qualify_overrides
 from actune.cli.run_config import RunConfig
+from actune.cli.stages import QUALIFY
 from actune.config import ConfigError, load_config
 from actune.eval.config import EvalConfig, EvalModel, model_agent
 from actune.eval.run import (
@@ -83,7 +83,7 @@ def test_bad_configs_fail_clearly(tmp_path: Path) -> None:
 
 
 def test_cli_overrides_may_omit_the_eval_prefix() -> None:
-    assert qualify_overrides(["attempts=2", "serve.port=9", "eval.seed=1", "name=x"]) == [
+    assert QUALIFY["eval"](["attempts=2", "serve.port=9", "eval.seed=1", "name=x"]) == [
         "eval.attempts=2", "serve.port=9", "eval.seed=1", "name=x"]
 
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
-from actune.cli.eval import register
+from actune.cli.stages import register
 from actune.eval.run import adapter_name
 from actune.eval.stats import model_stats
 from actune.serve.adapters import served_models

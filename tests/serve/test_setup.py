@@ -163,7 +163,7 @@ def test_start_wait_stop_leaves_no_process(tmp_path, monkeypatch):
     cfg = _use_fake_server(monkeypatch, tmp_path, "serve")
     with server.vllm_server(cfg, log_path=tmp_path / "server.log") as handle:
         members = server.group_members(handle.pid)
-        assert handle.pid in members and len(members) == 2  # the server and its grandchild
+        assert handle.pid in members and len(members) == 3  # the guard, the server and its grandchild
         assert handle.base_url == f"http://127.0.0.1:{cfg.port}/v1"
         assert handle.model == str(tmp_path / "model")
     assert server.group_members(handle.pid) == []
@@ -254,7 +254,7 @@ def test_actune_serve_stops_the_server_on_ctrl_c_and_sigterm(tmp_path, sig):
     ready = lines[-1]
     assert f"ready at http://127.0.0.1:{port}/v1" in ready, "".join(lines)
     pid = int(re.search(r"pid (\d+)", ready).group(1))
-    assert len(server.group_members(pid)) == 2
+    assert len(server.group_members(pid)) == 3  # the guard, the server and its grandchild
     proc.send_signal(sig)
     out = proc.communicate(timeout=60)[0]
     assert proc.returncode == 0, out

@@ -6,8 +6,8 @@ import argparse
 
 from training_records import records
 
-from actune.cli import export as export_cli
-from actune.cli import train as train_cli
+from actune.cli import stages
+from actune.cli.stages import QUALIFY
 from actune.store import TrajectoryStore
 
 
@@ -27,19 +27,19 @@ def test_export_command_reads_the_run_config(tmp_path, capsys):
             s.append(t)
     cfg = tmp_path / "run.yaml"
     cfg.write_text(f"bootstrap:\n  store: {store}\ntrain:\n  dataset: {tmp_path / 'ds'}\n")
-    assert run_cli(export_cli, ["export", str(cfg)]) == 0
+    assert run_cli(stages, ["export", str(cfg)]) == 0
     assert "exported 4 kept trajectories (text)" in capsys.readouterr().out
     assert set(load_from_disk(str(tmp_path / "ds"))["wire"]) == {"text"}
-    assert run_cli(export_cli, ["export", str(cfg), "wire_format=chat", f"dataset={tmp_path / 'chat'}"]) == 0
+    assert run_cli(stages, ["export", str(cfg), "wire_format=chat", f"dataset={tmp_path / 'chat'}"]) == 0
     assert set(load_from_disk(str(tmp_path / "chat"))["wire"]) == {"chat"}
-    assert run_cli(export_cli, ["export", str(cfg), f"store={tmp_path / 'none.jsonl'}"]) == 2
+    assert run_cli(stages, ["export", str(cfg), f"store={tmp_path / 'none.jsonl'}"]) == 2
     assert "none.jsonl: store not found" in capsys.readouterr().err
 
 
 def test_overrides_are_qualified():
-    assert export_cli.qualify_overrides(["store=a", "wire_format=chat", "name=x"]) == \
+    assert QUALIFY["export"](["store=a", "wire_format=chat", "name=x"]) == \
         ["bootstrap.store=a", "train.wire_format=chat", "name=x"]
-    assert train_cli.qualify_overrides(["max_steps=3", "lora.r=4", "dtype=float32", "eval_fraction=0",
+    assert QUALIFY["train"](["max_steps=3", "lora.r=4", "dtype=float32", "eval_fraction=0",
                                         "train.merge=true", "eval.out_dir=e"]) == \
         ["train.max_steps=3", "train.lora.r=4", "train.dtype=float32", "train.eval_fraction=0", "train.merge=true",
          "eval.out_dir=e"]
@@ -48,6 +48,6 @@ def test_overrides_are_qualified():
 def test_train_command_reports_a_missing_dataset(tmp_path, capsys):
     cfg = tmp_path / "run.yaml"
     cfg.write_text(f"train:\n  dataset: {tmp_path / 'nothing'}\n  output_dir: {tmp_path / 'adapter'}\n")
-    assert run_cli(train_cli, ["train", str(cfg), "max_steps=2"]) == 2
+    assert run_cli(stages, ["train", str(cfg), "max_steps=2"]) == 2
     assert "dataset not found (run `actune export` first)" in capsys.readouterr().err
     assert not (tmp_path / "adapter").exists()

@@ -1,0 +1,311 @@
+"""Faults around the server actune starts (issue #12): secrets, signals and orphans, open LoRA loading.
+
+No vLLM runs here. FakeVLLM is a stand-in for vLLM's API server: it takes the real command-line flags
+(hardware.build_argv's, minus the module), records what it was given, starts a stand-in engine process
+(a grandchild of actune, as vLLM's engine core is) and answers /health.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from actune.config import ConfigError, load_config
+from actune.serve import hardware, server
+from actune.serve.config import ServeConfig
+from actune.serve.errors import ServeError, ServerStartError
+
+KEY = "sk-fault-test-7f3a9c"
+
+FAKE_VLLM = textwrap.dedent("""
+    import http.server, json, os, subprocess, sys
+    report, flags = sys.argv[1], sys.argv[2:]
+    mode = os.environ.get("FAKE_VLLM_MODE", "serve")
+    key = os.environ.get("VLLM_API_KEY")
+    if mode == "crash":
+        # vLLM may print what it was given: the error actune shows must not carry the key on.
+        print(f"ValueError: refusing key {key}", flush=True)
+        sys.exit(3)
+    engine = subprocess.Popen([sys.executable, "-c",
+        "import signal, sys, time\\n"
+        "if sys.argv[1] == 'stubborn': signal.signal(signal.SIGTERM, signal.SIG_IGN)\\n"
+        "time.sleep(300)", mode])
+    with open(report + ".tmp", "w") as f:
+        json.dump({"argv": sys.argv, "key": key, "server": os.getpid(), "engine": engine.pid}, f)
+    os.replace(report + ".tmp", report)
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200 if self.path == "/health" else 404); self.end_headers()
+        def log_message(self, *a): pass
+    http.server.HTTPServer(("127.0.0.1", int(flags[flags.index("--port") + 1])), H).serve_forever()
+""")
+
+# Installs FakeVLLM in place of vLLM in the child scripts (the fixture does the same in this process).
+PATCH = textwrap.dedent("""
+    import sys
+    from actune.serve import hardware, server
+
+    def use_fake_vllm(fake, report):
+        server.require_vllm = lambda: None
+        server.build_argv = lambda cfg, model, device: [
+            sys.executable, fake, report, *hardware.build_argv(cfg, model, device)[3:]]
+""")
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    """ServeConfig for FakeVLLM; ``fake.report`` is what FakeVLLM recorded once it started."""
+    script, report = tmp_path / "fake_vllm.py", tmp_path / "report.json"
+    script.write_text(FAKE_VLLM)
+    monkeypatch.setattr(server, "require_vllm", lambda: None)
+    monkeypatch.setattr(server, "build_argv", lambda cfg, model, device: [
+        sys.executable, str(script), str(report), *hardware.build_argv(cfg, model, device)[3:]])
+    monkeypatch.setenv("ACTUNE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+
+    class Fake:
+        def __init__(self):
+            self.script, self.report_path, self.model = script, report, tmp_path / "model"
+
+        def cfg(self, **kw) -> ServeConfig:
+            return ServeConfig(model=str(self.model), port=server.free_port(), startup_timeout_s=60, device="cpu",
+                               **kw)
+
+        @property
+        def report(self) -> dict:
+            return json.loads(report.read_text())
+
+    return Fake()
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _wait_all_gone(pids: list[int], timeout_s: float) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while any(map(_running, pids)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return [p for p in pids if _running(p)]
+
+
+def _kill_group(pgid: int) -> None:
+    # Clean-up after a failed assertion: the group is one this test started.
+    if server.group_members(pgid):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+# -- secrets ------------------------------------------------------------------------------------------------
+
+def test_api_key_goes_to_vllm_in_its_environment_never_its_command_line_or_log(fake, tmp_path):
+    log = tmp_path / "server.log"
+    with server.vllm_server(fake.cfg(api_key=KEY), log_path=log) as handle:
+        report = fake.report
+        assert report["key"] == KEY  # vLLM reads VLLM_API_KEY when --api-key is absent
+        assert "--api-key" not in report["argv"] and KEY not in " ".join(report["argv"])
+        assert "--port" in report["argv"] and "--enable-prompt-tokens-details" in report["argv"]  # real flags
+        assert "--api-key" not in handle.argv and KEY not in " ".join(handle.argv)
+        members = server.group_members(handle.pid)
+        assert len(members) == 3 and all(KEY not in _cmdline(pid) for pid in members)  # what ps shows
+        assert handle.api_key == KEY and KEY not in repr(handle)
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    text = log.read_text()
+    assert text.startswith("$ ") and "--port" in text and KEY not in text
+
+
+def test_api_key_in_extra_args_is_moved_to_the_environment_too(fake):
+    with server.vllm_server(fake.cfg(extra_args=[f"--api-key={KEY}", "--max-num-seqs", "4"])) as handle:
+        assert fake.report["key"] == KEY
+        assert KEY not in " ".join(fake.report["argv"]) and handle.api_key == KEY
+        assert fake.report["argv"][-2:] == ["--max-num-seqs", "4"]
+
+
+def test_api_key_flags_are_taken_out_whatever_their_form():
+    argv = ["py", "-m", "x", "--port", "1", "--api-key", "-dash-first", "--seed", "0", f"--api-key={KEY}"]
+    with pytest.raises(ServeError) as e:
+        server._without_api_key(argv)
+    assert "2 different API keys" in str(e.value) and KEY not in str(e.value) and "-dash-first" not in str(e.value)
+    assert server._without_api_key(["a", "--api-key", KEY, "b", "--api-key", KEY]) == (["a"], KEY)
+    assert server._without_api_key(["a", "--api-key", "-k", "--seed", "0"]) == (["a", "--seed", "0"], "-k")
+    assert server._without_api_key(["a", "--seed", "0"]) == (["a", "--seed", "0"], None)
+
+
+def test_an_older_log_is_made_private_when_appended_to(fake, tmp_path):
+    log = tmp_path / "server.log"
+    log.write_text("earlier run\n")
+    log.chmod(0o644)
+    with server.vllm_server(fake.cfg(), log_path=log):
+        pass
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600 and log.read_text().startswith("earlier run\n$ ")
+
+
+def test_start_failure_and_log_tail_mask_the_key(fake, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_VLLM_MODE", "crash")
+    log = tmp_path / "server.log"
+    with pytest.raises(ServerStartError) as e:
+        with server.vllm_server(fake.cfg(api_key=KEY), log_path=log):
+            pass
+    msg = str(e.value)
+    assert "exited with code 3 while starting" in msg and "Cause: ValueError: refusing key ***" in msg
+    assert KEY not in msg
+    assert KEY in log.read_text()  # the log (0600) keeps what vLLM printed; only what actune shows is masked
+    assert "refusing key ***" in "\n".join(server.log_tail(log, secret=KEY))
+
+
+@pytest.mark.parametrize("source", ["override", "yaml-list", "assignment"])
+def test_config_error_for_a_bad_api_key_does_not_show_it(tmp_path, source):
+    secret = "918273645546372819"  # unquoted digits: YAML reads an int, which is not a valid key
+    if source == "override":
+        with pytest.raises(ConfigError) as e:
+            load_config(ServeConfig, None, [f"api_key={secret}"])
+    elif source == "yaml-list":
+        path = tmp_path / "serve.yaml"
+        path.write_text(f"api_key: [{secret}]\n")
+        with pytest.raises(ConfigError) as e:
+            load_config(ServeConfig, path)
+    else:
+        cfg = ServeConfig()
+        with pytest.raises(ValueError) as e:
+            cfg.api_key = int(secret)
+    assert "api_key" in str(e.value) and "value hidden" in str(e.value)
+    assert secret not in str(e.value)
+    assert "sk-abc" not in repr(ServeConfig(api_key="sk-abc"))
+
+
+# -- open run-time LoRA loading -------------------------------------------------------------------------------
+
+def test_runtime_lora_without_a_key_is_warned_about(fake, caplog):
+    with caplog.at_level(logging.WARNING, logger="actune.serve.server"):
+        with server.vllm_server(fake.cfg(enable_lora=True)):
+            pass
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "LoRA adapters at run time" in warnings[0] and "api_key" in warnings[0]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="actune.serve.server"):
+        with server.vllm_server(fake.cfg(enable_lora=True, api_key=KEY)):
+            pass
+        with server.vllm_server(fake.cfg()):
+            pass
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]
+
+
+# -- signals and orphans --------------------------------------------------------------------------------------
+
+STARTER = PATCH + textwrap.dedent("""
+    import json, threading, time
+    from actune.serve.config import ServeConfig
+    fake, report, model, mode = sys.argv[1:5]
+    use_fake_vllm(fake, report)
+    server.GUARD_GRACE_S = 2.0  # the stubborn engine ignores SIGTERM: SIGKILL it soon
+
+    def start():
+        handle = server.start_server(ServeConfig(model=model, port=server.free_port(), device="cpu"))
+        server.wait_until_healthy(handle, 60)
+        print(json.dumps({"pgid": handle.pid}), flush=True)
+
+    if mode == "thread":  # stages may start a server from a worker thread
+        worker = threading.Thread(target=start)
+        worker.start()
+        worker.join()
+    else:
+        start()
+    time.sleep(300)
+""")
+
+
+@pytest.mark.parametrize("mode", ["main", "thread", "stubborn"])
+def test_sigkill_of_actune_leaves_no_server_process(fake, tmp_path, mode):
+    starter = tmp_path / "starter.py"
+    starter.write_text(STARTER)
+    env = {**os.environ, "FAKE_VLLM_MODE": "stubborn" if mode == "stubborn" else "serve"}
+    proc = subprocess.Popen([sys.executable, str(starter), str(fake.script), str(fake.report_path),
+                             str(fake.model), mode], stdout=subprocess.PIPE, text=True, env=env)
+    pgid = None
+    try:
+        pgid = json.loads(proc.stdout.readline())["pgid"]
+        report = fake.report
+        pids = [pgid, report["server"], report["engine"]]
+        assert sorted(server.group_members(pgid)) == sorted(pids)
+        proc.kill()
+        proc.wait(timeout=10)
+        assert _wait_all_gone(pids, timeout_s=15) == [], "server processes outlived a SIGKILLed actune"
+    finally:
+        proc.kill()
+        if pgid is not None:
+            _kill_group(pgid)
+
+
+CLI = PATCH + textwrap.dedent("""
+    import argparse
+    from actune.cli import serve
+    use_fake_vllm(sys.argv[1], sys.argv[2])
+    parser = argparse.ArgumentParser()
+    serve.register(parser.add_subparsers())
+    args = parser.parse_args(["serve", *sys.argv[3:]])
+    sys.exit(args.func(args))
+""")
+
+
+def _ignore_sigint():
+    # What a shell does to a background job of a script (`actune serve &`): SIGINT and SIGQUIT ignored.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL],
+                         ids=["sigint", "sigterm", "sighup", "sigkill"])
+def test_signal_to_the_serve_process_alone_stops_the_whole_server(fake, tmp_path, sig):
+    cli = tmp_path / "cli.py"
+    cli.write_text(CLI)
+    proc = subprocess.Popen(
+        [sys.executable, str(cli), str(fake.script), str(fake.report_path), f"log_dir={tmp_path}",
+         "--model", str(fake.model), "--port", str(server.free_port())],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ),
+        start_new_session=True, preexec_fn=_ignore_sigint,
+    )
+    pgid = None
+    try:
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if "ready at" in line:
+                break
+        match = re.search(r"pid (\d+)", lines[-1] if lines else "")
+        assert match, "".join(lines)
+        pgid = int(match.group(1))
+        pids = server.group_members(pgid)
+        assert len(pids) == 3
+        os.kill(proc.pid, sig)  # the process only, not its group: as a supervisor or `kill PID` does
+        out = proc.communicate(timeout=60)[0]
+        if sig == signal.SIGKILL:
+            assert proc.returncode == -signal.SIGKILL
+        else:
+            assert proc.returncode == 0 and "actune serve: stopped" in out, out
+        assert _wait_all_gone(pids, timeout_s=15) == []
+    finally:
+        proc.kill()
+        if pgid is not None:
+            _kill_group(pgid)
