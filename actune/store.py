@@ -170,8 +170,9 @@ class TrajectoryStore:
     def append(self, traj: Trajectory) -> None:
         """Write one judged record as one line, flushed and fsynced before returning.
 
-        Refuses a record without a verdict or whose (task, method, attempt) the store already holds. A failed
-        write is undone (the file is cut back), so a later append cannot land after half a line.
+        Refuses a record without a verdict, whose (task, method, attempt) the store already holds, or that
+        cannot be written as JSON (checked before writing). A failed write is undone (the file is cut back),
+        so a later append cannot land after half a line.
         """
         if self._fd < 0:
             raise StoreError(f"{self.path}: the store is closed")
@@ -181,7 +182,11 @@ class TrajectoryStore:
         key = _key(traj)
         if key in self.state.done:
             raise StoreError(f"{self.path}: episode ({_describe(key)}) is already stored")
-        data = (traj.to_json() + "\n").encode("utf-8")
+        try:
+            data = (traj.to_json() + "\n").encode("utf-8")
+        except (TypeError, ValueError) as e:
+            # before any byte is written: the file is untouched and the stage can report the episode
+            raise StoreError(f"{self.path}: episode ({_describe(key)}) cannot be written as JSON: {e}") from None
         size = os.fstat(self._fd).st_size
         try:
             view = memoryview(data)

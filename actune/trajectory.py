@@ -12,6 +12,7 @@ Steps are kept in order with one type each: ``thought`` (ReAct), ``reflection`` 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -48,6 +49,19 @@ FINISH_REASONS = (
     "server_error",  # the model server failed after retries
     "env_done",  # the environment ended the episode without an answer (e.g. ALFWorld won/lost)
 )
+
+
+# A lone surrogate (what a "\ud800" escape in a task file decodes to) has no UTF-8 encoding: a record
+# holding one failed at every write, and a rerun met it again. It is written as JSON's own \uXXXX escape,
+# which reads back to the same string. Only surrogates are escaped, not every non-ASCII character as
+# ensure_ascii=True would: stores stay readable and compact, and records without one keep their bytes.
+# (Replacing them with U+FFFD would lose what the task said.) In JSON text from json.dumps a surrogate
+# can only sit inside a string literal, where the escape means the same code point.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(m: re.Match[str]) -> str:
+    return f"\\u{ord(m.group()):04x}"
 
 
 class TrajectoryFormatError(ValueError):
@@ -180,7 +194,9 @@ class Trajectory:
         return cls(**kw)
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=False)
+        """One line of JSON that is always valid UTF-8 (lone surrogates are escaped, see ``_SURROGATE``)."""
+        text = json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=False)
+        return _SURROGATE.sub(_escape_surrogate, text)
 
     @classmethod
     def from_json(cls, text: str) -> "Trajectory":
