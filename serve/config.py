@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from actune.config import StrictModel
 
@@ -29,8 +29,9 @@ class ServeConfig(StrictModel):
     """Address to listen on. Loopback unless you mean to expose the server."""
     port: int = Field(8000, ge=1, le=65535)
     """Port to listen on (0 is not allowed: vLLM needs a fixed port; tests pick a free one)."""
-    api_key: str | None = None
-    """Require this bearer token from clients."""
+    api_key: str | None = Field(None, repr=False)
+    """Require this bearer token from clients (on /v1 routes, LoRA loading included). Passed to vLLM in
+    its environment, never on its command line; quote it in YAML (``api_key: "0123"``)."""
     max_model_len: int | None = 4096
     """Context window to serve with (None: the model's own)."""
     dtype: str = "auto"
@@ -66,3 +67,20 @@ class ServeConfig(StrictModel):
     """More vLLM CLI flags, passed through as given."""
     log_dir: Path | None = None
     """Where the server log goes (default: $ACTUNE_HOME/logs)."""
+
+    @field_validator("api_key", mode="before")
+    @classmethod
+    def _hide_rejected_api_key(cls, value: Any) -> Any:
+        # Validation errors carry the rejected input (pydantic's input_value, and the "(got ...)" of
+        # actune.config's messages): a value that will fail is swapped for a stand-in that names its type only.
+        return value if value is None or isinstance(value, str) else _HiddenValue(value)
+
+
+class _HiddenValue:
+    """A rejected secret as error messages show it: its type, not its value."""
+
+    def __init__(self, value: Any) -> None:
+        self.kind = type(value).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.kind}, value hidden>"

@@ -2,7 +2,9 @@
 
 The server runs in its own process group (a new session), so stopping it signals the API server and
 every engine process it spawned at once, and a Ctrl-C in the terminal reaches only actune, which then
-stops the server once, cleanly. Usage::
+stops the server once, cleanly. The group is led by a small guard process (``_GUARD``) that ends the
+whole group when actune dies without stopping it. An API key reaches vLLM through its environment
+(``VLLM_API_KEY``), never its command line. Usage::
 
     with vllm_server(ServeConfig(model="smollm2-135m", enable_lora=True, port=8011)) as server:
         print(server.base_url)          # http://127.0.0.1:8011/v1
@@ -13,18 +15,18 @@ The caller decides about exclusivity: tests take /tmp/actune-vllm.lock themselve
 from __future__ import annotations
 
 import contextlib
-import ctypes
+import logging
 import os
 import signal
 import socket
 import stat
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import httpx
 
@@ -35,6 +37,13 @@ from actune.serve.errors import PortInUseError, ServeError, ServerStartError
 from actune.serve.hardware import Device, build_argv, build_env, cache_root, detect_device, require_vllm
 
 LOG_TAIL_LINES = 30
+API_KEY_ENV = "VLLM_API_KEY"
+"""vLLM's OpenAI server reads its API key from this variable when no --api-key is given."""
+GUARD_GRACE_S = 20.0
+"""How long the guard lets the server's processes stop after SIGTERM before it kills them."""
+MASK = "***"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -49,11 +58,15 @@ class ServerHandle:
     """Local folder (or hub id) vLLM loaded."""
     log_path: Path
     pid: int
-    """Process id of the API server; also its process-group id."""
-    api_key: str | None = None
+    """Process id of the guard that runs the API server; also the server's process-group id."""
+    api_key: str | None = field(default=None, repr=False)
     device: Device = "cpu"
     argv: list[str] = field(default_factory=list)
+    """The vLLM command (without the API key, which is in the server's environment)."""
     process: subprocess.Popen | None = field(default=None, repr=False)
+    """The guard process."""
+    lifeline: int | None = field(default=None, repr=False)
+    """Write end of the pipe the guard watches: it reads EOF when actune is gone."""
 
     @property
     def root_url(self) -> str:
@@ -115,24 +128,34 @@ def start_server(cfg: ServeConfig, log_path: Path | None = None) -> ServerHandle
     model_path = resolve_model(cfg.model)
     if cfg.adapters:
         cfg = cfg.model_copy(update={"adapters": {n: str(validate_adapter_dir(p)) for n, p in cfg.adapters.items()}})
-    argv = build_argv(cfg, model_path, device)
+    argv, key = _without_api_key(build_argv(cfg, model_path, device))
     env = build_env(cfg, device)
+    if key:
+        env[API_KEY_ENV] = key
+    if env.get("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "").lower() in ("true", "1") and not env.get(API_KEY_ENV):
+        log.warning(_open_lora_warning(cfg))
     log_path = Path(log_path) if log_path is not None else default_log_path(cfg)
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
-        log.write(f"$ {' '.join(argv)}\n".encode())
-        log.flush()
-        process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-            start_new_session=True,
-            # Only from the main thread: PDEATHSIG fires when the launching *thread* ends.
-            preexec_fn=_die_with_parent if threading.current_thread() is threading.main_thread() else None,
-        )
+    read_end, lifeline = os.pipe()
+    try:
+        with _private_log(log_path) as log_file:
+            log_file.write(mask(f"$ {' '.join(argv)}\n", key).encode())
+            log_file.flush()
+            process = subprocess.Popen(
+                [sys.executable, "-c", _GUARD, str(read_end), str(os.getpid()), str(GUARD_GRACE_S), *argv],
+                stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT, env=env,
+                start_new_session=True, pass_fds=(read_end,),
+            )
+    except BaseException:
+        os.close(lifeline)
+        raise
+    finally:
+        os.close(read_end)
     connect_host = "127.0.0.1" if cfg.host in ("0.0.0.0", "::", "") else cfg.host
     return ServerHandle(
         base_url=f"http://{connect_host}:{cfg.port}/v1", model=cfg.served_model_name or cfg.model,
-        model_path=model_path, log_path=log_path, pid=process.pid, api_key=cfg.api_key, device=device,
-        argv=argv, process=process,
+        model_path=model_path, log_path=log_path, pid=process.pid, api_key=key, device=device,
+        argv=argv, process=process, lifeline=lifeline,
     )
 
 
@@ -178,6 +201,11 @@ def stop_server(handle: ServerHandle, timeout_s: float = 30.0) -> None:
     if handle.process is not None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             handle.process.wait(timeout=5)
+    if handle.lifeline is not None:
+        # Only now: the guard reads EOF as "actune died" and would signal the group a second time.
+        with contextlib.suppress(OSError):
+            os.close(handle.lifeline)
+        handle.lifeline = None
     left = group_members(pgid)
     if left:
         raise ServeError(f"vLLM server processes {left} (group {pgid}) survived SIGKILL")
@@ -240,15 +268,71 @@ def endpoints_or_server(endpoints: list[str], model: str, cfg: ServeConfig) -> I
         yield [handle.base_url], handle.model
 
 
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES, secret: str | None = None) -> list[str]:
+    """The last ``lines`` lines of a server log, with ``secret`` (the API key) masked."""
     try:
-        return path.read_text(errors="replace").splitlines()[-lines:]
+        return mask(path.read_text(errors="replace"), secret).splitlines()[-lines:]
     except OSError:
         return []
 
 
+def mask(text: str, secret: str | None) -> str:
+    """``text`` with every occurrence of ``secret`` replaced by ``***``."""
+    return text.replace(secret, MASK) if secret else text
+
+
+def _without_api_key(argv: list[str]) -> tuple[list[str], str | None]:
+    """``argv`` without its ``--api-key`` flags (from api_key or extra_args), and the key they carried.
+
+    A command line is readable by every local user (ps, /proc/PID/cmdline) and is written to the log;
+    the environment of a process is readable only by its owner.
+    """
+    out, keys, i = [], [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--api-key" and i + 1 < len(argv):
+            # The first value is taken whatever it looks like (a key may start with "-"); vLLM accepts more.
+            keys.append(argv[i + 1])
+            i += 2
+            while i < len(argv) and not argv[i].startswith("-"):
+                keys.append(argv[i])
+                i += 1
+        elif arg.startswith("--api-key="):
+            keys.append(arg.split("=", 1)[1])
+            i += 1
+        else:
+            out.append(arg)
+            i += 1
+    distinct = list(dict.fromkeys(k for k in keys if k))
+    if len(distinct) > 1:
+        raise ServeError(f"{len(distinct)} different API keys given (api_key and --api-key in extra_args); "
+                         f"actune passes vLLM one, through {API_KEY_ENV}: keep one")
+    return out, (distinct[0] if distinct else None)
+
+
+def _open_lora_warning(cfg: ServeConfig) -> str:
+    who = "any local user" if cfg.host in ("127.0.0.1", "localhost", "::1") else f"any client that reaches {cfg.host}"
+    return (f"warning: vLLM on port {cfg.port} allows loading LoRA adapters at run time and has no api_key: {who} can "
+            "make it load any adapter folder this account can read. Set api_key (--api-key, serve.api_key) "
+            "to require a token.")
+
+
+@contextlib.contextmanager
+def _private_log(path: Path) -> Iterator[BinaryIO]:
+    # The log holds the command line and whatever vLLM prints about requests: readable by the owner only,
+    # also when appending to an older log that was created 0644.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "ab") as handle:
+        yield handle
+
+
 def _start_failure(handle: ServerHandle, headline: str) -> str:
-    tail = log_tail(handle.log_path)
+    tail = log_tail(handle.log_path, secret=handle.api_key)
     cause = next((line.strip() for line in reversed(tail) if "Error" in line or "error:" in line), None)
     parts = [headline + "."]
     if cause:
@@ -263,9 +347,63 @@ def _signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def _die_with_parent() -> None:
-    # Runs in the child before exec: if the actune process dies without stopping the server (SIGKILL,
-    # crash), the kernel sends the API server SIGTERM, and vLLM then shuts its engine processes down.
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(Exception):
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+# The guard: leader of the server's process group, parent of the API server. PR_SET_PDEATHSIG reaches only
+# the process that set it, and vLLM's engine core (a multiprocessing child of the API server) has none, so
+# a SIGKILLed actune used to leave the engine running. The guard notices actune going (EOF on the pipe
+# whose write end only actune holds, or a new parent pid when a forked child of actune keeps a copy) and
+# ends the whole group: SIGTERM, then SIGKILL after the grace. When stop_server signals the group, the
+# guard lets the server stop by itself and only kills what outlives the API server. It exits with the API
+# server's code (128 + signal when killed), so start failures read as before. Standard library only: it
+# starts in milliseconds and imports nothing of actune.
+_GUARD = r"""# actune: vLLM server guard
+import os, select, signal, subprocess, sys, time
+lifeline, parent, grace = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(sig, lambda *_: None)  # a handler, not SIG_IGN: that would be inherited by vLLM
+me = os.getpid()
+
+def others():
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != me:
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == me and fields[0] != "Z":
+                found.append(int(name))
+    return found
+
+def wait_gone(seconds):
+    deadline = time.monotonic() + seconds
+    while others() and time.monotonic() < deadline:
+        child.poll()
+        time.sleep(0.1)
+    return others()
+
+def actune_gone():
+    if os.getppid() != parent:
+        return True
+    return bool(select.select([lifeline], [], [], 0.5)[0]) and not os.read(lifeline, 1)
+
+child = subprocess.Popen(sys.argv[4:], stdin=subprocess.DEVNULL)
+signalled = False
+while child.poll() is None:
+    if actune_gone():
+        print("actune guard: actune is gone without stopping the server; stopping it", flush=True)
+        os.killpg(0, signal.SIGTERM)
+        signalled = True
+        break
+left = wait_gone(grace if signalled else 2.0)
+if left and not signalled:
+    os.killpg(0, signal.SIGTERM)
+    left = wait_gone(grace)
+for pid in left:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+code = child.wait()
+sys.exit(code if code >= 0 else 128 - code)
+"""

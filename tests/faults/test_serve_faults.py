@@ -149,7 +149,9 @@ def test_api_key_flags_are_taken_out_whatever_their_form():
     with pytest.raises(ServeError) as e:
         server._without_api_key(argv)
     assert "2 different API keys" in str(e.value) and KEY not in str(e.value) and "-dash-first" not in str(e.value)
-    assert server._without_api_key(["a", "--api-key", KEY, "b", "--api-key", KEY]) == (["a"], KEY)
+    assert server._without_api_key(["a", "--api-key", KEY, "--seed", "0", "--api-key", KEY]) == (["a", "--seed", "0"], KEY)
+    with pytest.raises(ServeError):  # vLLM's --api-key takes several values; VLLM_API_KEY holds one
+        server._without_api_key(["a", "--api-key", KEY, "second"])
     assert server._without_api_key(["a", "--api-key", "-k", "--seed", "0"]) == (["a", "--seed", "0"], "-k")
     assert server._without_api_key(["a", "--seed", "0"]) == (["a", "--seed", "0"], None)
 
@@ -248,8 +250,8 @@ def test_sigkill_of_actune_leaves_no_server_process(fake, tmp_path, mode):
     try:
         pgid = json.loads(proc.stdout.readline())["pgid"]
         report = fake.report
-        pids = [pgid, report["server"], report["engine"]]
-        assert sorted(server.group_members(pgid)) == sorted(pids)
+        pids = server.group_members(pgid)
+        assert {report["server"], report["engine"]} <= set(pids)
         proc.kill()
         proc.wait(timeout=10)
         assert _wait_all_gone(pids, timeout_s=15) == [], "server processes outlived a SIGKILLed actune"
@@ -297,7 +299,7 @@ def test_signal_to_the_serve_process_alone_stops_the_whole_server(fake, tmp_path
         assert match, "".join(lines)
         pgid = int(match.group(1))
         pids = server.group_members(pgid)
-        assert len(pids) == 3
+        assert {fake.report["server"], fake.report["engine"]} <= set(pids)
         os.kill(proc.pid, sig)  # the process only, not its group: as a supervisor or `kill PID` does
         out = proc.communicate(timeout=60)[0]
         if sig == signal.SIGKILL:

@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
-import signal
 import socket
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -219,47 +215,7 @@ def test_cli_config_errors_name_the_key(tmp_path):
         load_serve_config(_serve_args("--port", "70000"))
 
 
-CLI_WITH_FAKE_SERVER = textwrap.dedent("""
-    import argparse, sys
-    from actune.serve import server
-    from actune.cli import serve
-    fake = sys.argv[1]
-    server.require_vllm = lambda: None
-    server.build_argv = lambda cfg, model, device: [sys.executable, fake, str(cfg.port), "serve"]
-    parser = argparse.ArgumentParser()
-    serve.register(parser.add_subparsers())
-    args = parser.parse_args(["serve", *sys.argv[2:]])
-    sys.exit(args.func(args))
-""")
-
-
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_actune_serve_stops_the_server_on_ctrl_c_and_sigterm(tmp_path, sig):
-    fake, cli = tmp_path / "fake_vllm.py", tmp_path / "cli.py"
-    fake.write_text(FAKE_SERVER)
-    cli.write_text(CLI_WITH_FAKE_SERVER)
-    (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "config.json").write_text("{}")
-    port = server.free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(cli), str(fake), f"log_dir={tmp_path}", "--model", str(tmp_path / "model"),
-         "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "ACTUNE_HOME": str(tmp_path)},
-    )
-    lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        if "ready at" in line:
-            break
-    ready = lines[-1]
-    assert f"ready at http://127.0.0.1:{port}/v1" in ready, "".join(lines)
-    pid = int(re.search(r"pid (\d+)", ready).group(1))
-    assert len(server.group_members(pid)) == 3  # the guard, the server and its grandchild
-    proc.send_signal(sig)
-    out = proc.communicate(timeout=60)[0]
-    assert proc.returncode == 0, out
-    assert "actune serve: stopped" in out
-    assert server.group_members(pid) == []
+# `actune serve` receiving SIGINT, SIGTERM, SIGHUP or SIGKILL: tests/faults/test_serve_faults.py
 
 
 def test_endpoints_or_server_uses_given_endpoints_or_starts_one(tmp_path, monkeypatch):
