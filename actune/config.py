@@ -95,6 +95,12 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+def _is_secret(loc: tuple) -> bool:
+    """A field whose value must never be echoed in an error (a mistyped key is still a key)."""
+    return any(isinstance(p, str) and any(w in p.lower() for w in ("key", "token", "secret", "password"))
+               for p in loc)
+
+
 def _format_validation_error(err: ValidationError, source: str, prefix: str = "") -> str:
     lines = []
     for e in err.errors():
@@ -106,7 +112,7 @@ def _format_validation_error(err: ValidationError, source: str, prefix: str = ""
             msg = "required value is missing"
         else:
             msg = e["msg"]
-            if "input" in e and kind not in ("missing",):
+            if "input" in e and kind not in ("missing",) and not _is_secret(e["loc"]):
                 msg += f" (got {e['input']!r})"
         lines.append(f"  {loc}: {msg}")
     return f"{source}: invalid config\n" + "\n".join(lines)

@@ -67,8 +67,8 @@ def build_argv(cfg: ServeConfig, model_path: str, device: Device, python: str = 
     ]
     if cfg.max_model_len is not None:
         argv += ["--max-model-len", str(cfg.max_model_len)]
-    if cfg.api_key:
-        argv += ["--api-key", cfg.api_key]
+    # no --api-key: a command line is visible to every local user (ps); start_server hands vLLM the key in
+    # its environment instead
     if lora_enabled(cfg):
         argv += ["--enable-lora", "--max-lora-rank", str(cfg.max_lora_rank), "--max-loras", str(cfg.max_loras)]
         if cfg.adapters:

@@ -102,3 +102,18 @@ def test_section_of_a_run_config_is_read_alone(tmp_path):
         load_config(Outer, p, ["inner.bogus=1"], section="serve")
     # a file without the section is read whole
     assert load_config(Outer, write(tmp_path, "model: q\n"), section="serve").model == "q"
+
+
+def test_a_bad_secret_value_is_not_echoed(tmp_path):
+    from actune.config import StrictModel
+
+    class WithKey(StrictModel):
+        api_key: int = 0
+        other: int = 0
+
+    path = tmp_path / "c.yaml"
+    path.write_text("api_key: sk-live-123\nother: x7\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(WithKey, path, [])
+    assert "sk-live-123" not in str(err.value) and "api_key: Input should be a valid integer" in str(err.value)
+    assert "(got 'x7')" in str(err.value)  # other values are still shown
