@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from actune.jsonl import read_text
+
 __all__ = ["ConfigError", "StrictModel", "load_config", "apply_overrides", "dump_yaml", "actune_home"]
 
 
@@ -79,7 +81,7 @@ def _deep_copy(data: Any) -> Any:
 
 def read_yaml(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text()
+        text = read_text(path, ConfigError)
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
     try:

@@ -16,7 +16,8 @@ key was ``(task id, attempt)`` read unchanged.
 
 Resuming: opening the store reads it and remembers every ``(task id, method, attempt)`` already done and
 how many records were kept. A record counts once its closing newline is on disk: a last line without one
-(the process died mid-write, or Ctrl-C) is cut off, and nothing else is ever rewritten. A bad line
+(the process died mid-write, or Ctrl-C) is cut off, and nothing else is ever rewritten (readers that do not
+open the store skip that line when it does not parse: :func:`actune.jsonl.iter_appended`). A bad line
 anywhere else is corruption, not a torn write: opening fails naming ``file:line``. No episode is ever
 written twice: ``append`` refuses a key the store already holds, and an exclusive ``flock`` on the
 file stops a second process from appending to the same store at the same time.
@@ -31,8 +32,9 @@ from pathlib import Path
 from types import TracebackType
 
 from actune.atomic_write import fsync_dir
+from actune.jsonl import is_torn, iter_appended
 from actune.judge import verdict_of
-from actune.trajectory import Trajectory, TrajectoryFormatError
+from actune.trajectory import Trajectory
 
 __all__ = ["StoreError", "StoreState", "TrajectoryStore", "read_state"]
 
@@ -63,9 +65,10 @@ def _describe(key: tuple[str, str, int]) -> str:
 
 
 def _cut_torn_tail(fd: int) -> int:
-    """Truncate everything after the last newline; return how many bytes were cut (0: none)."""
+    """Truncate a torn last line (:func:`actune.jsonl.is_torn`: everything after the last newline), parsable
+    or not: appends must start on a fresh line. Return how many bytes were cut (0: none)."""
     size = os.fstat(fd).st_size
-    if size == 0:
+    if size == 0 or not is_torn(os.pread(fd, 1, size - 1)):
         return 0
     # Scan backwards in blocks for the last newline: the file may be large, the tail is short.
     pos, block = size, 1 << 16
@@ -86,35 +89,29 @@ def _cut_torn_tail(fd: int) -> int:
 
 
 def read_state(path: str | Path) -> StoreState:
-    """Counts and keys of the records in ``path`` (which must end in a complete line).
+    """Counts and keys of the records in ``path``; a torn last line that does not parse is left out, as
+    :meth:`TrajectoryStore.open` would cut it (:func:`actune.jsonl.iter_appended`).
 
-    Raises :class:`StoreError` naming ``file:line`` for a malformed record, a record without a
-    verdict, or a duplicate episode.
+    Raises :class:`StoreError` naming ``file:line`` for a malformed record (bytes that are not UTF-8
+    included), a record without a verdict, or a duplicate episode.
     """
     path = Path(path)
     state = StoreState()
     first_line: dict[tuple[str, str, int], int] = {}
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                traj = Trajectory.from_json(line)
-            except TrajectoryFormatError as e:
-                raise StoreError(f"{path}:{lineno}: corrupt store record: {e}") from None
-            key = _key(traj)
-            if key in first_line:
-                raise StoreError(f"{path}:{lineno}: duplicate episode ({_describe(key)}); "
-                                 f"first written at line {first_line[key]}")
-            first_line[key] = lineno
-            verdict = verdict_of(traj)
-            if verdict is None:
-                raise StoreError(f"{path}:{lineno}: record has no judge verdict (info.verdict); "
-                                 "is this a trajectory store written by bootstrap or eval?")
-            state.records += 1
-            state.kept += int(verdict.kept)
-            if traj.run_id not in state.run_ids:
-                state.run_ids.append(traj.run_id)
+    for lineno, traj in iter_appended(path, Trajectory.from_json, StoreError, "corrupt store record: "):
+        key = _key(traj)
+        if key in first_line:
+            raise StoreError(f"{path}:{lineno}: duplicate episode ({_describe(key)}); "
+                             f"first written at line {first_line[key]}")
+        first_line[key] = lineno
+        verdict = verdict_of(traj)
+        if verdict is None:
+            raise StoreError(f"{path}:{lineno}: record has no judge verdict (info.verdict); "
+                             "is this a trajectory store written by bootstrap or eval?")
+        state.records += 1
+        state.kept += int(verdict.kept)
+        if traj.run_id not in state.run_ids:
+            state.run_ids.append(traj.run_id)
     state.done = set(first_line)
     return state
 

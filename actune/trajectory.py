@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from actune.atomic_write import atomic_writer
+from actune.jsonl import iter_appended
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -32,6 +33,7 @@ __all__ = [
     "Trajectory",
     "TrajectoryFormatError",
     "read_trajectories",
+    "read_trajectory_lines",
     "append_trajectories",
     "write_trajectories",
 ]
@@ -218,17 +220,20 @@ def _known(cls: type, d: Any, where: str) -> dict[str, Any]:
     return dict(d)
 
 
+def read_trajectory_lines(path: str | Path) -> Iterator[tuple[int, Trajectory]]:
+    """Yield ``(line number, trajectory)`` of a JSONL file; a bad line raises naming ``file:line``.
+
+    A store whose writer was killed mid-line ends in a torn line: that last line is skipped when it does
+    not parse (:func:`actune.jsonl.iter_appended`), so export and eval can read the store before a
+    resumed run reopens it.
+    """
+    return iter_appended(path, Trajectory.from_json, TrajectoryFormatError)
+
+
 def read_trajectories(path: str | Path) -> Iterator[Trajectory]:
-    """Yield the trajectories of a JSONL file; a bad line raises naming ``file:line``."""
-    path = Path(path)
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                yield Trajectory.from_json(line)
-            except TrajectoryFormatError as e:
-                raise TrajectoryFormatError(f"{path}:{lineno}: {e}") from None
+    """Yield the trajectories of a JSONL file (see :func:`read_trajectory_lines`)."""
+    for _, traj in read_trajectory_lines(path):
+        yield traj
 
 
 def append_trajectories(path: str | Path, trajectories: Iterable[Trajectory]) -> int:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
+from actune.jsonl import read_text
 from actune.text import split_sentences
 
 __all__ = ["Passage", "DocumentError", "DOC_SUFFIXES", "html_to_text", "read_documents", "split_passages"]
@@ -138,10 +139,7 @@ def read_documents(folder: str | Path, passage_words: int = 120) -> list[Passage
     passages: list[Passage] = []
     for f in files:
         rel = f.relative_to(root).as_posix()
-        try:
-            raw = f.read_text(encoding="utf-8")
-        except UnicodeDecodeError as e:
-            raise DocumentError(f"{f}: not UTF-8 text (byte {e.start})") from None
+        raw = read_text(f, DocumentError)
         if f.suffix.lower() in (".html", ".htm"):
             title, text = html_to_text(raw)
         else:

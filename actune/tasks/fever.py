@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from actune.atomic_write import atomic_writer
+from actune.jsonl import read_text
 from actune.task import Task
 from actune.tasks.sources import TaskFileError
 from actune.text import normalize_label, split_sentences
@@ -89,7 +90,7 @@ def write_wiki_from_observation_cache(cache_path: str | Path, out_path: str | Pa
     """
     cache_path = Path(cache_path)
     try:
-        cache = json.loads(cache_path.read_text(encoding="utf-8"))
+        cache = json.loads(read_text(cache_path, TaskFileError))
     except json.JSONDecodeError as e:
         raise TaskFileError(f"{cache_path}:{e.lineno}: not valid JSON ({e.msg})") from None
     if not isinstance(cache, dict):

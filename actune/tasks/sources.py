@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
-from actune.jsonl import iter_jsonl_objects
+from actune.jsonl import iter_jsonl_objects, read_text
 
 __all__ = ["TaskFileError", "iter_json_records", "iter_hf_records", "hf_split_names"]
 
@@ -21,7 +21,7 @@ def iter_json_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         yield from iter_jsonl_objects(path, TaskFileError)
         return
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text(path, TaskFileError))
     except json.JSONDecodeError as e:
         raise TaskFileError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
     if isinstance(data, dict) and isinstance(data.get("data"), list):
