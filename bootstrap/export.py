@@ -65,7 +65,8 @@ from actune.judge import verdict_of
 from actune.trajectory import Step, Trajectory, TrajectoryFormatError
 
 __all__ = ["ExportError", "ExportSummary", "MethodCounts", "SUMMARY_FILE", "WIRE_FORMATS", "chat_example",
-           "convert_steps", "convertible", "export_dataset", "kept_records", "near_duplicates", "text_example"]
+           "convert_steps", "convertible", "export_dataset", "export_rows", "kept_records", "near_duplicates",
+           "text_example"]
 
 SUMMARY_FILE = "export_summary.json"
 
@@ -397,27 +398,15 @@ def _target_instruction(items: list[tuple[Path, int, Trajectory]], steps_method:
     return get
 
 
-def export_dataset(
+def export_rows(
     stores: str | Path | Sequence[str | Path],
-    out_dir: str | Path,
     wire: Literal["text", "chat"] = "text",
     config: ExportConfig | None = None,
     *,
     actions: Mapping[str, str] | Callable[[str], str] | None = None,
-) -> ExportSummary:
-    """Write the kept records of ``stores`` (one path or several, in order) to ``out_dir``
-    (``Dataset.save_to_disk`` + ``export_summary.json``), atomically, as the module docstring says.
-
-    ``actions`` (env name -> the environment's ``describe_actions()``) is asked only when records must be
-    converted into ``config.steps_method`` for an env of which no record is already in that format (its
-    instruction names the actions). An existing ``out_dir`` is replaced only once the new one is
-    complete. Nothing to export is an :class:`ExportError` naming the filter that removed everything.
-    """
-    from datasets import Dataset  # heavy import: only when exporting
-
-    # a crash of an earlier export between its two renames left the old dataset aside: put it back even
-    # if this export fails before its own swap
-    recover_folder(out_dir)
+) -> tuple[list[dict[str, Any]], ExportSummary]:
+    """The examples :func:`export_dataset` would write (rows of ``text_example``/``chat_example`` plus
+    ``source_store``) and the summary, written nowhere: the other output formats start from these."""
     cfg = config or ExportConfig()
     if wire not in WIRE_FORMATS:
         raise ExportError(f"wire format must be one of {', '.join(WIRE_FORMATS)}, not {wire!r}")
@@ -508,6 +497,31 @@ def export_dataset(
         counts(it.traj.method).exported += 1
     summary.exported = len(rows)
     summary.tasks = len({it.traj.task.id for it in chosen})
+    return rows, summary
+
+
+def export_dataset(
+    stores: str | Path | Sequence[str | Path],
+    out_dir: str | Path,
+    wire: Literal["text", "chat"] = "text",
+    config: ExportConfig | None = None,
+    *,
+    actions: Mapping[str, str] | Callable[[str], str] | None = None,
+) -> ExportSummary:
+    """Write the kept records of ``stores`` (one path or several, in order) to ``out_dir``
+    (``Dataset.save_to_disk`` + ``export_summary.json``), atomically, as the module docstring says.
+
+    ``actions`` (env name -> the environment's ``describe_actions()``) is asked only when records must be
+    converted into ``config.steps_method`` for an env of which no record is already in that format (its
+    instruction names the actions). An existing ``out_dir`` is replaced only once the new one is
+    complete. Nothing to export is an :class:`ExportError` naming the filter that removed everything.
+    """
+    from datasets import Dataset  # heavy import: only when exporting
+
+    # a crash of an earlier export between its two renames left the old dataset aside: put it back even
+    # if this export fails before its own swap
+    recover_folder(out_dir)
+    rows, summary = export_rows(stores, wire, config, actions=actions)
     ds = Dataset.from_list(rows)
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)

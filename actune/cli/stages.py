@@ -1,16 +1,17 @@
-"""The stage commands: ``actune bootstrap|export|train|eval CONFIG [key=value ...]``.
+"""The stage commands: ``actune bootstrap|export|train|eval CONFIG [key=value ...]``, and ``actune import``.
 
 One table, one shape (:func:`actune.cli.stage_command.register_stage`): each reads a run config with
-overrides and hands its stage only the sections it needs. What follows each command's name below is its
-``--help`` text.
+overrides and hands its stage only the sections it needs. ``import`` takes no run config: it fills a store
+from a file or dataset, as bootstrap would. What follows each command's name below is its ``--help`` text.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
-from actune.cli.stage_command import COLLECT_ERRORS, register_stage, section_qualifier
+from actune.cli.stage_command import COLLECT_ERRORS, register_stage, section_qualifier, stage_errors
 
 if TYPE_CHECKING:
     from actune.cli.run_config import RunConfig
@@ -32,6 +33,26 @@ segments with per-segment loss flags; chat: messages with per-turn flags), then 
 left out, per source method. Overrides are run-config keys; ``dataset=...`` and ``wire_format=...`` may
 omit ``train.``, ``store=...`` may omit ``bootstrap.``, and ``stores``, ``steps_method``,
 ``method_shares``, ``max_per_task`` and ``dedupe_similarity`` may omit ``bootstrap.export.``.
+
+``--format openai|sharegpt|alpaca`` writes the same examples as one JSONL file for another trainer instead
+(``--out``, default ``<train.dataset>.<format>.jsonl``): OpenAI messages with a ``weight`` 0/1 on each assistant
+turn and observations as user turns (TRL's SFTTrainer reads it), LLaMA-Factory's ShareGPT, or Alpaca
+(instruction, output: observations included, so trained on). ``--format actune`` (the default) is the
+``datasets`` folder above.
+"""
+
+IMPORT_DOC = """``actune import SOURCE --format openai|alpaca|sharegpt [--store PATH] [--env wiki] [--method react]``:
+outside agent trajectories -> a trajectory store.
+
+SOURCE is a JSONL file or a JSON array (FireAct's ``gpt_format/*.jsonl`` and ``alpaca_format/*.json``), a
+local dataset folder, or a Hugging Face dataset id (``datasets.load_dataset(SOURCE, split=--split)``).
+Each record's turns are parsed by the agent loop's own step parser into thoughts, actions (checked against
+``--env``'s actions), observations and the final answer, and stored as the loop would have written it,
+judged kept: outside sets come already filtered by their authors (``info.import`` says so and where the
+record came from). Every record is imported or rejected with a reason; the command prints both, with
+examples. Rerunning imports nothing twice. Train on the records by listing the store in
+``bootstrap.export.stores``; to mix them with bootstrapped ones at a chosen share, file one-step sets under
+``--method cot`` and set ``bootstrap.export.method_shares``.
 """
 
 TRAIN_DOC = """``actune train CONFIG [key=value ...]``: LoRA-fine-tune the base model on the exported dataset.
@@ -96,10 +117,22 @@ def _run_export(run: "RunConfig", args: argparse.Namespace) -> None:
         return make_env(boot.env).describe_actions()
 
     stores = [boot.store, *boot.export.stores]
-    summary = export_dataset(stores, run.train.dataset, run.train.wire_format, boot.export, actions=actions)
-    print(f"exported {summary.exported} kept trajectories ({run.train.wire_format}) in {summary.steps_method} "
-          f"steps from {', '.join(map(str, stores))} to {run.train.dataset}")
+    if args.format == "actune":
+        summary = export_dataset(stores, run.train.dataset, run.train.wire_format, boot.export, actions=actions)
+        print(f"exported {summary.exported} kept trajectories ({run.train.wire_format}) in {summary.steps_method} "
+              f"steps from {', '.join(map(str, stores))} to {run.train.dataset}")
+        print(summary.table())
+        return
+    from actune.bootstrap.export_formats import export_file
+
+    out = args.out or f"{run.train.dataset}.{args.format}.jsonl"
+    summary, unmasked = export_file(stores, out, args.format, boot.export, actions=actions)
+    print(f"exported {summary.exported} kept trajectories ({args.format}) in {summary.steps_method} "
+          f"steps from {', '.join(map(str, stores))} to {out}")
     print(summary.table())
+    if unmasked:
+        print(f"note: {args.format} has no loss flag for {unmasked} observation or unreadable-action turns that "
+              "actune does not train on; a trainer of this format will (--format openai keeps the flags)")
 
 
 def _run_train(run: "RunConfig", args: argparse.Namespace) -> None:
@@ -114,6 +147,36 @@ def _run_eval(run: "RunConfig", args: argparse.Namespace) -> None:
     run_eval(run.eval, run.serve, name=run.name, show_progress=not args.no_progress)
 
 
+def _run_import(args: argparse.Namespace) -> int:
+    from actune.bootstrap.importers import import_set
+
+    caught = stage_errors(["actune.bootstrap.importers:ImportSetError", "actune.store:StoreError"])
+    try:
+        summary = import_set(args.source, args.store, args.format, env=args.env, method=args.method, split=args.split)
+    except caught as e:
+        print(f"actune import: {e}", file=sys.stderr)
+        return 2
+    print(summary.table())
+    return 0
+
+
+def _register_import(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("import", help="import outside trajectories (OpenAI messages, Alpaca, ShareGPT, a HF dataset) "
+                                      "into a store", description=IMPORT_DOC,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("source", help="JSONL or JSON file, local dataset folder, or Hugging Face dataset id")
+    p.add_argument("--format", required=True, choices=("openai", "alpaca", "sharegpt"), help="the records' layout")
+    p.add_argument("--store", default="runs/imported/trajectories.jsonl",
+                   help="trajectory store to add to (default: %(default)s)")
+    p.add_argument("--env", default="wiki", choices=("wiki", "fever"),
+                   help="environment whose actions the steps use, and a tuned model will act in (default: %(default)s)")
+    p.add_argument("--method", default="react", choices=("react", "reflact", "cot"),
+                   help="method the records are filed under; cot: one-step sets (default: %(default)s)")
+    p.add_argument("--split", default="train",
+                   help="dataset split to load, and the tasks' split (default: %(default)s)")
+    p.set_defaults(func=_run_import)
+
+
 QUALIFY = {"bootstrap": section_qualifier("bootstrap"), "export": _qualify_export,
            "train": section_qualifier("train"), "eval": section_qualifier("eval")}
 """Each command's short override keys -> full keys (``concurrency=4`` -> ``bootstrap.concurrency=4``)."""
@@ -125,11 +188,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                    config_help="run config YAML (its bootstrap and serve sections are used)",
                    example="bootstrap.target_correct=100", run=_run_bootstrap, qualify=QUALIFY["bootstrap"],
                    progress=True, errors=COLLECT_ERRORS)
-    register_stage(sub, "export", doc=EXPORT_DOC,
-                   help="export kept trajectories as a training dataset (text or chat)",
-                   config_help="run config YAML (its bootstrap.store, bootstrap.export and train section are used)",
-                   example="train.wire_format=chat", run=_run_export, qualify=QUALIFY["export"],
-                   errors=["actune.bootstrap.export:ExportError", "actune.trajectory:TrajectoryFormatError"])
+    _register_import(sub)
+    export = register_stage(sub, "export", doc=EXPORT_DOC,
+                            help="export kept trajectories as a training dataset (actune, OpenAI, ShareGPT, Alpaca)",
+                            config_help="run config YAML (its bootstrap.store, bootstrap.export and train section "
+                                        "are used)",
+                            example="train.wire_format=chat", run=_run_export, qualify=QUALIFY["export"],
+                            errors=["actune.bootstrap.export:ExportError", "actune.trajectory:TrajectoryFormatError"])
+    # Spelled here, not imported: building the parser imports no stage (a test holds them to the stage's lists).
+    export.add_argument("--format", choices=("actune", "openai", "sharegpt", "alpaca"), default="actune",
+                        help="actune: the datasets folder train.dataset (default); openai, sharegpt, alpaca: one "
+                             "JSONL file for another trainer")
+    export.add_argument("--out", default=None,
+                        help="the JSONL file of --format openai|sharegpt|alpaca "
+                             "(default: <train.dataset>.<format>.jsonl)")
     register_stage(sub, "train", doc=TRAIN_DOC,
                    help="LoRA-fine-tune on the exported dataset (TRL SFT, masked observations)",
                    config_help="run config YAML (its train section is used)", example="train.max_steps=10",

@@ -1,0 +1,112 @@
+"""Write actune's exported examples for other trainers: one JSON object a line (``actune export --format``).
+
+    summary, trained_anyway = export_file(stores, "runs/dataset.openai.jsonl", "openai", config)
+
+The examples are exactly those :func:`actune.bootstrap.export.export_dataset` keeps (same stores, conversion,
+dedupe, cap and shares) and hold the same text; only the layout changes:
+
+- ``openai``: ``{"messages": [...]}`` as OpenAI chat fine-tuning (and TRL's ``SFTTrainer``) reads it: system
+  (the instruction), user (the question), assistant turns (thought and action lines) with ``weight`` 1, or 0
+  for a turn holding an action the parser could not read, and user turns for observations, as actune's chat
+  loop sends them. ``weight`` is OpenAI's per-turn loss flag; trainers that do not know it ignore it.
+- ``sharegpt``: ``{"system", "conversations": [{"from": "human" | "gpt", "value"}]}`` (LLaMA-Factory).
+  Observations are ``human`` turns, as the loop sends them: LLaMA-Factory's ``observation`` role renders with
+  a tool template the loop never shows the model. The format has no per-turn flag: every ``gpt`` turn is
+  trained.
+- ``alpaca``: ``{"instruction", "input": "", "output"}`` with the text wire's prompt head (instruction and
+  question) as ``instruction`` and the steps as ``output`` (``instruction + "\\n" + output`` is the text actune
+  trains on). Observations are inside ``output``, so a trainer of this format trains on them (as FireAct's
+  Alpaca data did): prefer ``openai`` where the trainer reads it.
+
+A file is written whole or not at all (temp file + rename).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from actune.atomic_write import atomic_writer
+from actune.bootstrap.config import ExportConfig
+from actune.bootstrap.export import ExportSummary, export_rows
+
+__all__ = ["EXPORT_FORMATS", "FILE_FORMATS", "alpaca_example", "export_file", "openai_example", "sharegpt_example"]
+
+#: ``actune``: the ``datasets`` folder ``actune train`` reads; the others: one JSONL file for another trainer.
+EXPORT_FORMATS = ("actune", "openai", "sharegpt", "alpaca")
+FILE_FORMATS = EXPORT_FORMATS[1:]
+
+
+def openai_example(row: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """A chat-format row -> (OpenAI messages with ``weight`` on assistant turns, 0: every flag is kept)."""
+    messages = []
+    for m in row["messages"]:
+        out = {"role": m["role"], "content": m["content"]}
+        if m["role"] == "assistant":
+            out["weight"] = int(bool(m["train"]))
+        messages.append(out)
+    return {"messages": messages}, 0
+
+
+def sharegpt_example(row: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """A chat-format row -> (ShareGPT record, assistant turns trained although actune would not train them)."""
+    system = ""
+    turns = []
+    unmasked = 0
+    for m in row["messages"]:
+        if m["role"] == "system":
+            system = m["content"]
+            continue
+        turns.append({"from": "gpt" if m["role"] == "assistant" else "human", "value": m["content"]})
+        unmasked += int(m["role"] == "assistant" and not m["train"])
+    return {"system": system, "conversations": turns}, unmasked
+
+
+def alpaca_example(row: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """A text-format row -> (Alpaca record, segments in ``output`` that actune would not train)."""
+    head, *steps = row["segments"]
+    output = "".join(s["text"] for s in steps)
+    return {"instruction": head["text"].rstrip("\n"), "input": "", "output": output}, sum(not s["train"] for s in steps)
+
+
+_CONVERT: dict[str, tuple[str, Callable[[dict[str, Any]], tuple[dict[str, Any], int]]]] = {
+    "openai": ("chat", openai_example), "sharegpt": ("chat", sharegpt_example), "alpaca": ("text", alpaca_example)}
+
+
+def _json_line(record: dict[str, Any]) -> str:
+    text = json.dumps(record, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (from a task file) has no UTF-8 form; \u escapes do
+        text = json.dumps(record)
+    return text + "\n"
+
+
+def export_file(
+    stores: str | Path | Sequence[str | Path],
+    out_path: str | Path,
+    fmt: str,
+    config: ExportConfig | None = None,
+    *,
+    actions: Mapping[str, str] | Callable[[str], str] | None = None,
+) -> tuple[ExportSummary, int]:
+    """Write the examples of ``stores`` to ``out_path`` in ``fmt`` (one of :data:`FILE_FORMATS`), atomically.
+
+    Returns the export summary and how many turns or segments the format makes a trainer train on although
+    actune would not (observations in Alpaca outputs, unreadable actions in ShareGPT): the caller says so.
+    """
+    if fmt not in _CONVERT:
+        raise ValueError(f"format {fmt!r}: a file is written in one of {', '.join(FILE_FORMATS)}")
+    wire, convert = _CONVERT[fmt]
+    rows, summary = export_rows(stores, wire, config, actions=actions)
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    unmasked = 0
+    with atomic_writer(out) as f:
+        for row in rows:
+            record, n = convert(row)
+            unmasked += n
+            f.write(_json_line(record))
+    return summary, unmasked

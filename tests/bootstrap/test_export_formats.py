@@ -1,0 +1,149 @@
+"""``actune export --format openai|sharegpt|alpaca``: the exported examples as one JSONL file for another
+trainer, with per-turn loss flags where the format has them; an OpenAI-messages file loads with
+``datasets.load_dataset("json")`` and trains in TRL's own ``SFTTrainer`` with no actune code."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from agent.fakes import FakeEnvironment, ScriptedLLM, exact_match_scorer
+
+from actune.agent import AgentConfig, run_episode
+from actune.bootstrap.export import chat_example, export_rows, text_example
+from actune.bootstrap.export_formats import EXPORT_FORMATS, export_file
+from actune.bootstrap.importers import import_set
+from actune.cli import main, stages
+from actune.judge import judge, record_verdict
+from actune.store import TrajectoryStore
+from actune.task import Task
+from actune.trajectory import read_trajectories
+
+TASK = Task(id="t1", question="Who makes the Walkman?", answer="Sony")
+TASK2 = Task(id="t2", question="How long is the Danube?", answer="2,850 km")
+CLEAN = [" I need the maker of the Walkman.\nAction 1: search[Walkman]", " It is made by Sony.\nAction 2: finish[Sony]"]
+# an unreadable action (the loop answered it with a format hint), then a good end
+HINTED = [" Search the Danube.\nAction 1: look up Danube", " Search the Danube.\nAction 2: search[Danube]",
+          " It is 2,850 km long.\nAction 3: finish[2,850 km]"]
+
+
+def make_store(path: Path) -> Path:
+    cfg = AgentConfig(method="react", regime="zero_shot", wire="chat", chat_prefill=False, reprompt_action=False)
+    with TrajectoryStore.open(path) as store:
+        for task, replies in [(TASK, CLEAN), (TASK2, HINTED)]:
+            traj = asyncio.run(run_episode(task, FakeEnvironment(), ScriptedLLM(list(replies)), cfg,
+                                           scorer=exact_match_scorer, run_id="r"))
+            store.append(record_verdict(traj, judge(traj)))
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_openai_messages_carry_weights_on_assistant_turns_only(tmp_path):
+    store = make_store(tmp_path / "s.jsonl")
+    summary, unmasked = export_file(store, tmp_path / "out.jsonl", "openai")
+    assert (summary.exported, unmasked) == (2, 0)
+    clean, hinted = read_jsonl(tmp_path / "out.jsonl")
+    assert list(clean) == ["messages"]
+    assert [(m["role"], m.get("weight")) for m in clean["messages"]] == [
+        ("system", None), ("user", None), ("assistant", 1), ("user", None), ("assistant", 1)]
+    assert clean["messages"][1]["content"] == "Question: Who makes the Walkman?"
+    assert clean["messages"][3]["content"].startswith("Observation 1: Walkman is a brand")
+    assert [m.get("weight") for m in hinted["messages"] if m["role"] == "assistant"] == [0, 1, 1]
+    # the same text as the chat export, flags and all
+    rows, _ = export_rows(store, "chat")
+    assert [[(m["role"], m["content"]) for m in r["messages"]] for r in rows] == \
+        [[(m["role"], m["content"]) for m in r["messages"]] for r in (clean, hinted)]
+    assert [m["weight"] == 1 for m in hinted["messages"] if "weight" in m] == \
+        [m["train"] for m in rows[1]["messages"] if m["role"] == "assistant"]
+
+
+def test_an_openai_export_imports_back_to_the_same_steps(tmp_path):
+    store = make_store(tmp_path / "s.jsonl")
+    export_file(store, tmp_path / "out.jsonl", "openai")
+    summary = import_set(tmp_path / "out.jsonl", tmp_path / "back.jsonl", "openai")
+    # the hinted episode's unreadable action cannot be imported as a step: it is named, not dropped
+    assert (summary.imported, summary.rejected) == (1, {"invalid_action": 1})
+    original = next(t for t in read_trajectories(store) if t.task.id == "t1")
+    back = next(read_trajectories(tmp_path / "back.jsonl"))
+    assert [(s.type, s.text, s.iteration, s.action_name, s.action_arg) for s in back.steps] == \
+        [(s.type, s.text, s.iteration, s.action_name, s.action_arg) for s in original.steps]
+    # all but the system turn: the instruction names the actions of the importing env (wiki), not the fake's
+    assert chat_example(back)["messages"][1:] == chat_example(original)["messages"][1:]
+
+
+def test_sharegpt_and_alpaca_layouts(tmp_path):
+    store = make_store(tmp_path / "s.jsonl")
+    _, unmasked = export_file(store, tmp_path / "sharegpt.jsonl", "sharegpt")
+    assert unmasked == 1  # the unreadable action: ShareGPT has no flag to leave it untrained
+    clean, hinted = read_jsonl(tmp_path / "sharegpt.jsonl")
+    assert clean["system"].startswith("Solve a question answering task")
+    assert [t["from"] for t in clean["conversations"]] == ["human", "gpt", "human", "gpt"]
+    assert clean["conversations"][2]["value"].startswith("Observation 1:")
+    _, unmasked = export_file(store, tmp_path / "alpaca.jsonl", "alpaca")
+    assert unmasked == 1 + 2 + 1  # the observations in the outputs, and the unreadable action
+    alpaca = read_jsonl(tmp_path / "alpaca.jsonl")
+    recs = list(read_trajectories(store))
+    for row, traj in zip(alpaca, recs):
+        assert row["input"] == "" and row["instruction"].endswith(f"Question: {traj.task.question}")
+        assert row["instruction"] + "\n" + row["output"] == text_example(traj)["text"]
+    with pytest.raises(ValueError, match="format 'actune'"):
+        export_file(store, tmp_path / "x.jsonl", "actune")
+
+
+def test_an_openai_export_loads_with_datasets_and_trains_in_trl_sft_trainer(tmp_path, embedded_model):
+    """No actune code below the export: datasets, transformers and TRL only, on a tiny random model (2
+    layers, hidden size 32) with the embedded model's tokenizer, one optimiser step."""
+    store = make_store(tmp_path / "s.jsonl")
+    export_file(store, tmp_path / "openai.jsonl", "openai")
+
+    import torch
+    from datasets import load_dataset
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from trl import SFTConfig, SFTTrainer
+
+    ds = load_dataset("json", data_files=str(tmp_path / "openai.jsonl"), split="train")
+    assert ds.column_names == ["messages"] and len(ds) == 2
+    assert [m.get("weight") for m in ds[1]["messages"]] == [None, None, 0, None, 1, None, 1]
+    tok = AutoTokenizer.from_pretrained(embedded_model)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64,
+                                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                                         max_position_embeddings=1024, tie_word_embeddings=True))
+    args = SFTConfig(output_dir=str(tmp_path / "sft"), max_steps=1, per_device_train_batch_size=2,
+                     learning_rate=1e-3, max_length=512, report_to="none", save_strategy="no", logging_steps=1,
+                     use_cpu=True, dataloader_num_workers=0)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok)
+    out = trainer.train()
+    assert out.global_step == 1 and torch.isfinite(torch.tensor(out.training_loss))
+
+
+
+def test_export_command_writes_the_chosen_format(tmp_path, capsys):
+    store = make_store(tmp_path / "s.jsonl")
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(f"bootstrap:\n  store: {store}\ntrain:\n  dataset: {tmp_path / 'ds'}\n")
+    assert main(["export", str(cfg), "--format", "openai"]) == 0
+    out = capsys.readouterr().out
+    assert f"exported 2 kept trajectories (openai) in react steps from {store} to {tmp_path / 'ds'}.openai.jsonl" in out
+    assert len(read_jsonl(tmp_path / "ds.openai.jsonl")) == 2 and not (tmp_path / "ds").exists()
+    assert main(["export", str(cfg), "--format", "alpaca", "--out", str(tmp_path / "a.jsonl")]) == 0
+    out = capsys.readouterr().out
+    assert "note: alpaca has no loss flag for 4 observation or unreadable-action turns" in out
+    assert main(["export", str(cfg)]) == 0  # the default is the datasets folder, as before
+    assert (tmp_path / "ds" / "export_summary.json").is_file()
+    cfg.write_text(f"bootstrap:\n  store: {tmp_path / 'none.jsonl'}\ntrain:\n  dataset: {tmp_path / 'ds'}\n")
+    assert main(["export", str(cfg), "--format", "sharegpt"]) == 2
+    assert "store not found" in capsys.readouterr().err
+
+
+def test_the_command_offers_every_export_format():
+    parser = argparse.ArgumentParser(prog="actune")
+    stages.register(parser.add_subparsers(dest="command"))
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["export"]
+    assert next(a for a in sub._actions if a.dest == "format").choices == EXPORT_FORMATS
