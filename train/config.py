@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from actune.config import StrictModel
 
@@ -43,7 +45,7 @@ class TrainConfig(StrictModel):
     lora: LoraSettings = Field(default_factory=LoraSettings)
     """LoRA settings."""
     learning_rate: float = Field(2e-4, gt=0)
-    """Peak learning rate (cosine schedule with warm-up)."""
+    """Peak learning rate (cosine schedule with warm-up; ``sft.lr_scheduler_type`` picks another)."""
     warmup_ratio: float = Field(0.03, ge=0, lt=1)
     """Fraction of the optimizer steps spent warming up linearly."""
     num_train_epochs: float = Field(2.0, gt=0)
@@ -79,6 +81,19 @@ class TrainConfig(StrictModel):
     save_steps: int = Field(200, ge=1)
     """Checkpoint every N steps when there is no dev slice (with one, checkpoints are saved at each
     evaluation). A rerun resumes from the last complete checkpoint."""
+    load_in_4bit: bool = False
+    """QLoRA: load the base model quantised to 4-bit NF4 (double quantisation, computing in ``dtype``) with
+    bitsandbytes and train the LoRA on top of it, as ``trl sft --load_in_4bit`` does. Needs bitsandbytes
+    (``pip install bitsandbytes``) and, in practice, a CUDA GPU. ``merge`` still merges into the unquantised
+    base weights."""
+    sft: dict[str, Any] = Field(default_factory=lambda: {"report_to": "none"})
+    """Any other ``trl.SFTConfig`` field, passed to TRL as it is and applied on top of what actune sets:
+    ``report_to`` (tensorboard, trackio, wandb; default none), ``optim``, ``weight_decay``,
+    ``lr_scheduler_type``, ``max_grad_norm``, ``gradient_checkpointing_kwargs``, ``fsdp_config``,
+    ``deepspeed``, ``ddp_timeout``, ``push_to_hub``, ``model_init_kwargs`` (passed to the base model's
+    ``from_pretrained``, e.g. ``attn_implementation``)... Keys are checked against the installed TRL; a
+    setting that has a key above (learning_rate, max_steps, bf16...) must be set there. TensorBoard event
+    files are written to ``<output_dir>.checkpoints/runs/`` while training and kept in ``<output_dir>/runs/``."""
     merge: bool = False
     """Also write ``<output_dir>/merged/``: the base model with the adapter merged into its weights, with
     tokenizer, ``actune_prompt.json`` and the training records: a plain model folder that vLLM and
@@ -96,3 +111,68 @@ class TrainConfig(StrictModel):
             raise ValueError(f"bf16 was replaced by dtype (auto, bfloat16 or float32): write {hint} "
                              "instead, or drop the key for auto (bfloat16 where the hardware computes it natively)")
         return data
+
+    @field_validator("sft")
+    @classmethod
+    def _sft_fields(cls, sft: dict[str, Any]) -> dict[str, Any]:
+        errors = [InitErrorDetails(type=PydanticCustomError("sft_field", msg), loc=tuple(loc), input=value)
+                  for loc, msg, value in sft_errors(sft)]
+        if errors:
+            # a ValidationError keeps its own locations, so the message names train.sft.<key>
+            raise ValidationError.from_exception_data("sft", errors)
+        return {"report_to": "none", **sft}
+
+
+# SFTConfig fields that actune sets from a key of its own (one place for each setting): the fields of
+# the same name, plus these.
+_RENAMED_SFT_FIELDS = {
+    "warmup_steps": "train.warmup_ratio",
+    "data_seed": "train.seed",
+    "bf16": "train.dtype",
+    **dict.fromkeys(["eval_strategy", "eval_steps", "save_strategy", "load_best_model_at_end",
+                     "metric_for_best_model", "greater_is_better"], "train.eval_fraction and train.evals_per_epoch"),
+}
+# What TRL users write elsewhere (trl.ModelConfig, TRL's CLI) and actune has a key for.
+_OTHER_TRL_NAMES = {"load_in_4bit": "train.load_in_4bit", "model_name_or_path": "train.base_model",
+                    "dtype": "train.dtype", "torch_dtype": "train.dtype", "lora_r": "train.lora.r",
+                    "lora_alpha": "train.lora.alpha", "lora_dropout": "train.lora.dropout",
+                    "lora_target_modules": "train.lora.target_modules", "max_seq_length": "train.max_length"}
+
+
+@cache
+def sft_config_fields() -> frozenset[str]:
+    """The field names of the installed ``trl.SFTConfig`` (TRL is imported only when a config names some)."""
+    import dataclasses
+
+    from trl import SFTConfig
+
+    return frozenset(f.name for f in dataclasses.fields(SFTConfig))
+
+
+def owned_sft_fields() -> dict[str, str]:
+    """SFTConfig field -> the actune key that sets it."""
+    same = {name: f"train.{name}" for name in TrainConfig.model_fields if name in sft_config_fields()}
+    return {**same, **_RENAMED_SFT_FIELDS}
+
+
+def sft_errors(sft: dict[str, Any]) -> list[tuple[list[str], str, Any]]:
+    """``(location under train.sft, message, value)`` for every key of ``sft`` that cannot be passed to TRL."""
+    errors: list[tuple[list[str], str, Any]] = []
+    if not sft:
+        return errors
+    fields, owned = sft_config_fields(), owned_sft_fields()
+    for key, value in sft.items():
+        if key in owned:
+            errors.append(([key], f"actune sets it from its own key: write {owned[key]} instead", value))
+        elif key not in fields:
+            hint = f" (actune's key for it is {_OTHER_TRL_NAMES[key]})" if key in _OTHER_TRL_NAMES else ""
+            errors.append(([key], f"not a field of trl.SFTConfig{hint}", value))
+    init = sft.get("model_init_kwargs")
+    if isinstance(init, dict):
+        for key in ("dtype", "torch_dtype"):
+            if key in init:
+                errors.append((["model_init_kwargs", key], "actune sets it from its own key: write train.dtype "
+                               "instead", init[key]))
+    elif init is not None:
+        errors.append((["model_init_kwargs"], "must be a mapping of from_pretrained keyword arguments", init))
+    return errors

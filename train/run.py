@@ -12,31 +12,43 @@ The recipe, in order:
 4. Hold out ``cfg.eval_fraction`` of the tasks as a dev slice (:func:`dev_task_ids`: by task id, so no
    task is on both sides; seeded).
 5. TRL ``SFTTrainer`` with a PEFT ``LoraConfig`` from ``cfg.lora``, in ``cfg.dtype`` (auto: what the
-   hardware computes natively, :func:`resolve_dtype`). SFTTrainer takes pre-tokenised examples with a
-   ``labels`` column as they are (TRL 1.16: it only truncates to ``max_length``), so the masks are
-   exactly ours. The dev loss is computed ``cfg.evals_per_epoch`` times per epoch and at the end, with
-   a checkpoint each time; the checkpoint with the lowest dev loss is loaded back at the end.
-6. Into a temp folder: that adapter, ``actune_prompt.json`` (method, zero-shot regime, wire format: how
-   eval must prompt the tuned model), ``training_meta.json`` (config, sizes, token counts, losses, dev
-   losses, best step), ``training_tasks.json`` (every task of the dataset, so eval can refuse a test set
-   that overlaps it), ``loss.png`` and, with ``cfg.merge``, ``merged/`` (base + adapter as one plain
-   model folder); then the temp folder is renamed to ``cfg.output_dir``: the folder is complete or absent.
+   hardware computes natively, :func:`resolve_dtype`), on a 4-bit base with ``cfg.load_in_4bit``
+   (QLoRA). ``cfg.sft`` (any other ``SFTConfig`` field: trackers, optimiser, FSDP/DeepSpeed settings...)
+   goes on top of what actune sets; TRL checks it before anything slow starts. SFTTrainer takes
+   pre-tokenised examples with a ``labels`` column as they are (TRL 1.16: it only truncates to
+   ``max_length``), so the masks are exactly ours. The dev loss is computed ``cfg.evals_per_epoch`` times
+   per epoch and at the end, with a checkpoint each time; the checkpoint with the lowest dev loss is
+   loaded back at the end.
+6. ``trainer.save_model()`` into ``<output_dir>.checkpoints/final``: that adapter with its tokenizer,
+   ``actune_prompt.json`` (method, zero-shot regime, wire format: how eval must prompt the tuned model),
+   ``training_meta.json`` (config, sizes, token counts, losses, dev losses, best step),
+   ``training_tasks.json`` (every task of the dataset, so eval can refuse a test set that overlaps it),
+   ``loss.png``, TensorBoard's ``runs/`` when it was a tracker and, with ``cfg.merge``, ``merged/`` (base +
+   adapter as one plain model folder); then that folder replaces ``cfg.output_dir``: the folder is
+   complete or absent.
 
 Checkpoints go to ``<output_dir>.checkpoints`` (at each evaluation; without a dev slice every
 ``cfg.save_steps`` steps); a rerun resumes from the last complete one and removes the folder once the
 adapter is saved.
 
-Several GPUs: ``accelerate launch --config_file ACCEL.yaml -m actune train CONFIG`` (the Trainer picks
-up the distributed setup from the launcher; the effective batch is batch x accumulation x devices).
+Several GPUs: ``accelerate launch --config_file configs/accelerate/ddp.yaml --num_processes 8 -m actune
+train CONFIG`` (or ``fsdp.yaml``, ``zero3.yaml``; ``torchrun --nproc_per_node 8 -m actune train CONFIG``
+for plain DDP). Every process trains; after a barrier all of them enter ``save_model`` (FSDP and ZeRO-3
+gather the weights from every process) and one, the main process (the Trainer's ``should_save``), writes
+the output folder, swaps it in and deletes the checkpoints, while the others wait at a last barrier.
+Progress lines come from the main process of each node. The effective batch is batch x accumulation x
+processes.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import logging
 import math
 import random
 import shutil
-import tempfile
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -52,10 +64,18 @@ __all__ = ["TrainError", "TrainResult", "train", "tokenize_dataset", "dev_task_i
            "MERGED_DIR"]
 
 TRAINING_META_FILE = "training_meta.json"
+TENSORBOARD_DIR = "runs"
+"""Where the Trainer's TensorBoard callback writes under its output_dir (and actune keeps them)."""
+FINAL_DIR = "final"
+"""The folder of ``<output_dir>.checkpoints`` where the adapter is assembled before it becomes ``output_dir``."""
+TRACKER_PACKAGES = {"tensorboard": "tensorboard", "trackio": "trackio", "wandb": "wandb", "mlflow": "mlflow"}
+"""``report_to`` trackers checked before training starts -> the package that provides each."""
 TRAINING_TASKS_FILE = "training_tasks.json"
 """``[{"id", "question"}]`` of every task in the training dataset (train and dev slice)."""
 LOSS_PLOT_FILE = "loss.png"
 MERGED_DIR = "merged"
+
+logger = logging.getLogger(__name__)
 
 
 class TrainError(RuntimeError):
@@ -254,28 +274,138 @@ def merge_adapter(model_dir: Path, adapter_dir: Path, out_dir: Path, dtype: str)
     return str(save_dtype).removeprefix("torch.")
 
 
-def train(cfg: TrainConfig, *, log: Callable[[str], None] = print) -> TrainResult:
-    """Run the recipe (module docstring) and return what it did; the adapter lands in ``cfg.output_dir``."""
+def _say_to_logger(message: str) -> None:
+    if not logger.hasHandlers():
+        # `actune train` configures no logging, and these lines are the stage's whole report: without a
+        # handler Python would drop them (it only shows warnings then)
+        handler = logging.StreamHandler(sys.stdout)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+        if logger.getEffectiveLevel() > logging.INFO:
+            logger.setLevel(logging.INFO)
+    logger.info(message)
+
+
+def _check_optional_packages(cfg: TrainConfig) -> None:
+    # Before anything slow: without these the run would fail minutes later, inside the Trainer.
+    if cfg.load_in_4bit and importlib.util.find_spec("bitsandbytes") is None:
+        raise TrainError("train.load_in_4bit needs bitsandbytes, which is not installed: pip install bitsandbytes "
+                         "(4-bit training runs on a CUDA GPU), or set train.load_in_4bit=false")
+    init = cfg.sft.get("model_init_kwargs") or {}
+    if cfg.load_in_4bit and "quantization_config" in init:
+        raise TrainError("train.load_in_4bit and train.sft.model_init_kwargs.quantization_config both quantise the "
+                         "base model: keep one")
+
+
+def _check_trackers(report_to: list[str]) -> None:
+    from transformers.integrations import integration_utils
+
+    missing = [name for name in report_to if name in TRACKER_PACKAGES
+               and name not in integration_utils.get_available_reporting_integrations()]
+    if missing:
+        raise TrainError(f"train.sft.report_to: not installed: {', '.join(missing)} (pip install "
+                         + " ".join(TRACKER_PACKAGES[name] for name in missing) + ")")
+
+
+def _sft_args(cfg: TrainConfig, dtype: str, ckpt_dir: Path) -> Any:
+    """The ``SFTConfig``: what actune sets, then ``cfg.sft`` on top (checked by TRL itself)."""
     import torch
+    from trl import SFTConfig
+
+    # A dev slice exists exactly when eval_fraction > 0 (dev_task_ids never returns an empty one).
+    # Evaluation and checkpoints go together (eval_steps/save_steps are set once the trainer knows the
+    # epoch length) so that load_best_model_at_end can reload the checkpoint of the lowest dev loss;
+    # the Trainer also evaluates and saves at the last step.
+    has_dev = cfg.eval_fraction > 0
+    ours = dict(
+        output_dir=str(ckpt_dir), learning_rate=cfg.learning_rate, lr_scheduler_type="cosine",
+        warmup_steps=float(cfg.warmup_ratio), num_train_epochs=cfg.num_train_epochs, max_steps=cfg.max_steps,
+        per_device_train_batch_size=cfg.per_device_train_batch_size,
+        per_device_eval_batch_size=cfg.per_device_train_batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps, max_length=cfg.max_length,
+        packing=cfg.packing, gradient_checkpointing=cfg.gradient_checkpointing, bf16=dtype == "bfloat16",
+        seed=cfg.seed, data_seed=cfg.seed,
+        logging_steps=cfg.logging_steps, save_steps=1 if has_dev else cfg.save_steps, save_total_limit=2,
+        eval_strategy="steps" if has_dev else "no", eval_steps=1 if has_dev else None,
+        load_best_model_at_end=has_dev, metric_for_best_model="eval_loss" if has_dev else None,
+        greater_is_better=False if has_dev else None,
+        prediction_loss_only=True,  # the dev loss only: never gather vocabulary-sized logits
+        dataset_num_proc=None, use_cpu=not torch.cuda.is_available(),
+    )
+    # model_init_kwargs is TRL's for a model it loads itself; actune loads the model (_load_model).
+    sft = {k: v for k, v in cfg.sft.items() if k != "model_init_kwargs"}
+    try:
+        return SFTConfig(**{**ours, **sft})
+    except (TypeError, ValueError) as e:
+        raise TrainError(f"trl.SFTConfig refused the trainer settings (train.sft on top of actune's): {e}") from e
+
+
+def _load_model(model_dir: Path, cfg: TrainConfig, dtype: str, args: Any) -> Any:
+    import torch
+    from accelerate import DistributedType
+    from transformers import AutoModelForCausalLM
+
+    kwargs = {"trust_remote_code": args.trust_remote_code, **(cfg.sft.get("model_init_kwargs") or {})}
+    if cfg.load_in_4bit:
+        from transformers import BitsAndBytesConfig
+
+        # The settings of the QLoRA paper (NF4, double quantisation); the storage dtype is the compute
+        # dtype so that FSDP, which shards parameters of one dtype, can shard the quantised weights.
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=getattr(torch, dtype), bnb_4bit_quant_storage=getattr(torch, dtype))
+        if args.distributed_state.distributed_type not in (DistributedType.FSDP, DistributedType.DEEPSPEED):
+            # bitsandbytes quantises while loading onto the device: each process onto its own GPU
+            kwargs.setdefault("device_map", {"": str(args.device)})
+    return AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype), **kwargs)
+
+
+def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> TrainResult:
+    """Run the recipe (module docstring) and return what it did; the adapter lands in ``cfg.output_dir``.
+
+    ``log`` gets the progress lines (default: the ``actune.train.run`` logger); only the main process of
+    each node says them. Under a distributed launcher every process calls this and returns once the
+    adapter is in place."""
     from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
-    from trl import SFTConfig, SFTTrainer
+    from transformers import AutoTokenizer, TrainerCallback
+    from trl import SFTTrainer
 
     from actune.model_files import prepare_model
 
     t0 = time.perf_counter()
-    # a crash of an earlier run between its two renames left the old adapter aside: put it back even if
-    # this run fails before its own swap
-    recover_folder(cfg.output_dir)
+    _check_optional_packages(cfg)
     dtype = resolve_dtype(cfg.dtype)
-    log(_hardware_line(dtype, cfg.dtype))
+    out = Path(cfg.output_dir)
+    ckpt_dir = out.parent / f"{out.name}.checkpoints"
+    # Built first: it sets up the processes (rank, barrier) that the rest relies on, TRL checks the
+    # settings before anything slow, and a ZeRO-3 config must exist before the model is loaded (the
+    # weights are then partitioned as they load).
+    args = _sft_args(cfg, dtype, ckpt_dir)
+    _check_trackers(args.report_to)
+    state = args.distributed_state
+    # One process writes the output folder, by the rule the Trainer saves its checkpoints by.
+    writer = args.should_save
+    say = (log or _say_to_logger) if args.should_log else (lambda message: None)
+    if not args.should_log:
+        import datasets
+        import transformers
+
+        # the other processes' progress bars would repeat the main process's, line for line
+        datasets.disable_progress_bars()
+        transformers.utils.logging.disable_progress_bar()
+    if writer:
+        # a crash of an earlier run between its two renames left the old adapter aside: put it back even
+        # if this run fails before its own swap
+        recover_folder(out)
+    say(_hardware_line(dtype, cfg.dtype) + (f"; {args.world_size} processes" if args.world_size > 1 else ""))
     ds = _load_dataset(cfg)
     method = _steps_method(ds, cfg)
     if "task_id" not in ds.column_names or "question" not in ds.column_names:
         raise TrainError(f"{cfg.dataset}: the dataset has no task_id/question columns (re-export it with "
                          "`actune export`)")
-    model_dir = prepare_model(cfg.base_model)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    with args.main_process_first(desc="preparing the base model"):  # the embedded model is built once
+        model_dir = prepare_model(cfg.base_model)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=args.trust_remote_code)
     tokenized = tokenize_dataset(ds, tokenizer, cfg)
     tokens = sum(tokenized["n_tokens"])
     trained = sum(tokenized["n_trained"])
@@ -283,7 +413,7 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] = print) -> TrainResul
     if trained == 0:
         raise TrainError(f"{cfg.dataset}: no trained tokens left after masking and truncation to "
                          f"{cfg.max_length} tokens")
-    log(f"train: {len(ds)} examples, {tokens} tokens, {trained} trained "
+    say(f"train: {len(ds)} examples, {tokens} tokens, {trained} trained "
         f"({1 - trained / tokens:.1%} masked), {truncated} truncated to {cfg.max_length} tokens")
 
     # Dev slice by task: trajectories of one task are near-duplicates, so a dev loss on tasks also
@@ -302,41 +432,21 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] = print) -> TrainResul
         raise TrainError(f"{cfg.dataset}: the dev slice ({len(dev_ids)} tasks) has no example with a trained token")
     n_tasks = len(set(task_ids))
     if dev_ids:
-        log(f"train: dev slice {len(dev_ids)} of {n_tasks} tasks ({len(dev_idx)} examples), "
+        say(f"train: dev slice {len(dev_ids)} of {n_tasks} tasks ({len(dev_idx)} examples), "
             f"{len(train_idx)} training examples" + (f", {dropped} dropped (no trained token)" if dropped else ""))
     columns = ["input_ids", "labels"]
     train_ds = tokenized.select(train_idx).select_columns(columns)
     dev_ds = tokenized.select(dev_idx).select_columns(columns) if dev_idx else None
     has_dev = dev_ds is not None
 
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype))
+    model = _load_model(model_dir, cfg, dtype, args)
     lora = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
                       target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
-    out = Path(cfg.output_dir)
-    ckpt_dir = out.parent / f"{out.name}.checkpoints"
-    # With a dev slice, evaluation and checkpoints go together (eval_steps/save_steps are set below,
-    # once the trainer knows the epoch length) so that load_best_model_at_end can reload the
-    # checkpoint of the lowest dev loss; the Trainer also evaluates and saves at the last step.
-    args = SFTConfig(
-        output_dir=str(ckpt_dir), learning_rate=cfg.learning_rate, lr_scheduler_type="cosine",
-        warmup_steps=float(cfg.warmup_ratio), num_train_epochs=cfg.num_train_epochs, max_steps=cfg.max_steps,
-        per_device_train_batch_size=cfg.per_device_train_batch_size,
-        per_device_eval_batch_size=cfg.per_device_train_batch_size,
-        gradient_accumulation_steps=cfg.gradient_accumulation_steps, max_length=cfg.max_length,
-        packing=cfg.packing, gradient_checkpointing=cfg.gradient_checkpointing, bf16=dtype == "bfloat16",
-        seed=cfg.seed, data_seed=cfg.seed,
-        logging_steps=cfg.logging_steps, save_steps=1 if has_dev else cfg.save_steps, save_total_limit=2,
-        eval_strategy="steps" if has_dev else "no", eval_steps=1 if has_dev else None,
-        load_best_model_at_end=has_dev, metric_for_best_model="eval_loss" if has_dev else None,
-        greater_is_better=False if has_dev else None,
-        prediction_loss_only=True,  # the dev loss only: never gather vocabulary-sized logits
-        report_to="none", dataset_num_proc=None, use_cpu=not torch.cuda.is_available(),
-    )
 
     class DevLossLog(TrainerCallback):
         def on_evaluate(self, args: Any, state: Any, control: Any, metrics: dict | None = None, **kw: Any) -> None:
             if metrics and "eval_loss" in metrics:
-                log(f"train: step {state.global_step} (epoch {state.epoch:.2f}): dev loss {metrics['eval_loss']:.4f}")
+                say(f"train: step {state.global_step} (epoch {state.epoch:.2f}): dev loss {metrics['eval_loss']:.4f}")
 
     trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=dev_ds,
                          processing_class=tokenizer, peft_config=lora, callbacks=[DevLossLog()])
@@ -348,7 +458,7 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] = print) -> TrainResul
         trainer.args.eval_steps = trainer.args.save_steps = eval_steps
     resume = _last_checkpoint(ckpt_dir)
     if resume:
-        log(f"train: resuming from {resume}")
+        say(f"train: resuming from {resume}")
     result = trainer.train(resume_from_checkpoint=resume)
     history = trainer.state.log_history
     train_points = [(int(h["step"]), float(h["loss"])) for h in history if "loss" in h]
@@ -363,70 +473,90 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] = print) -> TrainResul
         best_step = int(trainer.state.best_global_step)
         best_eval_loss = float(trainer.state.best_metric)
     elif has_dev:
-        log("train: warning: no best checkpoint was kept; saving the last step's adapter")
+        say("train: warning: no best checkpoint was kept; saving the last step's adapter")
     steps = int(trainer.state.global_step)
+    res = TrainResult(out, len(ds), steps, final_loss, tokens, trained, truncated, losses, dtype=dtype,
+                      train_examples=len(train_idx), dev_examples=len(dev_idx), eval_losses=eval_losses,
+                      best_step=best_step, best_eval_loss=best_eval_loss)
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    # The adapter is assembled in a folder of the checkpoints folder: a sibling of the output (so the swap
+    # is a rename) whose path every process knows, as save_model needs all of them (under FSDP and ZeRO-3
+    # the weights are gathered from every process; one writes them).
+    final = ckpt_dir / FINAL_DIR
+    if writer:
+        shutil.rmtree(final, ignore_errors=True)  # what a run killed while saving left
+    state.wait_for_everyone()
     try:
-        trainer.model.save_pretrained(str(tmp))
-        tokenizer.save_pretrained(str(tmp))
-        spec = PromptSpec(method=method, regime="zero_shot", wire=cfg.wire_format)
-        save_prompt_spec(spec, tmp)
-        merged_dtype = None
-        if cfg.merge:
-            del trainer, model  # free the training copy before loading the base again
-            merged_dtype = merge_adapter(model_dir, tmp, tmp / MERGED_DIR, dtype)
-            tokenizer.save_pretrained(str(tmp / MERGED_DIR))
-            save_prompt_spec(spec, tmp / MERGED_DIR)
-        res = TrainResult(out, len(ds), steps, final_loss, tokens, trained, truncated, losses, dtype=dtype,
-                          train_examples=len(train_idx), dev_examples=len(dev_idx), eval_losses=eval_losses,
-                          best_step=best_step, best_eval_loss=best_eval_loss)
-        meta = {
-            "config": cfg.model_dump(mode="json"),
-            "base_model_path": str(model_dir),
-            "method": method,
-            "dtype": dtype,
-            "hardware": cpu_features.describe_cpu(),
-            "examples": res.examples,
-            "train_examples": res.train_examples,
-            "dev_examples": res.dev_examples,
-            "dropped_examples": dropped,
-            "task_ids": n_tasks,
-            "dev_task_ids": dev_ids,
-            "steps": res.steps,
-            "eval_steps": eval_steps,
-            "final_loss": res.final_loss,
-            "training_loss": float(result.training_loss),
-            "losses": losses,
-            "eval_losses": eval_losses,
-            "best_step": best_step,
-            "best_eval_loss": best_eval_loss,
-            "tokens": tokens,
-            "trained_tokens": trained,
-            "masked_fraction": res.masked_fraction,
-            "truncated_examples": truncated,
-            "straddling_tokens": sum(tokenized["straddling"]),
-            "merged": {"dir": MERGED_DIR, "dtype": merged_dtype} if merged_dtype else None,
-            "wall_s": time.perf_counter() - t0,
-        }
-        meta_text = json.dumps(meta, indent=2) + "\n"
-        tasks_text = json.dumps(_training_tasks(ds), indent=2, ensure_ascii=False) + "\n"
-        for folder in (tmp, tmp / MERGED_DIR) if cfg.merge else (tmp,):
-            atomic_write_text(folder / TRAINING_META_FILE, meta_text)
-            atomic_write_text(folder / TRAINING_TASKS_FILE, tasks_text)
-        title = (f"{Path(model_dir).name} + LoRA r={cfg.lora.r}, {dtype}: {len(train_idx)} train / "
-                 f"{len(dev_idx)} dev examples")
-        _plot_losses(tmp / LOSS_PLOT_FILE, train_points, [(e["step"], e["loss"]) for e in eval_losses],
-                     best_step, title)
-        replace_folder(tmp, out)
+        trainer.save_model(str(final))
+        # every process is past save_model (ZeRO-3 writes a file per process) and done with the
+        # checkpoints before one process moves the folder and deletes them
+        state.wait_for_everyone()
+        if writer:
+            # a pickle of the trainer settings (it can hold train.sft.hub_token); training_meta.json
+            # records the config
+            (final / "training_args.bin").unlink(missing_ok=True)
+            spec = PromptSpec(method=method, regime="zero_shot", wire=cfg.wire_format)
+            save_prompt_spec(spec, final)
+            merged_dtype = None
+            if cfg.merge:
+                del trainer, model  # free the training copy before loading the base again
+                merged_dtype = merge_adapter(model_dir, final, final / MERGED_DIR, dtype)
+                tokenizer.save_pretrained(str(final / MERGED_DIR))
+                save_prompt_spec(spec, final / MERGED_DIR)
+            meta = {
+                "config": cfg.model_dump(mode="json"),
+                "base_model_path": str(model_dir),
+                "method": method,
+                "dtype": dtype,
+                "hardware": cpu_features.describe_cpu(),
+                "processes": args.world_size,
+                "examples": res.examples,
+                "train_examples": res.train_examples,
+                "dev_examples": res.dev_examples,
+                "dropped_examples": dropped,
+                "task_ids": n_tasks,
+                "dev_task_ids": dev_ids,
+                "steps": res.steps,
+                "eval_steps": eval_steps,
+                "final_loss": res.final_loss,
+                "training_loss": float(result.training_loss),
+                "losses": losses,
+                "eval_losses": eval_losses,
+                "best_step": best_step,
+                "best_eval_loss": best_eval_loss,
+                "tokens": tokens,
+                "trained_tokens": trained,
+                "masked_fraction": res.masked_fraction,
+                "truncated_examples": truncated,
+                "straddling_tokens": sum(tokenized["straddling"]),
+                "merged": {"dir": MERGED_DIR, "dtype": merged_dtype} if merged_dtype else None,
+                "wall_s": time.perf_counter() - t0,
+            }
+            meta_text = json.dumps(meta, indent=2) + "\n"
+            tasks_text = json.dumps(_training_tasks(ds), indent=2, ensure_ascii=False) + "\n"
+            for folder in (final, final / MERGED_DIR) if cfg.merge else (final,):
+                atomic_write_text(folder / TRAINING_META_FILE, meta_text)
+                atomic_write_text(folder / TRAINING_TASKS_FILE, tasks_text)
+            title = (f"{Path(model_dir).name} + LoRA r={cfg.lora.r}, {dtype}: {len(train_idx)} train / "
+                     f"{len(dev_idx)} dev examples")
+            _plot_losses(final / LOSS_PLOT_FILE, train_points, [(e["step"], e["loss"]) for e in eval_losses],
+                         best_step, title)
+            if (ckpt_dir / TENSORBOARD_DIR).is_dir():
+                # the Trainer's TensorBoard logs live in its output_dir, the checkpoints folder deleted
+                # below; copied, not moved, so a failed swap still leaves them there for the rerun
+                shutil.copytree(ckpt_dir / TENSORBOARD_DIR, final / TENSORBOARD_DIR)
+            replace_folder(final, out)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if writer:
+            shutil.rmtree(final, ignore_errors=True)
         raise
-    shutil.rmtree(ckpt_dir, ignore_errors=True)
+    if writer:
+        shutil.rmtree(ckpt_dir, ignore_errors=True)
     best = f", best dev loss {best_eval_loss:.4f} at step {best_step}" if best_step is not None else ""
-    log(f"train: adapter saved to {out} ({res.steps} steps, final loss {final_loss:.4f}{best}, "
+    say(f"train: adapter saved to {out} ({res.steps} steps, final loss {final_loss:.4f}{best}, "
         f"{time.perf_counter() - t0:.0f} s)")
+    # no process returns before the adapter is in place
+    state.wait_for_everyone()
     return res
 
 

@@ -12,42 +12,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from training_records import FACTS, records
+from training_records import ADAPTER_FILES, FACTS, base_plus_adapter, tiny_config, write_store
 
 from actune import cpu_features
 from actune.agent.prompt_spec import load_prompt_spec
 from actune.bootstrap.export import export_dataset
-from actune.store import TrajectoryStore
 from actune.train import run as train_run
-from actune.train.config import LoraSettings, TrainConfig
 from actune.train.run import TrainError, dev_task_ids, resolve_dtype, split_by_task, tokenize_dataset, train
-
-ADAPTER_FILES = ["README.md", "actune_prompt.json", "adapter_config.json", "adapter_model.safetensors",
-                 "chat_template.jinja", "loss.png", "tokenizer.json", "tokenizer_config.json", "training_meta.json",
-                 "training_tasks.json"]
-
-
-def write_store(path: Path) -> Path:
-    with TrajectoryStore.open(path) as store:
-        for t in records():
-            store.append(t)
-    return path
-
-
-def tiny_config(tmp_path: Path, embedded_model: Path, **kw) -> TrainConfig:
-    fields = dict(base_model=str(embedded_model), dataset=tmp_path / "ds", output_dir=tmp_path / "adapter",
-                  lora=LoraSettings(r=4, alpha=8, dropout=0.0), learning_rate=5e-3, warmup_ratio=0.0, max_steps=3,
-                  per_device_train_batch_size=2, max_length=128, dtype="float32", save_steps=1000)
-    return TrainConfig(**{**fields, **kw})
-
-
-def base_plus_adapter(embedded_model: Path, adapter: Path):
-    import torch
-    from peft import PeftModel
-    from transformers import AutoModelForCausalLM
-
-    base = AutoModelForCausalLM.from_pretrained(embedded_model, dtype=torch.float32)
-    return PeftModel.from_pretrained(base, str(adapter)).eval()
 
 
 @pytest.fixture(scope="module")

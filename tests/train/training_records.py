@@ -1,9 +1,14 @@
 """Hand-made kept records for the train tests: a zero-shot ReAct episode per question, as the loop
-writes them (``info["prompt"]`` holds the prompt head; verdict kept)."""
+writes them (``info["prompt"]`` holds the prompt head; verdict kept); and the helpers the train tests
+share to run the recipe on them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from actune.judge import judge, record_verdict
+from actune.store import TrajectoryStore
+from actune.train.config import LoraSettings, TrainConfig
 from actune.trajectory import Step, TaskRecord, Trajectory
 
 INSTRUCTION = ("Solve a question answering task with interleaving Thought, Action, Observation steps. "
@@ -38,3 +43,33 @@ def record(i: int) -> Trajectory:
 
 def records() -> list[Trajectory]:
     return [record(i) for i in range(len(FACTS))]
+
+
+ADAPTER_FILES = ["README.md", "actune_prompt.json", "adapter_config.json", "adapter_model.safetensors",
+                 "chat_template.jinja", "loss.png", "tokenizer.json", "tokenizer_config.json", "training_meta.json",
+                 "training_tasks.json"]
+
+
+def base_plus_adapter(embedded_model: Path, adapter: Path):
+    """The embedded model with the adapter in ``adapter`` applied, in float32."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(embedded_model, dtype=torch.float32)
+    return PeftModel.from_pretrained(base, str(adapter)).eval()
+
+
+def write_store(path: Path) -> Path:
+    with TrajectoryStore.open(path) as store:
+        for t in records():
+            store.append(t)
+    return path
+
+
+def tiny_config(tmp_path: Path, embedded_model: Path, **kw) -> TrainConfig:
+    """A few steps of LoRA r=4 on short sequences: a real run that takes seconds."""
+    fields = dict(base_model=str(embedded_model), dataset=tmp_path / "ds", output_dir=tmp_path / "adapter",
+                  lora=LoraSettings(r=4, alpha=8, dropout=0.0), learning_rate=5e-3, warmup_ratio=0.0, max_steps=3,
+                  per_device_train_batch_size=2, max_length=128, dtype="float32", save_steps=1000)
+    return TrainConfig(**{**fields, **kw})
