@@ -31,7 +31,8 @@ def test_config_show_resolves_file_and_overrides():
 
 def test_every_shipped_config_is_valid_and_recognised():
     expected = {"world.yaml": "world", "envs": "env", "tasks": "tasks", "quickstart": "quickstart"}
-    files = sorted((REPO / "configs").rglob("*.yaml"))
+    # configs/accelerate/ holds accelerate's own launcher files, not actune configs
+    files = sorted(f for f in (REPO / "configs").rglob("*.yaml") if f.parent.name != "accelerate")
     assert len(files) >= 6
     for f in files:
         out = actune("config", "show", str(f))
