@@ -1,8 +1,10 @@
 """Parse what a (small) model wrote for one agent step.
 
-Tolerant by design: labels in any case (``Action``, ``ACTION``), with or without step numbers,
-``Search[...]`` or ``search[...]``, text after the action, THOUGHT where REFLECTION is expected,
-``FINAL ANSWER: ...`` or ``finish[...]``. Anything the model writes after its action that looks like
+Tolerant by design: labels in any case (``Action``, ``ACTION``), with or without step numbers, on their
+own line or inline after the reflection, ``Search[...]`` or ``search[...]`` or the call form
+``rag_search("query")``, text after the action, THOUGHT where REFLECTION is expected, a ``GOAL:`` line
+(LLARS states its goal; kept apart, never part of the reflection), ``FINAL ANSWER: ...`` or
+``finish[...]``. Anything the model writes after its action that looks like
 an observation (even a fragment such as ``\\nObserv`` left by a stop string) is cut off: an
 observation the model made up is never trusted. Never raises on any input string; what cannot be
 parsed comes back with ``error`` set, which the loop turns into a format hint for the model. (A crash
@@ -32,10 +34,18 @@ _ACTION_LABEL = re.compile(r"(?:^|\n)[ \t]*+action[ \t]*+(?:\d+[ \t]*+)?:[ \t]*+
 # starts a match attempt at every character of a whitespace run and rescans the run from each, which
 # took seconds on 20k spaces. The match starts at "final" itself; callers strip what precedes it.
 _FINAL = re.compile(r"(?<!\S)final[ \t]++answer[ \t]*+:[ \t]*+(.*)", re.IGNORECASE | re.DOTALL)
+# An action label anywhere after whitespace: "REFLECTION: ... ACTION: search[x]" on one line.
+_INLINE_ACTION = re.compile(r"(?<!\S)action[ \t]*+(?:\d+[ \t]*+)?:[ \t]*+(.*)", re.IGNORECASE)
+_GOAL = re.compile(r"(?:^|\n)[ \t]*+goal[ \t]*+:[ \t]*+", re.IGNORECASE)
+# Where a LLARS label's text ends: at the next line that starts with a label.
+_NEXT_LABEL = re.compile(r"\n[ \t]*+(?:thought|reflection|action|observation|goal|final[ \t]++answer)[ \t]*+"
+                         r"(?:\d+[ \t]*+)?:", re.IGNORECASE)
 _LABELLED_LINE = re.compile(r"^\s*+(?:thought|reflection|action|observation)\s*+(?:\d+\s*+)?:", re.IGNORECASE)
 # The name keeps its trailing spaces (callers normalise it): a lazy name followed by \s* retried the
 # rest of a long run of spaces once per character.
 _BRACKET = re.compile(r"([A-Za-z_][A-Za-z_ ]*+)\s*+\[")
+# LLARS writes tool calls as calls: rag_search("query"), search('x').
+_CALL = re.compile(r"([A-Za-z_]\w*+)[ \t]*+\([ \t]*+([\"'])")
 
 
 @dataclass
@@ -45,7 +55,7 @@ class ParsedStep:
     ``thought`` is the reasoning text (a thought or a reflection); ``action_text`` the action as
     written (None: no action line at all, the loop may re-prompt with ``Action i:``); ``action``
     the parsed action; ``answer`` is set for ``finish[...]`` or ``FINAL ANSWER:``; ``error`` says
-    why the action could not be used.
+    why the action could not be used; ``goal`` is the text of a ``GOAL:`` label (None: none).
     """
 
     thought: str = ""
@@ -53,6 +63,7 @@ class ParsedStep:
     action: Action | None = None
     answer: str | None = None
     error: str | None = None
+    goal: str | None = None
 
 
 def strip_made_up_observation(text: str) -> str:
@@ -77,27 +88,61 @@ def _bracket_arg(s: str, start: int) -> tuple[str, int] | None:
     return None
 
 
+def _call_arg(s: str, quote_at: int) -> tuple[str, int] | None:
+    """The quoted argument of a call whose quote opens at ``quote_at`` and the index of its ')'
+    (backslash escapes allowed); None when the string or the call is not closed."""
+    quote = s[quote_at]
+    i = quote_at + 1
+    while i < len(s):
+        if s[i] == "\\":
+            i += 2
+            continue
+        if s[i] == quote:
+            break
+        i += 1
+    else:
+        return None
+    arg = re.sub(r"\\(.)", r"\1", s[quote_at + 1 : i])
+    j = i + 1
+    while j < len(s) and s[j] in " \t":
+        j += 1
+    return (arg, j) if j < len(s) and s[j] == ")" else None
+
+
+def _action_span(line: str) -> tuple[str, str, int] | None:
+    """(name, argument, index of the closing bracket or parenthesis) of ``name[arg]`` or ``name("arg")``
+    at the start of ``line``; None when neither form is there, or when it is not closed."""
+    m = _BRACKET.match(line)
+    if m:
+        got = _bracket_arg(line, m.end() - 1)
+        return None if got is None else (m.group(1), got[0], got[1])
+    m = _CALL.match(line)
+    if m:
+        got = _call_arg(line, m.end() - 1)
+        return None if got is None else (m.group(1), got[0], got[1])
+    return None
+
+
 def parse_action(
     text: str,
     action_names: tuple[str, ...] | None = None,
     finish_action: str | None = "finish",
     free_text: bool = False,
 ) -> tuple[Action | None, str | None]:
-    """Parse ``name[argument]`` (or, with ``free_text``, ``verb rest``) -> (action, error)."""
+    """Parse ``name[argument]`` or ``name("argument")`` (or, with ``free_text``, ``verb rest``) ->
+    (action, error)."""
     line = text.strip()
     valid = _valid_list(action_names)
     if not line:
         return None, f"Invalid action: the action is empty. Valid actions: {valid}."
-    m = _BRACKET.match(line)
-    if m:
-        got = _bracket_arg(line, m.end() - 1)
-        name = " ".join(m.group(1).split()).lower()
-        if got is None:
-            return None, f"Invalid action: {line!r} has no closing ']'. Valid actions: {valid}."
-        arg = got[0].strip()
+    span = _action_span(line)
+    if span is None and _BRACKET.match(line):
+        return None, f"Invalid action: {line!r} has no closing ']'. Valid actions: {valid}."
+    if span is not None:
+        name = " ".join(span[0].split()).lower()
         if action_names and name not in action_names:
             return None, f"Invalid action: unknown action {name!r}. Valid actions: {valid}."
-        return Action(name, arg), None
+        return Action(name, span[1].strip()), None
     if free_text:
         first = line.split("\n", 1)[0].strip()
         verb, _, rest = first.partition(" ")
@@ -119,10 +164,17 @@ def parse_step(
     action_names: tuple[str, ...] | None = None,
     finish_action: str | None = "finish",
     free_text: bool = False,
+    *,
+    answer_to_label: bool = False,
 ) -> ParsedStep:
-    """Parse a generated step: optional leading label, thought, ``Action i: ...`` or ``FINAL ANSWER:``."""
+    """Parse a generated step: optional leading label, thought, ``Action i: ...`` or ``FINAL ANSWER:``.
+
+    ``answer_to_label``: a ``FINAL ANSWER`` keeps everything up to the next label, as LLARS reads it
+    (a cited, multi-line answer); otherwise only its first line, so text a model adds after a short
+    answer does not spoil an exact match.
+    """
     try:
-        return _parse_step(text, action_names, finish_action, free_text)
+        return _parse_step(text, action_names, finish_action, free_text, answer_to_label)
     except Exception as e:
         # A safety net, not a code path: the parser must never take an episode down, but a crash here is
         # a parser bug (the fuzz test calls _parse_step without this net), so it is logged with its traceback.
@@ -130,29 +182,60 @@ def parse_step(
         return ParsedStep(thought="", error=f"Invalid step: could not parse ({type(e).__name__}).")
 
 
+def _until_next_label(text: str, start: int = 0) -> int:
+    """Where the text of a label that starts at ``start`` ends: at the next labelled line, or the end."""
+    m = _NEXT_LABEL.search(text, start)
+    return m.start() if m else len(text)
+
+
+def _split_goal(body: str) -> tuple[str, str | None]:
+    """``body`` without its ``GOAL:`` labels, and the first goal's text."""
+    goal: str | None = None
+    kept: list[str] = []
+    pos = 0
+    while (m := _GOAL.search(body, pos)) is not None:
+        kept.append(body[pos : m.start()])
+        pos = _until_next_label(body, m.end())
+        if goal is None:
+            goal = " ".join(body[m.end() : pos].split())
+    kept.append(body[pos:])
+    return "".join(kept), goal
+
+
 def _parse_step(
-    text: str, action_names: tuple[str, ...] | None, finish_action: str | None, free_text: bool
+    text: str, action_names: tuple[str, ...] | None, finish_action: str | None, free_text: bool,
+    answer_to_label: bool = False,
 ) -> ParsedStep:
-    body = _LEAD_LABEL.sub("", str(text), count=1)
+    body, goal = _split_goal(str(text))
+    body = _LEAD_LABEL.sub("", body, count=1)
     body = strip_made_up_observation(body)
-    a = _ACTION_LABEL.search(body)
+    # An action label on its own line wins over one inline: prose may say "my next action: ...".
+    a = _ACTION_LABEL.search(body) or _INLINE_ACTION.search(body)
     f = _FINAL.search(body)
     if f and (a is None or f.start() < a.start()):
         thought = body[: f.start()].strip()
-        answer = f.group(1).strip().split("\n", 1)[0].strip()
-        return ParsedStep(thought=_clean_thought(thought), action_text=f"FINAL ANSWER: {answer}", answer=answer)
+        if answer_to_label:
+            answer = body[f.start(1) : _until_next_label(body, f.start(1))].strip()
+        else:
+            answer = f.group(1).strip().split("\n", 1)[0].strip()
+        return ParsedStep(thought=_clean_thought(thought), action_text=f"FINAL ANSWER: {answer}", answer=answer,
+                          goal=goal)
     if a is None:
-        # No action label: accept a bare ``finish[...]``/``search[...]`` written inside the thought.
+        # No action label: accept a bare ``finish[...]``/``search("...")`` written inside the thought.
         names = action_names or ((finish_action,) if finish_action else ())
         for name in names:
-            m = re.search(rf"\b{re.escape(name)}\s*+\[", body, re.IGNORECASE)
-            if m and _bracket_arg(body, m.end() - 1) is not None:
+            m = re.search(rf"\b{re.escape(name)}[ \t]*+(?:\[|\()", body, re.IGNORECASE)
+            if m and _action_span(body[m.start():]) is not None:
                 thought = body[: m.start()].strip()
-                return _with_action(thought, body[m.start():], action_names, finish_action, free_text)
-        return ParsedStep(thought=_clean_thought(body.strip()), action_text=None, error="no action")
+                step = _with_action(thought, body[m.start():], action_names, finish_action, free_text)
+                step.goal = goal
+                return step
+        return ParsedStep(thought=_clean_thought(body.strip()), action_text=None, error="no action", goal=goal)
     thought = body[: a.start()].strip()
     action_line = a.group(1).split("\n", 1)[0]
-    return _with_action(thought, action_line, action_names, finish_action, free_text)
+    step = _with_action(thought, action_line, action_names, finish_action, free_text)
+    step.goal = goal
+    return step
 
 
 def _with_action(
@@ -161,12 +244,9 @@ def _with_action(
 ) -> ParsedStep:
     action, error = parse_action(action_line, action_names, finish_action, free_text)
     shown = action_line.strip()
-    if action is not None and "[" in shown:
-        # Drop text after the action: keep exactly "Name[arg]" as written.
-        start = shown.index("[")
-        got = _bracket_arg(shown, start)
-        if got is not None:
-            shown = shown[: got[1] + 1]
+    span = _action_span(shown) if action is not None else None
+    if span is not None:
+        shown = shown[: span[2] + 1]  # the action exactly as written, without the words after it
     step = ParsedStep(thought=_clean_thought(thought), action_text=shown, action=action, error=error)
     if action is not None and finish_action and action.name == finish_action:
         step.answer = action.argument

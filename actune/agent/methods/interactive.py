@@ -35,7 +35,9 @@ def _parse(ep: Episode, method: str, text: str, i: int) -> ParsedStep:
     free = env.finish_action is None  # ALFWorld-style commands: "go to cabinet 1" -> Action("go", "to cabinet 1")
     if method == "act":
         text = f"Action {i}: " + _LEAD_ACTION.sub("", text, count=1)
-    return parse_step(text, tuple(env.action_names) or None, env.finish_action, free_text=free)
+    # ReflAct writes LLARS' labels, whose FINAL ANSWER runs to the next label (a cited, multi-line answer).
+    return parse_step(text, tuple(env.action_names) or None, env.finish_action, free_text=free,
+                      answer_to_label=method == "reflact")
 
 
 # The outcomes of one parsed step, shared by every method that acts (react, reflact, act, preflect).
