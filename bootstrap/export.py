@@ -62,7 +62,7 @@ from actune.agent.render import (
 from actune.atomic_write import recover_folder, replace_folder
 from actune.bootstrap.config import ExportConfig
 from actune.judge import verdict_of
-from actune.trajectory import Step, Trajectory, TrajectoryFormatError
+from actune.trajectory import Step, Trajectory, read_trajectory_lines
 
 __all__ = ["ExportError", "ExportSummary", "MethodCounts", "SUMMARY_FILE", "WIRE_FORMATS", "chat_example",
            "convert_steps", "convertible", "export_dataset", "export_rows", "kept_records", "near_duplicates",
@@ -95,18 +95,9 @@ def _kept_lines(store: str | Path) -> list[tuple[int, Trajectory]]:
     path = Path(store)
     if not path.is_file():
         raise ExportError(f"{path}: store not found (run `actune bootstrap` first)")
-    out = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                t = Trajectory.from_json(line)
-            except TrajectoryFormatError as e:
-                raise TrajectoryFormatError(f"{path}:{lineno}: {e}") from None
-            if (v := verdict_of(t)) is not None and v.kept:
-                out.append((lineno, t))
-    return out
+    # the shared reader: a torn last line (a writer killed mid-line) is skipped, any other bad line named
+    return [(lineno, t) for lineno, t in read_trajectory_lines(path)
+            if (v := verdict_of(t)) is not None and v.kept]
 
 
 def kept_records(store: str | Path) -> list[Trajectory]:

@@ -95,3 +95,19 @@ def test_blank_lines_before_a_torn_tail(tmp_path: Path) -> None:
     good = _store(path, ["a"])
     path.write_bytes(good + b"\n\n" + b'{"task"')  # blank lines, then the torn tail
     assert [t.task.id for t in read_trajectories(path)] == ["a"]
+
+
+def test_export_skips_a_torn_last_line_of_a_store(tmp_path):
+    """Export reads a store whose writer was killed mid-line (before a resumed run cuts the line)."""
+    from actune.bootstrap.export import kept_records
+    from actune.judge import judge, record_verdict
+    from actune.trajectory import TaskRecord, Trajectory
+
+    def kept(task_id: str) -> str:
+        t = Trajectory(task=TaskRecord(id=task_id, question="q?", answer="a"), method="cot", prediction="a",
+                       correct=True)
+        return record_verdict(t, judge(t, require_grounded=False)).to_json()
+
+    store = tmp_path / "trajectories.jsonl"
+    store.write_text(kept("t1") + "\n" + kept("t2")[:40], encoding="utf-8")  # the second line torn
+    assert [t.task.id for t in kept_records(store)] == ["t1"]
