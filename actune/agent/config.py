@@ -113,9 +113,16 @@ class AgentConfig(StrictModel):
     preflect_catalog: Path | None = None
     """PreFlect: the planning-error catalog (JSON, see ``actune.agent.planning_errors``) the reflector
     checks plans against. None: the paper's three types (actune/prompts/preflect_catalog.json)."""
+    preflect_episode_steps: int | None = Field(20, ge=1)
+    """PreFlect: its own step budget (the paper: 20 action steps), used instead of ``episode_steps`` and the
+    environment's (wiki 7, FEVER 5), under which the forced re-plans at steps 6 and 12 could never happen.
+    None: the budget the other methods get."""
     preflect_force_replan_every: int = Field(6, ge=0)
     """PreFlect: when no re-plan happened in steps 1..N (then N+1..2N, ...), force one at step N (2N,
     ...); the paper uses 6 (re-plans at steps 6 and 12 of 20). 0: never force."""
+    preflect_force_replan_windows: int = Field(2, ge=0)
+    """PreFlect: how many windows of ``preflect_force_replan_every`` steps must each hold a re-plan; the
+    paper enforces two extra planning steps (steps 1-6 and 7-12, forced at 6 and 12), none after."""
     preflect_max_revisions: int = Field(1, ge=0)
     """PreFlect: how many times a plan the reflector FAILs is revised (each revision but the last is
     checked again). 0: critique only."""
@@ -129,5 +136,7 @@ class AgentConfig(StrictModel):
         return {"fever": ["\nClaim:"], "alfworld": []}.get(env_name, ["\nQuestion:"])
 
     def step_budget(self, env_name: str) -> int:
+        if self.method == "preflect" and self.preflect_episode_steps is not None:
+            return self.preflect_episode_steps
         base = self.episode_steps if self.episode_steps is not None else DEFAULT_MAX_STEPS.get(env_name, 7)
         return min(base + 2, 10) if self.multihop else base

@@ -2,8 +2,9 @@
 
 The reflector is the same backbone under its own prompt: it gets the task, the plan, the tools and
 a summary of past actions, and diagnoses the plan against a catalog of planning errors. Its answer is
-data: only the first ``{...}`` block is read, with ``json.loads``; anything unreadable counts as PASS
-(the plan stands) with the reason recorded, so a small model's malformed JSON never stops an episode.
+data: only the first ``{...}`` block is read, with ``json.loads``. An unreadable answer is asked for once
+more (:func:`retry_note`); unreadable again, it counts as PASS (the plan stands) with the reason recorded,
+so a small model's malformed JSON never stops an episode.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import Any
 from actune.agent.planning_errors import PlanningError, PlanningErrorCatalog
 from actune.trajectory import Step
 
-__all__ = ["Critique", "REFLECTOR_PREFILL", "reflector_instruction", "reflector_request", "summarize_actions",
-           "parse_critique", "extract_json_object", "MAX_ERRORS"]
+__all__ = ["Critique", "REFLECTOR_PREFILL", "reflector_instruction", "reflector_request", "retry_note",
+           "summarize_actions", "parse_critique", "extract_json_object", "MAX_ERRORS"]
 
 #: The paper keeps at most the two most critical errors.
 MAX_ERRORS = 2
@@ -38,10 +39,12 @@ class Critique:
     unknown_errors: list[str] = field(default_factory=list)  # names the catalog does not have
     parse_error: str | None = None
     raw: str = ""
+    retry_of: Critique | None = None  # the unreadable first answer this one was asked for after
 
     def line(self, catalog: PlanningErrorCatalog) -> str:
-        """The critique as one line in the agent's context; a FAIL carries the catalog's success
-        patterns, which the revision turn then follows."""
+        """The critique as one line in the agent's context. A FAIL names each error the reflector found
+        with what it is, the failure pattern to avoid and the success pattern to follow: the revision
+        turn repairs that error, not the plan in general."""
         # an unreadable answer's "analysis" is noise the agent should not act on
         analysis = "" if self.parse_error else " ".join(self.analysis.split())
         if len(analysis) > MAX_ANALYSIS_CHARS:
@@ -49,9 +52,14 @@ class Critique:
         if self.verdict == "PASS":
             return "PASS" + (f". {analysis}" if analysis else "")
         found = [e for e in (catalog.find(n) for n in self.errors) if e is not None]
-        named = "; ".join(e.name for e in found) or "planning error"
-        fixes = " ".join(e.success_pattern for e in (found or list(catalog.errors)))
-        return f"FAIL ({named}). {analysis + ' ' if analysis else ''}Revise: {fixes}".strip()
+        named = "; ".join([e.name for e in found] + self.unknown_errors) or "planning error"
+        parts = [f"FAIL ({named}).", analysis]
+        for e in found:
+            parts.append(f"{_sentence(e.name.capitalize())} {_sentence(e.description)} "
+                         f"Avoid: {_sentence(e.failure_pattern)} Instead: {_sentence(e.success_pattern)}")
+        if not found:  # nothing the catalog knows: its success patterns are the only guidance there is
+            parts.append("Revise: " + " ".join(_sentence(e.success_pattern) for e in catalog.errors))
+        return " ".join(p for p in parts if p)
 
     def to_meta(self) -> dict[str, Any]:
         meta: dict[str, Any] = {"verdict": self.verdict, "analysis": self.analysis, "errors": list(self.errors)}
@@ -60,7 +68,14 @@ class Critique:
         if self.parse_error is not None:
             meta["parse_error"] = self.parse_error
         meta["raw"] = self.raw
+        if self.retry_of is not None:
+            meta["retry_of"] = {"parse_error": self.retry_of.parse_error, "raw": self.retry_of.raw}
         return meta
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith((".", "!", "?")) else text + "."
 
 
 def reflector_instruction(catalog: PlanningErrorCatalog) -> str:
@@ -97,6 +112,13 @@ def reflector_request(catalog: PlanningErrorCatalog, question: str, tools: str, 
     request = (f"Task: {question.strip()}\nTools:\n{tools.strip()}\nPast actions:\n{summarize_actions(steps)}\n"
                f"Plan:\n{plan.strip()}")
     return reflector_instruction(catalog), request
+
+
+def retry_note(unreadable: Critique) -> str:
+    """What the reflector is told when asked again: why its answer could not be read. The same prompt
+    again would bring the same answer under greedy decoding."""
+    return (f"Your previous answer could not be read ({unreadable.parse_error}). Answer with one JSON object "
+            'only, with the keys "analysis", "verdict" ("PASS" or "FAIL") and "errors".')
 
 
 def extract_json_object(text: str) -> str | None:

@@ -46,7 +46,8 @@ class Event:
 
     Types: starting, iteration, thought, reflection, action, observation, parse_error, reprompt,
     adaptive_iteration, max_iterations_reached, repetition, sample, backoff, re_plan (PreFlect),
-    plan, critique, final_answer, done.
+    plan, critique, critique_retry (PreFlect: the reflector's answer was unreadable, asked again),
+    final_answer, done.
     ``done`` carries the finished record in ``data["trajectory"]``.
     """
 

@@ -92,14 +92,14 @@ def test_pass_path_records_plan_critique_then_react_steps():
     # acting sees plan and critique in context
     assert llm.calls[2].prompt.endswith(f"Plan 1: {PLAN.strip()}\nCritique 1: {crit.text}\nThought 1:")
     assert traj.info["preflect"] == {"plans": 1, "critiques": 1, "fails": 0, "revisions": 0, "re_plans": 0,
-                                     "forced_re_plans": 0, "critique_parse_errors": 0}
+                                     "forced_re_plans": 0, "critique_retries": 0, "critique_parse_errors": 0}
     assert traj.usage.requests == 5 == len(llm.calls)
     assert step_order_problems(traj) == []
     assert traj.info["prompt"]["method"] == "preflect"
     assert Trajectory.from_json(traj.to_json()) == traj
 
 
-def test_fail_path_revises_the_plan_with_the_catalog_patterns():
+def test_fail_path_revises_the_plan_against_the_named_errors():
     revised = " 1. search[Walkman]. 2. search the maker. 3. read its page and check the year. 4. finish."
     traj, llm, _ = run(cfg(), [PLAN, FAIL, revised] + SOLVE)
     assert kinds(traj)[:4] == ["plan", "critique", "plan", "thought"]
@@ -108,9 +108,13 @@ def test_fail_path_revises_the_plan_with_the_catalog_patterns():
     assert crit.meta["verdict"] == "FAIL"
     assert crit.meta["errors"] == ["insufficient constraint verification", "shallow content verification"]
     assert crit.meta["unknown_errors"] == ["made up"]
-    fixes = " ".join(e.success_pattern for e in (CATALOG.errors[0], CATALOG.errors[2]))
-    assert crit.text == ("FAIL (insufficient constraint verification; shallow content verification). "
-                         f"It trusts the first page. Revise: {fixes}")
+    # each named error: what it is, what to avoid, what to do instead (the reflector's unknown name listed)
+    icv, scv = CATALOG.errors[0], CATALOG.errors[2]
+    assert crit.text == (
+        "FAIL (insufficient constraint verification; shallow content verification; made up). "
+        f"It trusts the first page. Insufficient constraint verification. {icv.description} "
+        f"Avoid: {icv.failure_pattern} Instead: {icv.success_pattern} "
+        f"Shallow content verification. {scv.description} Avoid: {scv.failure_pattern} Instead: {scv.success_pattern}")
     # the revision turn is the agent's own prompt continued after the critique
     assert llm.calls[2].prompt.endswith(f"Critique 1: {crit.text}\nPlan 1:")
     assert traj.steps[2].text == revised.strip()
@@ -134,19 +138,41 @@ def test_zero_revisions_is_critique_only():
     assert kinds(traj)[:3] == ["plan", "critique", "thought"] and traj.correct
 
 
-@pytest.mark.parametrize("reply, error", [
+UNREADABLE = [
     ("I think the plan is fine", "verdict is None, not PASS or FAIL"),
     ('", "verdict": PASS}', "invalid JSON: Expecting value"),
     ('ok", "verdict": "MAYBE"}', "verdict is 'MAYBE', not PASS or FAIL"),
-])
-def test_unparseable_critique_counts_as_pass_with_the_failure_recorded(reply, error):
-    traj, llm, _ = run(cfg(), [PLAN, reply] + SOLVE)
+]
+
+
+@pytest.mark.parametrize("reply, error", UNREADABLE)
+def test_unreadable_critique_is_asked_again_then_counts_as_pass(reply, error):
+    again, again_error = UNREADABLE[(UNREADABLE.index((reply, error)) + 1) % len(UNREADABLE)]
+    traj, llm, _ = run(cfg(), [PLAN, reply, again] + SOLVE)
     crit = traj.steps[1]
-    assert crit.type == "critique" and crit.meta["verdict"] == "PASS"
-    assert crit.meta["parse_error"] == error and crit.meta["raw"] == '{"analysis": "' + reply
-    assert kinds(traj)[2] == "thought"  # no revision
-    assert crit.text == "PASS"  # an unreadable answer's text is not shown to the agent
-    assert traj.info["preflect"]["critique_parse_errors"] == 1 and traj.correct
+    assert kinds(traj)[:3] == ["plan", "critique", "thought"]  # one critique step, no revision
+    assert crit.meta["verdict"] == "PASS" and crit.text == "PASS"  # an unreadable answer's text is not shown
+    assert crit.meta["parse_error"] == again_error and crit.meta["raw"] == '{"analysis": "' + again
+    assert crit.meta["retry_of"] == {"parse_error": error, "raw": '{"analysis": "' + reply}
+    # the second request is the first one, told why its answer could not be read
+    first, second = llm.calls[1].prompt, llm.calls[2].prompt
+    note = (f"\nYour previous answer could not be read ({error}). Answer with one JSON object only, with the keys "
+            '"analysis", "verdict" ("PASS" or "FAIL") and "errors".')
+    assert second == first.replace('\nJSON: {"analysis": "', note + '\nJSON: {"analysis": "')
+    assert crit.tokens == len(reply.split()) + len(again.split())
+    info = traj.info["preflect"]
+    assert (info["critiques"], info["critique_retries"], info["critique_parse_errors"]) == (1, 1, 1) and traj.correct
+
+
+def test_readable_retry_counts_and_its_fail_is_revised():
+    traj, llm, _ = run(cfg(), [PLAN, "not json", FAIL, " revised"] + SOLVE)
+    crit = traj.steps[1]
+    assert kinds(traj)[:4] == ["plan", "critique", "plan", "thought"]
+    assert crit.meta["verdict"] == "FAIL" and "parse_error" not in crit.meta
+    assert crit.meta["retry_of"]["parse_error"] == "verdict is None, not PASS or FAIL"
+    info = traj.info["preflect"]
+    assert (info["critique_retries"], info["critique_parse_errors"], info["fails"]) == (1, 0, 1)
+    assert step_order_problems(traj) == []
 
 
 def test_parse_critique_is_tolerant_and_never_evaluates():
@@ -197,7 +223,7 @@ def _searches(n: int, start: int = 1) -> list[str]:
 
 def test_forced_re_plan_at_step_6_when_none_happened():
     replies = [PLAN, PASS] + _searches(5) + [" new plan", PASS, " Done.\nAction 6: finish[1946]"]
-    traj, llm, _ = run(cfg(episode_steps=8), replies)
+    traj, llm, _ = run(cfg(preflect_episode_steps=8), replies)
     plans = [s for s in traj.steps if s.type == "plan"]
     assert [(p.iteration, p.meta) for p in plans] == [(1, {"initial": True}), (6, {"forced": True})]
     k = traj.steps.index(plans[1])
@@ -212,14 +238,14 @@ def test_own_re_plan_in_the_window_skips_the_forced_one():
     # every=3: a re-plan at step 2 covers steps 1-3; none in 4-6 -> forced at 6
     replies = ([PLAN, PASS] + _searches(1) + [" Stuck.\nAction 2: re_plan[no luck]", " p2", PASS]
                + _searches(3, start=3) + [" p6", PASS, " Done.\nAction 6: finish[1946]"])
-    traj, _, _ = run(cfg(preflect_force_replan_every=3, episode_steps=7), replies)
+    traj, _, _ = run(cfg(preflect_force_replan_every=3, preflect_episode_steps=7), replies)
     plans = [(s.iteration, s.meta) for s in traj.steps if s.type == "plan"]
     assert plans == [(1, {"initial": True}), (2, {"reason": "no luck"}), (6, {"forced": True})]
     assert step_order_problems(traj) == []
 
 
 def test_no_forced_re_plan_when_disabled():
-    traj, _, _ = run(cfg(preflect_force_replan_every=0, episode_steps=6), [PLAN, PASS] + _searches(6))
+    traj, _, _ = run(cfg(preflect_force_replan_every=0, preflect_episode_steps=6), [PLAN, PASS] + _searches(6))
     assert [s.type for s in traj.steps].count("plan") == 1 and traj.finish_reason == "max_steps"
 
 
@@ -271,3 +297,63 @@ def test_paper_react_prompt_serves_preflect_under_its_own_instruction():
     assert "Question: Which river is longer, the Danube or the Rhine?\nThought 1:" in p and traj.correct
     with pytest.raises(ValueError, match="is for act, not preflect"):
         run(cfg(paper_prompt_file=sample, paper_prompt_key="webact_simple2"), [])
+
+
+def test_event_order_plan_retry_revision_steps_and_forced_re_plans_at_6_and_12():
+    """PreFlect's own budget (20 by default, not the wiki's 7) leaves room for the paper's two forced
+    re-plans, at steps 6 and 12, and none after; each event in order, from a scripted model."""
+    from actune.agent import iter_episode
+
+    search = [f" Try.\nAction {i}: search[Page{i}]" for i in range(1, 21)]
+    replies = ([PLAN, "not json", FAIL, " revised"] + search[:5] + [" p6", PASS] + search[5:11]
+               + [" p12", PASS] + search[11:])
+    llm = ScriptedLLM(replies)
+
+    async def events():
+        return [ev async for ev in iter_episode(TASK, FakeEnvironment(), llm, cfg(), scorer=exact_match_scorer)]
+
+    got = asyncio.run(events())
+    assert not llm.replies
+    step = ["thought", "action", "observation"]
+    expected = [("starting", 0), ("iteration", 1), ("plan", 1), ("critique_retry", 1), ("critique", 1), ("plan", 1)]
+    for i in range(1, 21):
+        if i > 1:
+            expected.append(("iteration", i))
+        if i in (6, 12):
+            expected += [("re_plan", i), ("plan", i), ("critique", i)]
+        expected += [(t, i) for t in step]
+    expected += [("max_iterations_reached", 20), ("done", 0)]
+    assert [(ev.type, ev.iteration) for ev in got] == expected
+    assert got[0].data["max_iterations"] == 20 and got[1].data["max_iterations"] == 20
+    assert got[3].data == {"parse_error": "verdict is None, not PASS or FAIL"}
+    assert [ev.data for ev in got if ev.type == "re_plan"] == [{"reason": "scheduled", "forced": True}] * 2
+    assert got[4].data["text"].startswith("FAIL (insufficient constraint verification; shallow content verification")
+    traj = got[-1].data["trajectory"]
+    assert [(s.iteration, s.meta) for s in traj.steps if s.type == "plan"] == [
+        (1, {"initial": True}), (1, {"revision": 1, "errors": ["insufficient constraint verification",
+                                                               "shallow content verification"]}),
+        (6, {"forced": True}), (12, {"forced": True})]
+    # the revision turn sees the named error's failure pattern, not only the success patterns
+    revision_prompt = llm.calls[3].prompt
+    assert revision_prompt.endswith(f"Critique 1: {traj.steps[1].text}\nPlan 1:")
+    assert f"Avoid: {CATALOG.errors[0].failure_pattern}" in revision_prompt
+    assert traj.finish_reason == "max_steps" and step_order_problems(traj) == []
+    assert traj.info["preflect"] == {"plans": 4, "critiques": 3, "fails": 1, "revisions": 1, "re_plans": 0,
+                                     "forced_re_plans": 2, "critique_retries": 1, "critique_parse_errors": 0}
+
+
+def test_preflect_budget_is_its_own_and_none_falls_back_to_the_envs():
+    assert cfg().step_budget("wiki") == 20 and cfg().step_budget("fever") == 20
+    assert cfg(episode_steps=4).step_budget("wiki") == 20  # episode_steps is the other methods' budget
+    assert cfg(preflect_episode_steps=None).step_budget("fever") == 5
+    assert cfg(preflect_episode_steps=None, episode_steps=4).step_budget("wiki") == 4
+    assert AgentConfig(method="react", preflect_episode_steps=30).step_budget("wiki") == 7
+
+
+def test_forced_re_plans_stop_after_the_configured_windows():
+    replies = [PLAN, PASS] + _searches(1) + [" p2", PASS] + _searches(5, start=2)
+    traj, _, _ = run(cfg(preflect_force_replan_every=2, preflect_force_replan_windows=1, preflect_episode_steps=6),
+                     replies)
+    assert [(s.iteration, s.meta) for s in traj.steps if s.type == "plan"] == [(1, {"initial": True}),
+                                                                               (2, {"forced": True})]
+    assert traj.finish_reason == "max_steps" and step_order_problems(traj) == []

@@ -46,8 +46,8 @@ def test_every_method_runs_one_real_episode(vllm_server, tmp_path):
         out = []
         async with LLMClient(ClientConfig(endpoints=[vllm_server.base_url], model=vllm_server.model)) as llm:
             for method in METHODS:
-                cfg = AgentConfig(method=method, episode_steps=3, max_tokens=48, cot_sc_n=3, temperature=0.0,
-                                  exemplar_kinds=["bridge"])
+                cfg = AgentConfig(method=method, episode_steps=3, preflect_episode_steps=3, max_tokens=48, cot_sc_n=3,
+                                  temperature=0.0, exemplar_kinds=["bridge"])
                 traj = await run_episode(TASK, make_env(env_cfg), llm, cfg,
                                          model=ModelRecord(name=vllm_server.model), run_id="it")
                 out.append(traj)

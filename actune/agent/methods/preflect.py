@@ -3,11 +3,15 @@
 1. The agent writes a plan (``Plan i:``) for the task given the tools.
 2. A reflector (same backbone, its own prompt; :mod:`actune.agent.critique`) diagnoses the plan
    against a catalog of planning errors and answers JSON (analysis, PASS/FAIL, at most two errors),
-   recorded as a ``critique`` step (``Critique i:``, the catalog's success patterns on FAIL).
+   recorded as a ``critique`` step (``Critique i:``; on FAIL each named error with its failure and
+   success patterns). An unreadable answer is asked for once more (event ``critique_retry``); unreadable
+   again, it counts as PASS, and the step's meta keeps both answers.
 3. On FAIL the agent writes a revised plan after that critique (up to ``preflect_max_revisions``).
-4. Then ReAct steps with the plan in context. ``re_plan[reason]`` is an action that writes a new
-   plan (checked the same way) instead of stepping the environment; when no re-plan happened in
-   steps 1..N (N+1..2N, ...), one is forced at step N (2N, ...), N = ``preflect_force_replan_every``.
+4. Then ReAct steps with the plan in context, within PreFlect's own budget (``preflect_episode_steps``,
+   the paper's 20). ``re_plan[reason]`` is an action that writes a new plan (checked the same way)
+   instead of stepping the environment; when no re-plan happened in steps 1..N (N+1..2N, ...), one is
+   forced at step N (2N, ...), N = ``preflect_force_replan_every``, for the first
+   ``preflect_force_replan_windows`` windows (the paper: 6 and 12).
 
 Record order: plan, critique, [plan], then per step: [plan, critique, [plan] when forced], thought,
 action, then observation (or plan, critique, [plan] after ``re_plan``), or answer.
@@ -19,7 +23,7 @@ import re
 from collections import Counter
 from typing import AsyncIterator
 
-from actune.agent.critique import REFLECTOR_PREFILL, Critique, parse_critique, reflector_request
+from actune.agent.critique import REFLECTOR_PREFILL, Critique, parse_critique, reflector_request, retry_note
 from actune.agent.episode import Episode, Event
 from actune.agent.methods.interactive import (
     _final_answer_now,
@@ -66,10 +70,14 @@ def _format_hint(ep: Episode, error: str | None) -> str:
     return f"{why} Write exactly one action per step as 'Action i: name[argument]' with name one of: {valid}."
 
 
-async def _critique(ep: Episode, catalog: PlanningErrorCatalog, plan: str) -> tuple[Critique, int, float]:
-    """Ask the reflector about ``plan``: (critique, generated tokens, latency)."""
+async def _critique(ep: Episode, catalog: PlanningErrorCatalog, plan: str,
+                    unreadable: Critique | None = None) -> tuple[Critique, int, float]:
+    """Ask the reflector about ``plan``: (critique, generated tokens, latency). ``unreadable``: its
+    previous answer, which could not be read; the request then says why."""
     cfg, traj = ep.cfg, ep.traj
     instruction, request = reflector_request(catalog, traj.task.question, ep.env.describe_actions(), traj.steps, plan)
+    if unreadable is not None:
+        request += "\n" + retry_note(unreadable)
     stop = ["\n\n", "\nTask:"]
     if cfg.wire == "text":
         c = await ep.ask(f"{instruction}\n\n{request}\nJSON: {REFLECTOR_PREFILL}", stop,
@@ -93,11 +101,19 @@ async def _plan_block(ep: Episode, prompt: PromptContext, catalog: PlanningError
     plan = clean_plan(c.text)
     yield ep.add(Step("plan", plan, i, tokens=c.usage.completion_tokens, latency_s=c.latency_s, meta=dict(meta)))
     plans = traj.info.setdefault("preflect", {"plans": 0, "critiques": 0, "fails": 0, "revisions": 0,
-                                              "re_plans": 0, "forced_re_plans": 0, "critique_parse_errors": 0})
+                                              "re_plans": 0, "forced_re_plans": 0, "critique_retries": 0,
+                                              "critique_parse_errors": 0})
     plans["plans"] += 1
     revisions = 0
     while True:
         crit, tokens, latency = await _critique(ep, catalog, plan)
+        if crit.parse_error is not None:
+            yield Event("critique_retry", i, {"parse_error": crit.parse_error})
+            plans["critique_retries"] += 1
+            first = crit
+            crit, tokens2, latency2 = await _critique(ep, catalog, plan, unreadable=first)
+            crit.retry_of = first
+            tokens, latency = tokens + tokens2, latency + latency2
         plans["critiques"] += 1
         plans["fails"] += crit.verdict == "FAIL"
         plans["critique_parse_errors"] += crit.parse_error is not None
@@ -121,6 +137,7 @@ async def run_preflect(ep: Episode) -> AsyncIterator[Event]:
     catalog = load_catalog(cfg.preflect_catalog)
     prompt = ep.prompt_for(METHOD)
     every = cfg.preflect_force_replan_every
+    last_forced = every * cfg.preflect_force_replan_windows
     errors_in_row = 0
     seen: Counter[tuple[str, str]] = Counter()
     force_answer = False
@@ -131,7 +148,7 @@ async def run_preflect(ep: Episode) -> AsyncIterator[Event]:
         if i == 1:
             async for ev in _plan_block(ep, prompt, catalog, i, {"initial": True}):
                 yield ev
-        elif every and i % every == 0 and last_replan <= i - every:
+        elif every and i % every == 0 and i <= last_forced and last_replan <= i - every:
             yield Event("re_plan", i, {"reason": "scheduled", "forced": True})
             async for ev in _plan_block(ep, prompt, catalog, i, {"forced": True}):
                 yield ev
