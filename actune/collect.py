@@ -2,12 +2,16 @@
 
 Both generating stages use it: bootstrap collects episodes to keep for training (stopping at a target of
 kept ones), eval collects every episode of every model to score them. A store holds each (task, method,
-attempt) once, so a rerun resumes with :func:`pending_episodes`.
+attempt) once, so a rerun resumes with :func:`pending_episodes`; before appending, a stage checks that the
+store's records of its method were produced as its own will be (:func:`producer_fingerprint`,
+:meth:`actune.store.StoreState.check_producer`), and ``collect`` stamps that fingerprint into each record.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -20,12 +24,15 @@ from actune.config import ConfigError
 from actune.envs.base import Environment
 from actune.judge import judge, record_verdict
 from actune.progress import Progress
-from actune.store import TrajectoryStore
+from actune.store import FINGERPRINT_KEY, StoreState, TrajectoryStore
 from actune.task import Task
 from actune.tasks.config import TaskConfig
 from actune.trajectory import ModelRecord
 
-__all__ = ["collect", "pending_episodes", "make_run_id", "load_unique_tasks", "CollectResult", "CollectError"]
+__all__ = ["collect", "pending_episodes", "make_run_id", "load_unique_tasks", "producer_fingerprint",
+           "task_file_id", "CollectResult", "CollectError"]
+
+FINGERPRINT_VERSION = 1
 
 
 def load_unique_tasks(cfg: TaskConfig, section: str) -> list[Task]:
@@ -50,7 +57,61 @@ def make_run_id(name: str) -> str:
     return f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
 
 
-def pending_episodes(tasks: list[Task], attempts_per_task: int, store: TrajectoryStore,
+def _sha(data: object) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode("utf-8",
+                                                                                      "surrogatepass")).hexdigest()[:12]
+
+
+def task_file_id(cfg: TaskConfig, tasks: list[Task]) -> dict[str, str]:
+    """``{"task_file": where the tasks come from, "tasks": hash of every (id, question) it holds}``.
+
+    The hash covers the whole file, not the slice ``where``/``offset``/``limit``/``react_subset`` picks from it
+    (``tasks`` when nothing is picked; the file is read again otherwise): runs on several slices of one file
+    share a store (quickstart's per-kind passes), while an edit that gives an id another question (tasks
+    without ids are numbered by position) changes it."""
+    from actune.tasks.loading import load_tasks
+
+    picked = cfg.where or cfg.offset or cfg.limit is not None or cfg.react_subset or cfg.exclude_react_subset
+    every = tasks if not picked else load_tasks(cfg.model_copy(update={
+        "where": {}, "offset": 0, "limit": None, "react_subset": False, "exclude_react_subset": False,
+        "keep_context": False}))
+    source = cfg.path or f"hf:{cfg.hf_dataset}" + (f"/{cfg.hf_config}" if cfg.hf_config else "")
+    return {"task_file": f"{source} ({cfg.split})", "tasks": _sha(sorted([t.id, t.question] for t in every))}
+
+
+def producer_fingerprint(model: ModelRecord, agent: AgentConfig, env: str, task_file: dict[str, str],
+                         tasks: list[Task], *, base: str | None = None) -> dict[str, Any]:
+    """What produces a stage's records (stored in each as ``info["fingerprint"]``, compared by the store):
+    the served model name, its base model (``base``; left out when the stage does not know it: endpoints it
+    was handed), the adapter, the prompt regime, wire format and exemplar set (as the loop resolves it for an
+    ``env`` environment), a hash of the whole prompt spec, and the task file (:func:`task_file_id`).
+
+    The prompt hash leaves out what cannot change the prompt (exemplars when zero-shot, the prefill of the
+    text wire), and takes exemplar kinds ``[K]`` on tasks that are all of kind K as ``[task]``: each task sees
+    the exemplars of its own kind either way, so per-kind passes and one type-matched run agree."""
+    few_shot = agent.regime == "few_shot"
+    kinds = agent.exemplar_kinds
+    if kinds is not None and len(kinds) == 1 and tasks and all(t.meta.get("kind") == kinds[0] for t in tasks):
+        kinds = ["task"]
+    spec: dict[str, Any] = {"method": agent.method, "regime": agent.regime, "wire": agent.wire}
+    if agent.wire == "chat":
+        spec["chat_prefill"] = agent.chat_prefill
+    if few_shot:
+        spec.update(exemplar_set=agent.exemplar_set, exemplar_kinds=kinds, num_exemplars=agent.num_exemplars,
+                    paper_prompt_file=str(agent.paper_prompt_file) if agent.paper_prompt_file else None,
+                    paper_prompt_key=agent.paper_prompt_key)
+    fingerprint: dict[str, Any] = {"version": FINGERPRINT_VERSION, "model": model.name}
+    if base is not None:
+        fingerprint["base"] = base
+    fingerprint.update(
+        adapter=model.adapter, regime=agent.regime, wire=agent.wire,
+        # as the loop names it in ModelRecord.exemplar_set
+        exemplar_set=(agent.paper_prompt_key or agent.exemplar_set or env) if few_shot else None,
+        prompt=_sha(spec), **task_file)
+    return fingerprint
+
+
+def pending_episodes(tasks: list[Task], attempts_per_task: int, store: TrajectoryStore | StoreState,
                      method: str) -> list[tuple[Task, int]]:
     """(task, attempt) pairs not yet in the store under ``method``, attempt-major (all tasks' attempt 0
     first). The store keys episodes by (task, method, attempt): episodes of other methods in the same
@@ -100,6 +161,7 @@ async def collect(
     stage: str = "bootstrap",
     server_retries: int = 2,
     retry_pause_s: float = 5.0,
+    fingerprint: dict[str, Any] | None = None,
 ) -> CollectResult:
     """Run ``episodes`` with ``concurrency`` in flight, judge each and append it to ``store``.
 
@@ -114,6 +176,9 @@ async def collect(
     attempt) done for good. It is queued again after a pause (up to ``server_retries`` times) and
     counts as a failure, so a dead server stops the run after ``max_failed`` of them with a
     :class:`CollectError` (rerun to resume) instead of draining the queue into the store.
+
+    ``fingerprint`` (:func:`producer_fingerprint`), checked against the store by the caller, goes into every
+    record written as ``info["fingerprint"]``.
     """
     result = CollectResult()
     if store.kept >= target_correct:
@@ -169,6 +234,8 @@ async def collect(
                         again.append((task, attempt, tries + 1))
                     continue
                 verdict = judge(traj, require_grounded)
+                if fingerprint is not None:
+                    traj.info[FINGERPRINT_KEY] = dict(fingerprint)
                 store.append(record_verdict(traj, verdict))
                 result.written += 1
                 result.kept += int(verdict.kept)

@@ -21,31 +21,53 @@ open the store skip that line when it does not parse: :func:`actune.jsonl.iter_a
 anywhere else is corruption, not a torn write: opening fails naming ``file:line``. No episode is ever
 written twice: ``append`` refuses a key the store already holds, and an exclusive ``flock`` on the
 file stops a second process from appending to the same store at the same time.
+
+Producers: a store keys episodes by what was attempted, not by who attempted it, so each record also carries
+the fingerprint of what produced it in ``info["fingerprint"]`` (a flat dict the stage builds, see
+:func:`actune.collect.producer_fingerprint`: model, adapter, prompt, task file). A stage about to append
+asks :meth:`StoreState.check_producer` first: the store's records of the same method must have the same
+fingerprint, else it refuses (unless told to mix, :class:`StoreMixError`). Other methods are never compared,
+since mixing methods in one store is the point of the method key. A record written before fingerprints still
+tells its model name and adapter (``Trajectory.model``); only those are compared for it.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from actune.atomic_write import fsync_dir
 from actune.jsonl import is_torn, iter_appended
-from actune.judge import verdict_of
+from actune.judge import Verdict, verdict_of
 from actune.trajectory import Trajectory
 
-__all__ = ["StoreError", "StoreState", "TrajectoryStore", "read_state"]
+__all__ = ["FINGERPRINT_KEY", "StoreError", "StoreMixError", "StoreState", "TrajectoryStore", "fingerprint_of",
+           "read_state"]
+
+FINGERPRINT_KEY = "fingerprint"
+"""The key of ``Trajectory.info`` holding what produced the record."""
+
+# Shown in refusals, never compared: the same tasks read from a moved or copied file are the same tasks
+# (the content hash, "tasks", decides), and a later actune may add fields (compared only when both have them).
+_SHOWN_ONLY = ("version", "task_file")
 
 
 class StoreError(RuntimeError):
     """The store cannot be used (locked by another process, corrupt line, duplicate episode)."""
 
 
+class StoreMixError(StoreError):
+    """This run would add episodes to a store whose records of the same method another producer wrote."""
+
+
 @dataclass
 class StoreState:
-    """What a store holds: counts and the episode keys, as read from the file."""
+    """What a store holds: counts, the episode keys and what produced them, as read from the file."""
 
     records: int = 0
     kept: int = 0
@@ -53,6 +75,73 @@ class StoreState:
     """(task id, method, attempt) of every record."""
     run_ids: list[str] = field(default_factory=list)
     """Run ids in the order they first appear."""
+    producers: dict[str, dict[str, tuple[dict[str, Any], int]]] = field(default_factory=dict)
+    """Per method, its records' distinct fingerprints (:func:`fingerprint_of`; canonical JSON -> (fingerprint,
+    line of the first record with it))."""
+    unstamped: dict[str, int] = field(default_factory=dict)
+    """Per method, how many of its records were written before records carried a fingerprint."""
+
+    def has(self, task_id: str, method: str, attempt: int) -> bool:
+        """Whether attempt ``attempt`` of task ``task_id`` with ``method`` is stored."""
+        return (task_id, method, attempt) in self.done
+
+    def add(self, traj: Trajectory, verdict: Verdict, line: int) -> None:
+        """Count one record (read at ``line``, or just appended as that line)."""
+        self.done.add(_key(traj))
+        self.records += 1
+        self.kept += int(verdict.kept)
+        if traj.run_id not in self.run_ids:
+            self.run_ids.append(traj.run_id)
+        fingerprint, stamped = fingerprint_of(traj)
+        if not stamped:
+            self.unstamped[traj.method] = self.unstamped.get(traj.method, 0) + 1
+        seen = self.producers.setdefault(traj.method, {})
+        seen.setdefault(json.dumps(fingerprint, sort_keys=True), (fingerprint, line))
+
+    def check_producer(self, path: str | Path, method: str, fingerprint: dict[str, Any], *,
+                       allow_mixed: bool = False, option: str = "allow_mixed_store") -> list[str]:
+        """Refuse to add ``method`` episodes produced as ``fingerprint`` says when the store's records of
+        ``method`` say otherwise (:class:`StoreMixError` naming the store, the differing fields with both
+        values, and ``option``, the setting that allows it). Return the warnings to show once: records without
+        a fingerprint (only their model and adapter could be checked), and, with ``allow_mixed``, the mix."""
+        notes = []
+        if unstamped := self.unstamped.get(method, 0):
+            notes.append(f"{path}: {unstamped} {method!r} record(s) carry no fingerprint (written before stores "
+                         "kept one), so only their model and adapter are checked against this run's")
+        for stored, line in self.producers.get(method, {}).values():
+            differing = [k for k in fingerprint
+                         if k in stored and k not in _SHOWN_ONLY and stored[k] != fingerprint[k]]
+            if not differing:
+                continue
+            what = "; ".join(_difference(k, stored, fingerprint) for k in differing)
+            if not allow_mixed:
+                raise StoreMixError(
+                    f"{path}: its {method!r} episodes were produced differently from this run's (the first at line "
+                    f"{line}): {what}. Mixed in one store they would count as one run's; use another store, or "
+                    f"set {option}=true to add to it anyway (each record keeps its own info.{FINGERPRINT_KEY})")
+            notes.append(f"{path}: adding {method!r} episodes produced differently from those it holds (the first "
+                         f"at line {line}), as {option} allows: {what}")
+            break
+        return notes
+
+
+def fingerprint_of(traj: Trajectory) -> tuple[dict[str, Any], bool]:
+    """(what produced the record, whether it carries its own fingerprint). A record written before
+    fingerprints yields what it still tells: its adapter, and its model name when it has one."""
+    stamped = traj.info.get(FINGERPRINT_KEY)
+    if isinstance(stamped, dict):
+        return stamped, True
+    told: dict[str, Any] = {"model": traj.model.name} if traj.model.name else {}
+    told["adapter"] = traj.model.adapter
+    return told, False
+
+
+def _difference(key: str, stored: dict[str, Any], new: dict[str, Any]) -> str:
+    if key == "tasks":  # a content hash says little alone: name the files, and what changes it
+        return (f"tasks: stored {stored[key]!r} ({stored.get('task_file', '?')}), this run {new[key]!r} "
+                f"({new.get('task_file', '?')}): the task file's ids or questions differ (editing a file "
+                "without ids renumbers its tasks)")
+    return f"{key}: stored {stored[key]!r}, this run {new[key]!r}"
 
 
 def _key(traj: Trajectory) -> tuple[str, str, int]:
@@ -108,11 +197,7 @@ def read_state(path: str | Path) -> StoreState:
         if verdict is None:
             raise StoreError(f"{path}:{lineno}: record has no judge verdict (info.verdict); "
                              "is this a trajectory store written by bootstrap or eval?")
-        state.records += 1
-        state.kept += int(verdict.kept)
-        if traj.run_id not in state.run_ids:
-            state.run_ids.append(traj.run_id)
-    state.done = set(first_line)
+        state.add(traj, verdict, lineno)
     return state
 
 
@@ -161,7 +246,7 @@ class TrajectoryStore:
 
     def has(self, task_id: str, method: str, attempt: int) -> bool:
         """Whether attempt ``attempt`` of task ``task_id`` with ``method`` is stored."""
-        return (task_id, method, attempt) in self.state.done
+        return self.state.has(task_id, method, attempt)
 
     # --- writing -------------------------------------------------------------------------------
     def append(self, traj: Trajectory) -> None:
@@ -197,11 +282,7 @@ class TrajectoryStore:
             except OSError:
                 self.close()  # cannot undo: refuse further appends; the next open cuts the torn tail
             raise
-        self.state.done.add(key)
-        self.state.records += 1
-        self.state.kept += int(verdict.kept)
-        if traj.run_id not in self.state.run_ids:
-            self.state.run_ids.append(traj.run_id)
+        self.state.add(traj, verdict, self.state.records + 1)
         self.appended += 1
 
     def close(self) -> None:

@@ -86,6 +86,10 @@ class BootstrapConfig(StrictModel):
     max_failed_episodes: int = Field(20, ge=0)
     """Episodes that raise (a bug, a refused request; not a wrong answer) are logged and skipped, and a
     rerun retries them; more failures than this abort the run."""
+    allow_mixed_store: bool = False
+    """Add to ``store`` even when its records of ``agent.method`` were produced by another model, adapter,
+    prompt or task file (each record's ``info.fingerprint``); without it such a run is refused, naming the
+    differences. Episodes of other methods may always share the store."""
     env: EnvConfig = Field(default_factory=EnvConfig)
     """The environment episodes run in."""
     tasks: TaskConfig = Field(default_factory=TaskConfig)

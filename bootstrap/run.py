@@ -9,7 +9,10 @@ Top to bottom, :func:`run_bootstrap` does:
 
 1. load the tasks (``bootstrap.tasks``) and open the store (``bootstrap.store``); a rerun resumes:
    every (task, attempt) already in the store under ``agent.method`` is skipped (the store may hold other
-   methods' episodes too) and the store's kept records count towards the target;
+   methods' episodes too) and the store's kept records count towards the target. The store's records of
+   ``agent.method`` must come from the same model, prompt and task file as this run's
+   (:func:`bootstrap_fingerprint`), else the run is refused before any server starts, unless
+   ``bootstrap.allow_mixed_store``;
 2. list what is left: attempt 0 of every task, then attempt 1, ... (breadth first, so stopping at the
    target leaves kept episodes spread over many tasks rather than many attempts of a few);
 3. use ``bootstrap.endpoints``, or start a vLLM server from the ``serve`` section for the run;
@@ -31,13 +34,28 @@ from typing import Any
 
 from actune.bootstrap.config import BootstrapConfig
 from actune.bootstrap.summary import format_summary, summarize, summary_path, write_summary
-from actune.collect import collect, load_unique_tasks, make_run_id, pending_episodes
+from actune.collect import collect, load_unique_tasks, make_run_id, pending_episodes, producer_fingerprint, task_file_id
 from actune.progress import Progress
 from actune.serve.config import ServeConfig
 from actune.store import TrajectoryStore
+from actune.task import Task
 from actune.trajectory import ModelRecord
 
-__all__ = ["run_bootstrap"]
+__all__ = ["run_bootstrap", "bootstrap_fingerprint"]
+
+
+def served_name(cfg: BootstrapConfig, serve: ServeConfig) -> str:
+    """The model name bootstrap's requests carry: ``bootstrap.model``, else the name the server serves
+    under (the one :func:`actune.serve.server.endpoints_or_server` yields), known before any server starts."""
+    return cfg.model or serve.served_model_name or serve.model
+
+
+def bootstrap_fingerprint(cfg: BootstrapConfig, serve: ServeConfig, tasks: list[Task]) -> dict[str, Any]:
+    """What produces this run's records (:func:`actune.collect.producer_fingerprint`); the base model is known
+    only when bootstrap starts the server itself."""
+    return producer_fingerprint(ModelRecord(name=served_name(cfg, serve)), cfg.agent, cfg.env.name,
+                                task_file_id(cfg.tasks, tasks), tasks,
+                                base=None if cfg.endpoints else serve.model)
 
 
 def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run", show_progress: bool = True,
@@ -52,9 +70,15 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
 
     # 1. tasks and the store
     tasks = load_unique_tasks(cfg.tasks, "bootstrap")
+    model_name = served_name(cfg, serve)
+    fingerprint = bootstrap_fingerprint(cfg, serve, tasks)
 
     interrupted = False
     with TrajectoryStore.open(cfg.store) as store:
+        for note in store.state.check_producer(store.path, cfg.agent.method, fingerprint,
+                                               allow_mixed=cfg.allow_mixed_store,
+                                               option="bootstrap.allow_mixed_store"):
+            print(f"bootstrap: {note}", file=sys.stderr)
         if store.cut_bytes:
             print(f"bootstrap: {store.path}: removed a torn last line ({store.cut_bytes} bytes) left by an "
                   "interrupted write", file=sys.stderr)
@@ -69,8 +93,7 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
             print("bootstrap: nothing to do (all episodes done or target reached)", file=sys.stderr)
         else:
             # 3. a server, 4. collection
-            with endpoints_or_server(cfg.endpoints, cfg.model or "", serve) as (endpoints, served):
-                model_name = cfg.model or served
+            with endpoints_or_server(cfg.endpoints, cfg.model or "", serve) as (endpoints, _):
                 print(f"bootstrap: {len(todo)} episodes to run on {', '.join(endpoints)} (model {model_name!r}), "
                       f"{cfg.concurrency} at once; run id {run_id}", file=sys.stderr, flush=True)
 
@@ -87,7 +110,7 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
                                           concurrency=min(cfg.concurrency, len(todo)),
                                           target_correct=cfg.target_correct, require_grounded=cfg.require_grounded,
                                           model=ModelRecord(name=model_name), run_id=run_id, progress=progress,
-                                          max_failed=cfg.max_failed_episodes)
+                                          max_failed=cfg.max_failed_episodes, fingerprint=fingerprint)
 
                 try:
                     asyncio.run(_collect())

@@ -80,6 +80,10 @@ class EvalConfig(StrictModel):
     max_failed_episodes: int = Field(20, ge=0)
     """Episodes that raise (a bug, a refused request; not a wrong answer) are logged and skipped, and a rerun
     retries them; more failures than this (per model) abort the run."""
+    allow_mixed_store: bool = False
+    """Resume a model's store (``out_dir/<label>/``) even when its records of the model's method were produced
+    by another base model, adapter, prompt or task file (each record's ``info.fingerprint``): its report then
+    mixes both. Without it such an eval is refused, naming the differences."""
     env: EnvConfig = Field(default_factory=EnvConfig)
     """The environment."""
     tasks: TaskConfig = Field(default_factory=TaskConfig)

@@ -13,7 +13,10 @@ Top to bottom, :func:`run_eval` does:
 2. refuse an eval that would score a model on tasks it was trained on (:func:`check_leakage`: the
    ``training_tasks.json`` of each adapter or merged model folder);
 3. open one store per model, ``out_dir/<label>/trajectories.jsonl`` (:mod:`actune.store`):
-   a rerun resumes, running only the (task, attempt) pairs not yet stored;
+   a rerun resumes, running only the (task, attempt) pairs not yet stored. A store whose records of the
+   model's method another producer wrote (another base model, adapter, prompt or task file: the label now
+   names something else) is refused before any store is written or server started, unless
+   ``eval.allow_mixed_store``;
 4. group the models by base model (:func:`group_by_base`, in order of first appearance) and, per group with
    episodes left, use ``eval.endpoints`` (one base only; adapters they do not serve yet are loaded) or start
    one server from the ``serve`` section with that base and its adapters loaded, stopped before the next
@@ -39,14 +42,14 @@ from typing import Any
 
 from actune.agent.config import AgentConfig
 from actune.agent.prompt_spec import PROMPT_SPEC_FILE, find_prompt_spec, load_prompt_spec
-from actune.collect import collect, load_unique_tasks, make_run_id, pending_episodes
+from actune.collect import collect, load_unique_tasks, make_run_id, pending_episodes, producer_fingerprint, task_file_id
 from actune.config import ConfigError
 from actune.eval.config import EvalConfig, EvalModel, model_agent
 from actune.eval.report import ModelResult, build_report, write_report
 from actune.eval.stats import HEADLINE
 from actune.progress import Progress
 from actune.serve.config import ServeConfig
-from actune.store import TrajectoryStore
+from actune.store import StoreState, TrajectoryStore, read_state
 from actune.task import Task
 from actune.trajectory import ModelRecord, Trajectory, read_trajectories
 
@@ -303,16 +306,10 @@ def _records_for(path: Path, tasks: list[Task], attempts: int, method: str) -> l
     return [t for t in read_trajectories(path) if t.task.id in ids and t.attempt < attempts and t.method == method]
 
 
-def _check_store_model(path: Path, plan: PlannedModel) -> None:
-    """A resumed store must hold this model's episodes, not another adapter's."""
-    if not path.exists():
-        return
-    for traj in read_trajectories(path):
-        if traj.model.adapter != plan.record.adapter:
-            raise ConfigError(f"{path}: holds episodes of adapter {traj.model.adapter!r}, but model "
-                              f"{plan.label!r} is now {plan.record.adapter!r}; use another eval.out_dir or "
-                              "remove that folder")
-        return
+def _check_producer(state: StoreState, path: Path, plan: PlannedModel, fingerprint: dict[str, Any],
+                    cfg: EvalConfig) -> list[str]:
+    return state.check_producer(path, plan.agent.method, fingerprint, allow_mixed=cfg.allow_mixed_store,
+                                option="eval.allow_mixed_store")
 
 
 def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_progress: bool = True,
@@ -331,10 +328,16 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
     plans = plan_models(cfg, serve)
     groups = group_by_base(plans)
     check_leakage(cfg, tasks)
-    for p in plans:
-        _check_store_model(store_path(cfg, p.label), p)
 
-    # 3. what is left, per model
+    # 3. every store holds this model's episodes (checked before any is created), then what is left, per model
+    task_file = task_file_id(cfg.tasks, tasks)
+    fingerprints = {p.label: producer_fingerprint(p.record, p.agent, cfg.env.name, task_file, tasks, base=p.base)
+                    for p in plans}
+    for p in plans:
+        path = store_path(cfg, p.label)
+        if path.exists():
+            for note in _check_producer(read_state(path), path, p, fingerprints[p.label], cfg):
+                print(f"eval {p.label}: {note}", file=sys.stderr)
     todo: dict[str, list[tuple[Task, int]]] = {}
     for p in plans:
         with TrajectoryStore.open(store_path(cfg, p.label)) as store:
@@ -356,7 +359,8 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
                               concurrency=min(cfg.concurrency, len(left)),
                               target_correct=store.kept + len(left) + 1,  # never reached: run them all
                               model=p.record, run_id=run_id, progress=progress,
-                              max_failed=cfg.max_failed_episodes, stage=f"eval {p.label}")
+                              max_failed=cfg.max_failed_episodes, stage=f"eval {p.label}",
+                              fingerprint=fingerprints[p.label])
 
     interrupted = False
     if total_left == 0:
@@ -382,6 +386,8 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
                               f"{p.agent.wire}; model {p.request_model!r})", file=sys.stderr, flush=True)
                         note = p.spec_note()
                         with TrajectoryStore.open(store_path(cfg, p.label)) as store:
+                            # again under the lock: another process may have written since; warned above
+                            _check_producer(store.state, store.path, p, fingerprints[p.label], cfg)
                             target = store if note is None else _SpecNotingStore(store, note)
                             asyncio.run(_collect(p, endpoints, target, left))
         except KeyboardInterrupt:

@@ -224,3 +224,76 @@ def test_a_server_error_is_retried_and_never_stored(tmp_path: Path) -> None:
     assert _lines(path) == []
     with TrajectoryStore.open(path) as store:
         assert len(pending_episodes(walkman_tasks(), 1, store, AGENT.method)) == 4  # all still to do
+
+
+def test_collect_stamps_its_fingerprint_into_every_record(tmp_path: Path) -> None:
+    from actune.collect import producer_fingerprint
+    from actune.trajectory import ModelRecord
+
+    path = tmp_path / "trajectories.jsonl"
+    tasks = walkman_tasks()
+    fp = producer_fingerprint(ModelRecord(name="m"), AGENT, "wiki", {"task_file": "t.jsonl", "tasks": "h"}, tasks)
+
+    async def go() -> None:
+        with TrajectoryStore.open(path) as store:
+            await collect(pending_episodes(tasks, 1, store, AGENT.method), FakeEnvironment, walkman_llm(), AGENT,
+                          store, concurrency=2, target_correct=100, fingerprint=fp)
+            assert store.state.check_producer(path, "react", fp) == []  # the handle knows what it appended
+
+    asyncio.run(go())
+    assert [t.info["fingerprint"] for t in read_trajectories(path)] == [fp] * 4
+
+
+def test_the_fingerprint_changes_with_what_changes_the_prompt_only() -> None:
+    from actune.collect import producer_fingerprint
+    from actune.trajectory import ModelRecord
+
+    tasks = walkman_tasks()
+    files = {"task_file": "t.jsonl", "tasks": "h"}
+
+    def fp(agent: AgentConfig, env: str = "wiki", of: list[Task] = tasks, **kw) -> dict:
+        return producer_fingerprint(ModelRecord(name="m", adapter=kw.pop("adapter", None)), agent, env, files, of,
+                                    **kw)
+
+    base = fp(AGENT)
+    assert base == {"version": 1, "model": "m", "adapter": None, "regime": "few_shot", "wire": "text",
+                    "exemplar_set": "wiki", "prompt": base["prompt"], "task_file": "t.jsonl", "tasks": "h"}
+    assert fp(AGENT, base="org/base")["base"] == "org/base"
+    assert fp(AGENT.model_copy(update={"temperature": 0.9, "episode_steps": 3})) == base  # sampling, budgets
+    assert fp(AGENT.model_copy(update={"chat_prefill": False})) == base  # no prefill on the text wire
+    assert fp(AGENT.model_copy(update={"num_exemplars": 2}))["prompt"] != base["prompt"]
+    assert fp(AGENT, env="fever")["exemplar_set"] == "fever"
+    zero = AgentConfig(regime="zero_shot")
+    assert fp(zero)["exemplar_set"] is None
+    assert fp(zero.model_copy(update={"exemplar_kinds": ["bridge"], "num_exemplars": 1})) == fp(zero)
+    assert fp(zero.model_copy(update={"wire": "chat"}))["prompt"] != fp(zero.model_copy(update={
+        "wire": "chat", "chat_prefill": False}))["prompt"]
+    # [K] on tasks all of kind K shows each task its own kind's exemplars, as [task] does
+    bridges = [t for t in tasks if t.meta["kind"] == "bridge"]
+    typed = AGENT.model_copy(update={"exemplar_kinds": ["task"]})
+    assert fp(AGENT.model_copy(update={"exemplar_kinds": ["bridge"]}), of=bridges) == fp(typed, of=bridges)
+    assert fp(AGENT.model_copy(update={"exemplar_kinds": ["bridge"]})) != fp(typed)
+
+
+def test_the_task_file_hash_is_of_the_whole_file_and_its_ids(tmp_path: Path) -> None:
+    import json
+
+    from actune.collect import task_file_id
+    from actune.tasks.config import TaskConfig
+    from actune.tasks.loading import load_tasks
+
+    path = tmp_path / "tasks.jsonl"
+    rows = [{"question": t.question, "answer": t.answer, "meta": t.meta} for t in walkman_tasks()]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = TaskConfig(format="custom", path=str(path), split="train")
+    whole = task_file_id(cfg, load_tasks(cfg))
+    assert whole["task_file"] == f"{path} (train)"
+    sliced = cfg.model_copy(update={"where": {"kind": "bridge"}, "limit": 1})
+    assert task_file_id(sliced, load_tasks(sliced)) == whole  # a slice of the same file
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows[1:] + rows[:1]))  # positional ids move
+    assert task_file_id(cfg, load_tasks(cfg))["tasks"] != whole["tasks"]
+    path.write_text("".join(json.dumps({**r, "id": f"q{i}"}) + "\n" for i, r in enumerate(rows)))
+    with_ids = task_file_id(cfg, load_tasks(cfg))
+    path.write_text("".join(json.dumps({**r, "id": f"q{i}", "answer": "edited"}) + "\n"
+                            for i, r in reversed(list(enumerate(rows)))))
+    assert task_file_id(cfg, load_tasks(cfg)) == with_ids  # reordered by id, answers fixed: same tasks

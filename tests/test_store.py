@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from actune.judge import judge, record_verdict
-from actune.store import StoreError, TrajectoryStore
+from actune.store import StoreError, StoreMixError, TrajectoryStore, read_state
 from actune.trajectory import TaskRecord, Trajectory
 
 
@@ -170,3 +170,55 @@ def test_a_failed_write_is_undone(tmp_path: Path, monkeypatch) -> None:
         assert path.read_bytes() == good and (store.records, store.kept) == (5, 3)
         store.append(judged("e", 0, True))  # not counted as done by the failed attempt
     assert len(path.read_text().splitlines()) == 6
+
+
+FP = {"version": 1, "model": "m-a", "adapter": None, "regime": "few_shot", "prompt": "p1", "task_file": "x.jsonl",
+      "tasks": "h1"}
+
+
+def stamped(task_id: str, fingerprint: dict | None, method: str = "react", name: str = "") -> Trajectory:
+    t = judged(task_id, 0, True, method=method)
+    t.model.name = name
+    if fingerprint is not None:
+        t.info["fingerprint"] = fingerprint
+    return t
+
+
+def test_the_producer_of_a_method_is_checked_and_other_methods_are_not(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    with TrajectoryStore.open(path) as store:
+        store.append(stamped("a", FP))
+        store.append(stamped("a", {**FP, "model": "m-b", "prompt": "p2"}, method="cot"))  # on purpose: methods mix
+        assert store.state.check_producer(path, "react", FP) == []
+        assert store.state.check_producer(path, "reflact", {**FP, "model": "m-c"}) == []  # nothing of it stored
+    with TrajectoryStore.open(path) as store:  # reopened: the same producers
+        state = store.state
+    assert state.check_producer(path, "react", {**FP, "task_file": "moved/x.jsonl"}) == []  # the same tasks
+    assert state.check_producer(path, "react", {**FP, "seed": 3}) == []  # a field the records do not have
+    with pytest.raises(StoreMixError) as e:
+        state.check_producer(path, "cot", {**FP, "tasks": "h2"}, option="bootstrap.allow_mixed_store")
+    assert str(e.value) == (
+        f"{path}: its 'cot' episodes were produced differently from this run's (the first at line 2): "
+        "model: stored 'm-b', this run 'm-a'; prompt: stored 'p2', this run 'p1'; tasks: stored 'h1' (x.jsonl), "
+        "this run 'h2' (x.jsonl): the task file's ids or questions differ (editing a file without ids renumbers "
+        "its tasks). Mixed in one store they would count as one run's; use another store, or set "
+        "bootstrap.allow_mixed_store=true to add to it anyway (each record keeps its own info.fingerprint)")
+    assert state.check_producer(path, "react", {**FP, "adapter": "ad-1"}, allow_mixed=True, option="x.allow") == [
+        f"{path}: adding 'react' episodes produced differently from those it holds (the first at line 1), as "
+        "x.allow allows: adapter: stored None, this run 'ad-1'"]
+
+
+def test_records_without_a_fingerprint_are_checked_by_their_model_and_adapter(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    with TrajectoryStore.open(path) as store:
+        store.append(stamped("a", None, name="m-a"))
+        store.append(stamped("b", None))  # no model name: unknown
+        store.append(stamped("c", FP))
+    state = read_state(path)
+    assert state.check_producer(path, "react", FP) == [
+        f"{path}: 2 'react' record(s) carry no fingerprint (written before stores kept one), so only their model "
+        "and adapter are checked against this run's"]
+    with pytest.raises(StoreMixError, match=r"\(the first at line 1\): model: stored 'm-a', this run 'm-b'\. "):
+        state.check_producer(path, "react", {**FP, "model": "m-b"})
+    with pytest.raises(StoreMixError, match=r"\(the first at line 1\): adapter: stored None, this run 'x'\. "):
+        state.check_producer(path, "react", {**FP, "adapter": "x"})

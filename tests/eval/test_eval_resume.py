@@ -1,5 +1,6 @@
 """run_eval on stores that already hold every episode: nothing runs (no server is needed), and the report
-covers exactly this run's tasks and attempts; a store of another adapter is refused."""
+covers exactly this run's tasks and attempts; a store of another producer (adapter, base model, prompt, task
+file) is refused unless eval.allow_mixed_store."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from actune.eval.config import EvalConfig, EvalModel
 from actune.eval.run import run_eval
 from actune.judge import judge, record_verdict
 from actune.serve.config import ServeConfig
-from actune.store import TrajectoryStore
+from actune.store import StoreMixError, TrajectoryStore
 from actune.tasks.config import TaskConfig
 
 
@@ -70,7 +71,10 @@ def test_a_store_of_another_adapter_is_refused(tmp_path: Path) -> None:
     cfg = EvalConfig(
         out_dir=tmp_path / "out", models=[EvalModel(label="b", adapter=adapter)], endpoints=["http://127.0.0.1:9/v1"],
         tasks=TaskConfig(format="custom", path=str(tmp_path / "tasks.jsonl"), split="dev"))
-    with pytest.raises(ConfigError, match=r"holds episodes of adapter 'b-old'"):
+    with pytest.raises(StoreMixError, match=(
+            r"out/b/trajectories\.jsonl: its 'react' episodes were produced differently from this run's \(the "
+            r"first at line 1\): adapter: stored 'b-old', this run 'b-[0-9a-f]{10}'\. Mixed in one store they would "
+            r"count as one run's; use another store, or set eval\.allow_mixed_store=true to add to it anyway")):
         run_eval(cfg, ServeConfig(), show_progress=False)
 
 
@@ -124,3 +128,55 @@ def test_leaked_tasks_stop_the_run_before_anything_runs(tmp_path: Path) -> None:
                                           r"tasks .* e.g. 't2' \('question t2\?'\)"):
         run_eval(cfg, ServeConfig(), show_progress=False)
     assert not (tmp_path / "out").exists()  # refused before any store or server
+
+
+def _stamped(cfg: EvalConfig, label: str, recs):
+    """``recs`` as model ``label`` of ``cfg`` writes them: with the fingerprint run_eval gives its records."""
+    from actune.collect import load_unique_tasks, producer_fingerprint, task_file_id
+    from actune.eval.run import plan_models
+
+    tasks = load_unique_tasks(cfg.tasks, "eval")
+    plan = next(p for p in plan_models(cfg, ServeConfig()) if p.label == label)
+    fingerprint = producer_fingerprint(plan.record, plan.agent, cfg.env.name, task_file_id(cfg.tasks, tasks),
+                                       tasks, base=plan.base)
+    for t in recs:
+        t.model.name = plan.record.name
+        t.info["fingerprint"] = fingerprint
+    return recs
+
+
+def test_a_label_pointing_at_another_base_model_is_refused(tmp_path: Path, capsys) -> None:
+    write_tasks(tmp_path / "tasks.jsonl", ["t1"])
+    tasks = TaskConfig(format="custom", path=str(tmp_path / "tasks.jsonl"), split="dev")
+    cfg = EvalConfig(out_dir=tmp_path / "out", models=[EvalModel(label="p", model="base-a")], tasks=tasks,
+                     bootstrap_samples=100, served_model="policy")
+    fill_store(tmp_path / "out" / "p" / "trajectories.jsonl", _stamped(cfg, "p", [record("t1", correct=True)]))
+    run_eval(cfg, ServeConfig(), show_progress=False)  # the same model resumes: nothing to run, no warning
+    assert "nothing to run" in capsys.readouterr().err
+    # served under the same name, but the label now names another base: its old episodes are not this model's
+    moved = cfg.model_copy(update={"models": [EvalModel(label="p", model="base-b")]})
+    with pytest.raises(StoreMixError, match=r"\(the first at line 1\): base: stored 'base-a', this run 'base-b'\. "):
+        run_eval(moved, ServeConfig(), show_progress=False)
+    # told to, it goes on: the report is over the records the store holds
+    report = run_eval(moved.model_copy(update={"allow_mixed_store": True}), ServeConfig(), show_progress=False)
+    assert "as eval.allow_mixed_store allows: base: stored 'base-a', this run 'base-b'" in capsys.readouterr().err
+    assert report["models"][0]["episodes"] == 1
+
+
+def test_an_older_store_is_checked_by_the_model_its_records_name(tmp_path: Path, capsys) -> None:
+    """Records written before fingerprints still name their served model: a resume of the same model goes on
+    (warned once that the rest is unknown), a label now pointing at another base is refused."""
+    write_tasks(tmp_path / "tasks.jsonl", ["t1", "t2"])
+    old = [record("t1", correct=True), record("t2", correct=False)]
+    for t in old:
+        t.model.name = "base-a"
+    fill_store(tmp_path / "out" / "p" / "trajectories.jsonl", old)
+    cfg = EvalConfig(out_dir=tmp_path / "out", models=[EvalModel(label="p", model="base-a")], bootstrap_samples=100,
+                     tasks=TaskConfig(format="custom", path=str(tmp_path / "tasks.jsonl"), split="dev"))
+    run_eval(cfg, ServeConfig(), show_progress=False)
+    err = capsys.readouterr().err
+    assert err.count("2 'react' record(s) carry no fingerprint (written before stores kept one), so only their "
+                     "model and adapter are checked against this run's") == 1
+    with pytest.raises(StoreMixError, match=r"model: stored 'base-a', this run 'base-b'\. "):
+        run_eval(cfg.model_copy(update={"models": [EvalModel(label="p", model="base-b")]}), ServeConfig(),
+                 show_progress=False)
