@@ -8,6 +8,11 @@ Structured format (one file per environment, rendered into any method's wire for
                  {"thought": "...", "reflection": "...", "action": "finish[Y]"}]}]}
 
 An exemplar may also carry ``initial_observation`` (ALFWorld: the room description).
+
+A set may name its ``style``: ``every_step`` (the default: a thought or reflection on every step) or
+``sparse_think``, the form ReAct's paper evaluated on ALFWorld: no thought lines, reasoning only where it
+helps, as the action ``think: ...`` that the environment answers ``OK.`` (``alfworld_sparse.json``). The
+style fixes the loop's step format, so it holds in the zero-shot regime too.
 """
 
 from __future__ import annotations
@@ -27,9 +32,15 @@ __all__ = [
     "load_paper_prompt",
     "PAPER_KEY_METHODS",
     "BUILTIN_DIR",
+    "EVERY_STEP",
+    "SPARSE_THINK",
 ]
 
 BUILTIN_DIR = Path(__file__).resolve().parents[1] / "prompts"
+
+EVERY_STEP = "every_step"
+SPARSE_THINK = "sparse_think"
+_STYLES = (EVERY_STEP, SPARSE_THINK)
 
 #: ReAct repository prompt keys -> the method they prompt (prefix before "_simple").
 PAPER_KEY_METHODS = {"webthink": "react", "webact": "act", "cotqa": "cot", "webqa": "standard"}
@@ -63,6 +74,7 @@ class ExemplarSet:
     source: str
     exemplars: list[Exemplar]
     name: str = ""
+    style: str = EVERY_STEP
 
 
 def _str(d: dict[str, Any], key: str, where: str, required: bool = False) -> str:
@@ -89,6 +101,9 @@ def load_exemplars(name_or_path: str | Path) -> ExemplarSet:
         raise ExemplarError(f"{p}:{e.lineno}: invalid JSON: {e.msg}") from None
     if not isinstance(data, dict) or not isinstance(data.get("exemplars"), list):
         raise ExemplarError(f"{p}: expected an object with an 'exemplars' list")
+    style = data.get("style", EVERY_STEP)
+    if style not in _STYLES:
+        raise ExemplarError(f"{p}: style: must be one of {list(_STYLES)}, got {style!r}")
     known_ex = {"question", "answer", "kind", "cot", "initial_observation", "steps"}
     known_step = {"thought", "reflection", "action", "observation"}
     out = []
@@ -119,7 +134,7 @@ def load_exemplars(name_or_path: str | Path) -> ExemplarSet:
             )
         )
     return ExemplarSet(env=str(data.get("env", "")), source=str(data.get("source", "")), exemplars=out,
-                       name=str(name_or_path))
+                       name=str(name_or_path), style=style)
 
 
 def select_exemplars(

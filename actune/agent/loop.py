@@ -15,7 +15,7 @@ from typing import Any, AsyncIterator, Callable
 
 from actune.agent.config import AgentConfig
 from actune.agent.episode import LLM, Episode, EpisodeEnd, Event, approx_tokens, episode_seed
-from actune.agent.exemplars import ExemplarSet
+from actune.agent.exemplars import EVERY_STEP, ExemplarSet
 from actune.agent.methods import BASE_METHOD, METHOD_RUNNERS
 from actune.agent.render import PromptContext, build_prompt_context, instruction_for
 from actune.agent.validate import steps_method
@@ -35,8 +35,9 @@ def default_scorer() -> Scorer:
 
 
 def _task_kind(task: Task) -> str | None:
-    """The task's kind for ``exemplar_kinds: [task]`` (None: the task names none)."""
-    kind = task.meta.get("kind")
+    """The task's kind for ``exemplar_kinds: [task]`` (None: the task names none). ALFWorld games name
+    theirs ``task_type``; ReAct prompted each game with the two exemplars of its type."""
+    kind = task.meta.get("kind", task.meta.get("task_type"))
     return None if kind is None or kind == "" else str(kind)
 
 
@@ -111,8 +112,10 @@ async def iter_episode(
     # model will see it in this loop (instruction + question + steps) without the environment at hand.
     head = ep.prompt_for(steps_method(traj))
     traj.info["prompt"] = {"method": head.method, "env": head.env,
-                           "instruction": instruction_for(head.method, env.name, env.describe_actions()),
+                           "instruction": instruction_for(head.method, env.name, env.describe_actions(), head.style),
                            "question": head.question, "finish_action": head.finish_action}
+    if head.style != EVERY_STEP:
+        traj.info["prompt"]["style"] = head.style
     info: dict[str, Any] = dict(ep.env_info)
     traj.info["env_info"] = info
     correct, scores = (scorer or default_scorer())(task, traj.prediction, info)

@@ -7,11 +7,21 @@ on a finished record give the full training text).
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from actune.agent.exemplars import Exemplar, ExemplarSet, load_exemplars, load_paper_prompt, select_exemplars
+from actune.agent.exemplars import (
+    EVERY_STEP,
+    SPARSE_THINK,
+    Exemplar,
+    ExemplarError,
+    ExemplarSet,
+    load_exemplars,
+    load_paper_prompt,
+    select_exemplars,
+)
 from actune.trajectory import Step, Trajectory
 
 __all__ = [
@@ -32,6 +42,8 @@ __all__ = [
     "USER_STEP_TYPES",
     "trajectory_prompt_context",
 ]
+
+log = logging.getLogger(__name__)
 
 COT_PREFIX = "Let's think step by step."
 
@@ -72,6 +84,7 @@ class PromptContext:
     examples: str  # "" in the zero-shot regime
     question: str  # "Question: ..." (or the first observation, ALFWorld)
     finish_action: str | None = "finish"
+    style: str = EVERY_STEP  # SPARSE_THINK: ReAct steps are actions only, thoughts are think: actions
 
 
 def question_line(env: str, question: str, initial_observation: str = "") -> str:
@@ -81,11 +94,14 @@ def question_line(env: str, question: str, initial_observation: str = "") -> str
     return f"{label}: {question.strip()}"
 
 
-def instruction_for(method: str, env: str, actions: str) -> str:
+def instruction_for(method: str, env: str, actions: str, style: str = EVERY_STEP) -> str:
     """The instruction the model sees first, in every regime."""
     task = _TASK_PHRASE.get(env, "Solve a question answering task")
     actions = actions.strip()
     fever_hint = " The answer is one of SUPPORTS, REFUTES, NOT ENOUGH INFO." if env == "fever" else ""
+    if method == "react" and style == SPARSE_THINK:
+        return (f"{task} with interleaving Action, Observation steps. Think only where it helps, with the "
+                f"action 'think: ...'. Action can be one of:\n{actions}")
     if method == "react":
         return (f"{task} with interleaving Thought, Action, Observation steps. Thought can reason about "
                 f"the current situation, and Action can be one of:\n{actions}")
@@ -127,8 +143,9 @@ def exemplar_plan(ex: Exemplar, finish_action: str | None = "finish") -> str:
     return ", then ".join(acts) + "." if acts else "Solve it step by step."
 
 
-def render_exemplar(ex: Exemplar, method: str, env: str, finish_action: str | None = "finish") -> str:
-    """One exemplar in ``method``'s text format (ends with a newline)."""
+def render_exemplar(ex: Exemplar, method: str, env: str, finish_action: str | None = "finish",
+                    style: str = EVERY_STEP) -> str:
+    """One exemplar in ``method``'s text format (ends with a newline); ``style`` is its set's."""
     lines = [question_line(env, ex.question, ex.initial_observation)]
     if method == "preflect":
         lines += [f"Plan 1: {exemplar_plan(ex, finish_action)}", "Critique 1: PASS"]
@@ -140,7 +157,7 @@ def render_exemplar(ex: Exemplar, method: str, env: str, finish_action: str | No
     else:
         for i, s in enumerate(ex.steps, 1):
             answer = _is_finish(s.action, finish_action)
-            if method in ("react", "preflect"):
+            if method in ("react", "preflect") and style != SPARSE_THINK:
                 lines.append(f"Thought {i}: {s.thought}")
             elif method == "reflact":
                 lines.append(f"Reflection {i}: {s.reflection or s.thought}")
@@ -190,7 +207,24 @@ def build_prompt_context(
     ``task_kind``: the task's ``meta["kind"]``, which a ``task`` entry of ``exemplar_kinds`` stands for
     (:func:`resolve_exemplar_kinds`)."""
     qline = question_line(env, question, initial_observation)
-    instruction = instruction_for(method, env, actions)
+    es: ExemplarSet | None = None
+    if paper_prompt is None:
+        if isinstance(exemplar_set, ExemplarSet):
+            es = exemplar_set
+        elif regime == "few_shot":
+            es = load_exemplars(exemplar_set or env)
+        elif exemplar_set is not None:
+            # No exemplar is shown, but the set's style still fixes the step format. A set that is not
+            # here (a spec naming a file on the machine an adapter was trained on) shows nothing either.
+            try:
+                es = load_exemplars(exemplar_set)
+            except ExemplarError as e:
+                log.warning("%s: the steps get a thought each", e)
+    style = es.style if es is not None else EVERY_STEP
+    if style == SPARSE_THINK and method != "react":
+        raise ExemplarError(f"exemplar set {getattr(exemplar_set, 'name', exemplar_set)!r} is in ReAct's sparse "
+                            f"think form; {method} needs exemplars with a thought or reflection on every step")
+    instruction = instruction_for(method, env, actions, style)
     examples = ""
     if regime == "few_shot":
         if paper_prompt is not None:
@@ -204,11 +238,11 @@ def build_prompt_context(
                 instruction = ""  # FEVER files carry their own instruction line
             examples = body if body.endswith("\n") else body + "\n"
         else:
-            es = exemplar_set if isinstance(exemplar_set, ExemplarSet) else load_exemplars(exemplar_set or env)
+            assert es is not None
             chosen = select_exemplars(es, resolve_exemplar_kinds(exemplar_kinds, task_kind), num_exemplars)
-            examples = "\n".join(render_exemplar(e, method, env, finish_action) for e in chosen)
+            examples = "\n".join(render_exemplar(e, method, env, finish_action, style) for e in chosen)
     return PromptContext(method=method, env=env, instruction=instruction, examples=examples, question=qline,
-                         finish_action=finish_action)
+                         finish_action=finish_action, style=style)
 
 
 def _head_text(ctx: PromptContext) -> str:
@@ -290,4 +324,5 @@ def trajectory_prompt_context(traj: Trajectory) -> PromptContext:
     if not isinstance(p, dict):
         raise ValueError(f"trajectory {traj.episode_id!r} has no info.prompt (written by an older actune?)")
     return PromptContext(method=p["method"], env=p["env"], instruction=p["instruction"], examples="",
-                         question=p["question"], finish_action=p.get("finish_action"))
+                         question=p["question"], finish_action=p.get("finish_action"),
+                         style=p.get("style", EVERY_STEP))

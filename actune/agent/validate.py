@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from actune.agent.exemplars import SPARSE_THINK
 from actune.trajectory import Trajectory
 
 __all__ = ["step_order_problems", "steps_method"]
@@ -35,6 +36,9 @@ def step_order_problems(traj: Trajectory) -> list[str]:
             problems.append(f"cot: expected [thought, answer], got {kinds}")
     else:
         reason_type = {"react": "thought", "reflact": "reflection", "act": None}[method]
+        if (traj.info.get("prompt") or {}).get("style") == SPARSE_THINK:
+            reason_type = None  # ReAct's sparse form: its thoughts are think: actions
+
         expected_iteration = 1
         i = 0
         steps = traj.steps

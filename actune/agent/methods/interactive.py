@@ -11,6 +11,7 @@ from collections import Counter
 from typing import AsyncIterator, Callable
 
 from actune.agent.episode import Episode, Event, approx_tokens, truncate_observation
+from actune.agent.exemplars import SPARSE_THINK
 from actune.agent.parser import ParsedStep, parse_step
 from actune.envs.base import Action
 from actune.trajectory import Step
@@ -131,9 +132,11 @@ def dispatch_step(ep: Episode, parsed: ParsedStep, i: int, tokens: int, latency:
 async def run_interactive(ep: Episode, method: str, budget: int | None = None) -> AsyncIterator[Event]:
     cfg, env, traj = ep.cfg, ep.env, ep.traj
     budget = budget or cfg.step_budget(env.name)
-    label = {"react": "Thought", "reflact": "Reflection"}.get(method)
-    thought_type = "reflection" if method == "reflact" else "thought"
     prompt = ep.prompt_for(method)
+    # ReAct's sparse form (the paper's ALFWorld) writes actions only; its thoughts are think: actions.
+    label = None if prompt.style == SPARSE_THINK else {"react": "Thought", "reflact": "Reflection"}.get(method)
+    step_format = method if label else "act"
+    thought_type = "reflection" if method == "reflact" else "thought"
     # Stop at a made-up observation, at a blank line (the end of an exemplar: the model is about to
     # invent a new one) and at the next step's label (running ahead without an action).
     stop = ["\nObservation", "\n\n"] + ([f"\n{label}"] if label else [])
@@ -148,8 +151,8 @@ async def run_interactive(ep: Episode, method: str, budget: int | None = None) -
                 yield ev
             return
         prefix = f"{label} {i}:" if label else f"Action {i}:"
-        c = await ep.generate(traj.steps, prefix, stop + (["\n"] if method == "act" else []), prompt=prompt)
-        parsed = _parse(ep, method, c.text, i)
+        c = await ep.generate(traj.steps, prefix, stop + (["\n"] if label is None else []), prompt=prompt)
+        parsed = _parse(ep, step_format, c.text, i)
         if parsed.action_text is None and method == "react":
             # As the ReAct code does: a thought without an action keeps only its first line.
             parsed.thought = parsed.thought.strip().split("\n", 1)[0].strip()
