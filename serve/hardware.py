@@ -67,8 +67,10 @@ def build_argv(cfg: ServeConfig, model_path: str, device: Device, python: str = 
     ]
     if cfg.max_model_len is not None:
         argv += ["--max-model-len", str(cfg.max_model_len)]
-    # no --api-key: a command line is visible to every local user (ps); start_server hands vLLM the key in
-    # its environment instead
+    if cfg.api_key:
+        # vLLM's own flag, so the key is checked once with the others; start_server takes it back out and hands
+        # it over in the environment (a command line is visible to every local user)
+        argv += ["--api-key", cfg.api_key]
     if lora_enabled(cfg):
         argv += ["--enable-lora", "--max-lora-rank", str(cfg.max_lora_rank), "--max-loras", str(cfg.max_loras)]
         if cfg.adapters:
