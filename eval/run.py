@@ -31,7 +31,6 @@ Top to bottom, :func:`run_eval` does:
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import re
 import sys
@@ -48,6 +47,7 @@ from actune.eval.config import EvalConfig, EvalModel, model_agent
 from actune.eval.report import ModelResult, build_report, write_report
 from actune.eval.stats import HEADLINE
 from actune.progress import Progress
+from actune.serve.adapters import adapter_name
 from actune.serve.config import ServeConfig
 from actune.store import StoreState, TrajectoryStore, read_state
 from actune.task import Task
@@ -104,20 +104,6 @@ class ServerGroup:
     def adapters(self) -> dict[str, str]:
         """Adapter name -> folder, for the server of this group."""
         return {p.request_model: str(p.adapter) for p in self.models if p.adapter is not None}
-
-
-def adapter_name(label: str, folder: str | Path) -> str:
-    """``<label>-<first 10 hex of sha256(weights)>``: the adapter's name on the server."""
-    folder = Path(folder)
-    weights = next((folder / n for n in ("adapter_model.safetensors", "adapter_model.bin")
-                    if (folder / n).is_file()), None)
-    if weights is None:
-        raise ConfigError(f"{folder}: not a LoRA adapter folder (no adapter_model.safetensors or .bin)")
-    h = hashlib.sha256()
-    with weights.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return f"{label}-{h.hexdigest()[:10]}"
 
 
 def base_models(cfg: EvalConfig) -> list[str]:

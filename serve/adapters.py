@@ -7,6 +7,7 @@ process, so it must exist on the server's machine.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -84,3 +85,18 @@ def _error_message(resp: httpx.Response) -> str:
 
 def _headers(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def adapter_name(label: str, folder: str | Path) -> str:
+    """``<label>-<first 10 hex of sha256(weights)>``: the adapter's name on the server and in requests. The
+    hash makes a retrained adapter a new name, so a server never answers with a stale copy it loaded before."""
+    folder = Path(folder)
+    weights = next((folder / n for n in ("adapter_model.safetensors", "adapter_model.bin")
+                    if (folder / n).is_file()), None)
+    if weights is None:
+        raise AdapterError(f"{folder}: not a LoRA adapter folder (no adapter_model.safetensors or .bin)")
+    h = hashlib.sha256()
+    with weights.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return f"{label}-{h.hexdigest()[:10]}"

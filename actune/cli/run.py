@@ -85,9 +85,12 @@ def resolve_agent_config(args: argparse.Namespace) -> tuple[Any, str | None]:
 
 
 def adapter_served_name(path: str | Path) -> str:
-    """The name an adapter is served under: its folder name, made safe for ``--lora-modules NAME=PATH``."""
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(path).expanduser().resolve().name).strip("-")
-    return name or "adapter"
+    """The name an adapter is served under: its folder name made safe for ``--lora-modules NAME=PATH``, with
+    the hash of its weights (:func:`actune.serve.adapters.adapter_name`, eval's rule too)."""
+    from actune.serve.adapters import adapter_name
+
+    label = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(path).expanduser().resolve().name).strip("-")
+    return adapter_name(label or "adapter", path)
 
 
 def adapter_rank(path: str | Path) -> int:

@@ -4,6 +4,7 @@ server is started with the adapter and requested by its name, and no machine-wid
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 from types import SimpleNamespace
 
@@ -24,7 +25,12 @@ def adapter(tmp_path):
     save_prompt_spec(PromptSpec(method="act", regime="zero_shot", wire="chat", chat_prefill=False,
                                 exemplar_set=None), folder)
     (folder / "adapter_config.json").write_text(json.dumps({"r": 32, "lora_alpha": 64}))
+    (folder / "adapter_model.safetensors").write_bytes(b"weights")
     return folder
+
+
+# the folder name made safe, then the weights' hash (eval's rule): a retrained adapter is a new name
+SERVED = "my-adapter-v1-" + hashlib.sha256(b"weights").hexdigest()[:10]
 
 
 def test_adapter_spec_configures_the_loop(adapter):
@@ -81,7 +87,7 @@ def test_serve_config_loads_the_adapter_under_a_safe_name(adapter):
     args.model = "smollm2-135m"
     cfg = cli_run.serve_config_for(args)
     assert cfg.model == "smollm2-135m"
-    assert cfg.adapters == {"my-adapter-v1": str(adapter)}
+    assert cfg.adapters == {SERVED: str(adapter)}
     assert cfg.max_lora_rank == 32  # the adapter's r=32 would not fit the default 16
 
 
@@ -116,10 +122,10 @@ def test_run_serves_and_requests_the_adapter_without_taking_the_lock(adapter, mo
     monkeypatch.setattr(cli_run, "_episode", fake_episode)
     assert main(["run", "--question", "q", "--adapter", str(adapter)]) == 0
     (serve_cfg,) = fake.configs
-    assert serve_cfg.adapters == {"my-adapter-v1": str(adapter)} and serve_cfg.model == "smollm2-135m"
+    assert serve_cfg.adapters == {SERVED: str(adapter)} and serve_cfg.model == "smollm2-135m"
     ((cfg, endpoint, request_model, record),) = calls
-    assert endpoint == "http://127.0.0.1:1/v1" and request_model == "my-adapter-v1"
-    assert record.name == "smollm2-135m" and record.adapter == "my-adapter-v1"
+    assert endpoint == "http://127.0.0.1:1/v1" and request_model == SERVED
+    assert record.name == "smollm2-135m" and record.adapter == SERVED
     assert (cfg.method, cfg.regime, cfg.wire) == ("act", "zero_shot", "chat")
     err = capsys.readouterr().err
     assert "applied prompt spec" in err and "starting a vLLM server for smollm2-135m with adapter" in err
