@@ -151,8 +151,13 @@ def _load_state(layout: Layout, cfg: QuickstartConfig) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ConfigError(f"{layout.state}: unreadable quickstart state ({e}); remove it to start over") from None
     if state.get("config") != config:
-        old = state.get("config") or {}
+        old = _as_current(state.get("config") or {})
+        if old.get("model") is None:
+            old["model"] = config["model"]  # named once since; its sections (serve, train) are compared anyway
         keys = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
+        if not keys:  # the same run as stored by an older actune
+            state["config"] = config
+            return state
         if keys == ["rounds"] and config["rounds"] > old.get("rounds", 0):
             # More rounds on a finished run: earlier rounds stay valid (round r reads only rounds < r);
             # eval and report are redone, and eval's stores skip the models already evaluated.
@@ -163,6 +168,23 @@ def _load_state(layout: Layout, cfg: QuickstartConfig) -> dict[str, Any]:
                           f"{', '.join(keys)}); use another --out, or the same preset, seed and overrides to resume "
                           "(only --rounds may grow)")
     return state
+
+
+def _as_current(old: dict[str, Any]) -> dict[str, Any]:
+    """A stored config read by today's QuickstartConfig (renamed keys mapped, keys added since at their
+    defaults), so a run started by an older actune resumes when nothing that matters changed."""
+    def rename(node: Any) -> Any:
+        if isinstance(node, dict):
+            node = {k: rename(v) for k, v in node.items()}
+            if "max_steps" in node and "regime" in node:  # an agent section: max_steps became episode_steps
+                node["episode_steps"] = node.pop("max_steps")
+            return node
+        return [rename(v) for v in node] if isinstance(node, list) else node
+
+    try:
+        return QuickstartConfig.model_validate(rename(old)).model_dump(mode="json")
+    except ValueError:
+        return old  # not readable today: compared as stored, so the refusal names what differs
 
 
 def _save_state(layout: Layout, state: dict[str, Any]) -> None:

@@ -59,6 +59,24 @@ def test_state_resumes_the_same_config_and_refuses_another(tmp_path: Path) -> No
         _load_state(layout, load_quickstart("smoke", ["seed=7"]))
 
 
+def test_a_run_stored_by_an_older_actune_resumes(tmp_path: Path) -> None:
+    """Its config had agent max_steps (now episode_steps), no top-level model, and lacked keys added since."""
+    layout = Layout(tmp_path)
+    cfg = load_quickstart("smoke")
+    old = cfg.model_dump(mode="json")
+    del old["model"]
+    for section in ("bootstrap", "eval"):
+        old[section]["agent"]["max_steps"] = old[section]["agent"].pop("episode_steps")
+        del old[section]["allow_mixed_store"]
+    _save_state(layout, {"config": old, "done": {"world": {"wall_s": 1.0}}})
+    state = _load_state(layout, cfg)
+    assert state["done"] == {"world": {"wall_s": 1.0}} and state["config"] == cfg.model_dump(mode="json")
+    old["seed"] = 7  # a real difference is still refused, by name
+    _save_state(layout, {"config": old, "done": {}})
+    with pytest.raises(ConfigError, match=r"differs in: seed\)"):
+        _load_state(layout, cfg)
+
+
 def test_more_rounds_extend_a_run_and_redo_only_eval_and_report(tmp_path: Path) -> None:
     layout = Layout(tmp_path)
     state = _load_state(layout, load_quickstart("smoke", ["rounds=1"]))
