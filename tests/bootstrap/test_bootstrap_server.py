@@ -29,7 +29,7 @@ def test_bootstrap_a_tiny_world(vllm_server, tmp_path: Path, capsys) -> None:
         "env": {"name": "wiki", "corpus": str(world / "corpus.jsonl"), "index_dir": str(tmp_path / "idx")},
         "tasks": {"format": "custom", "path": str(world / "train.jsonl"), "split": "train", "limit": 3},
         "agent": {"method": "react", "exemplar_set": "world", "num_exemplars": 2, "temperature": 0.4,
-                  "max_tokens": 40, "max_steps": 3},
+                  "max_tokens": 40, "episode_steps": 3},
     }}))
     parser = argparse.ArgumentParser(prog="actune")
     register(parser.add_subparsers(dest="command"))

@@ -37,7 +37,7 @@ def test_eval_prompted_and_adapter_side_by_side(vllm_server, random_lora, tmp_pa
         "env": {"name": "wiki", "corpus": str(world / "corpus.jsonl"), "index_dir": str(tmp_path / "idx")},
         "tasks": {"format": "custom", "path": str(world / "train.jsonl"), "split": "train", "limit": 3},
         "agent": {"method": "react", "exemplar_set": "world", "num_exemplars": 2, "temperature": 0.0,
-                  "max_tokens": 40, "max_steps": 3},
+                  "max_tokens": 40, "episode_steps": 3},
     }}))
     parser = argparse.ArgumentParser(prog="actune")
     register(parser.add_subparsers(dest="command"))
