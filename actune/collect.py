@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actune.agent.config import AgentConfig
-from actune.agent.loop import Scorer, run_episode
+from actune.agent.loop import Scorer, run_episode, task_kind
 from actune.config import ConfigError
 from actune.envs.base import Environment
 from actune.judge import judge, record_verdict
@@ -91,7 +91,7 @@ def producer_fingerprint(model: ModelRecord, agent: AgentConfig, env: str, task_
     the exemplars of its own kind either way, so per-kind passes and one type-matched run agree."""
     few_shot = agent.regime == "few_shot"
     kinds = agent.exemplar_kinds
-    if kinds is not None and len(kinds) == 1 and tasks and all(t.meta.get("kind") == kinds[0] for t in tasks):
+    if kinds is not None and len(kinds) == 1 and tasks and all(task_kind(t) == kinds[0] for t in tasks):
         kinds = ["task"]
     spec: dict[str, Any] = {"method": agent.method, "regime": agent.regime, "wire": agent.wire}
     if agent.wire == "chat":

@@ -273,6 +273,10 @@ def test_the_fingerprint_changes_with_what_changes_the_prompt_only() -> None:
     typed = AGENT.model_copy(update={"exemplar_kinds": ["task"]})
     assert fp(AGENT.model_copy(update={"exemplar_kinds": ["bridge"]}), of=bridges) == fp(typed, of=bridges)
     assert fp(AGENT.model_copy(update={"exemplar_kinds": ["bridge"]})) != fp(typed)
+    # the kind is the loop's (actune.agent.loop.task_kind): an ALFWorld game names it task_type
+    games = [Task(id=f"g{i}", question="put a mug in the sink", env="alfworld", meta={"task_type": "put"})
+             for i in range(2)]
+    assert fp(AGENT.model_copy(update={"exemplar_kinds": ["put"]}), of=games) == fp(typed, of=games)
 
 
 def test_the_task_file_hash_is_of_the_whole_file_and_its_ids(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ def default_scorer() -> Scorer:
     return score_prediction
 
 
-def _task_kind(task: Task) -> str | None:
+def task_kind(task: Task) -> str | None:
     """The task's kind for ``exemplar_kinds: [task]`` (None: the task names none). ALFWorld games name
     theirs ``task_type``; ReAct prompted each game with the two exemplars of its type."""
     kind = task.meta.get("kind", task.meta.get("task_type"))
@@ -54,7 +54,7 @@ def _prompt_factory(cfg: AgentConfig, env: Environment, task: Task, initial_obs:
             regime=cfg.regime, exemplar_set=exemplar_set or cfg.exemplar_set,
             exemplar_kinds=cfg.exemplar_kinds, num_exemplars=cfg.num_exemplars,
             paper_prompt=paper, initial_observation=initial_obs, finish_action=env.finish_action,
-            task_kind=_task_kind(task),
+            task_kind=task_kind(task),
         )
 
     return make
