@@ -47,7 +47,7 @@ __all__ = ["run_bootstrap", "bootstrap_fingerprint"]
 def served_name(cfg: BootstrapConfig, serve: ServeConfig) -> str:
     """The model name bootstrap's requests carry: ``bootstrap.model``, else the name the server serves
     under (the one :func:`actune.serve.server.endpoints_or_server` yields), known before any server starts."""
-    return cfg.model or serve.served_model_name or serve.model
+    return cfg.model or serve.served_name
 
 
 def bootstrap_fingerprint(cfg: BootstrapConfig, serve: ServeConfig, tasks: list[Task]) -> dict[str, Any]:

@@ -17,6 +17,11 @@ class ServeConfig(StrictModel):
     """Model to serve: a known name (``smollm2-135m``), a Hugging Face id or a local folder."""
     served_model_name: str | None = None
     """Name clients use in requests (default: the model argument as given)."""
+
+    @property
+    def served_name(self) -> str:
+        """The name the server answers to: ``served_model_name``, else ``model`` as given."""
+        return self.served_model_name or self.model
     adapters: dict[str, str] = Field(default_factory=dict)
     """LoRA adapters loaded at start, NAME -> folder. Enables LoRA on the server."""
     enable_lora: bool = False

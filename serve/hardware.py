@@ -57,7 +57,7 @@ def build_argv(cfg: ServeConfig, model_path: str, device: Device, python: str = 
     argv = [
         python, "-m", "vllm.entrypoints.openai.api_server",
         "--model", model_path,
-        "--served-model-name", cfg.served_model_name or cfg.model,
+        "--served-model-name", cfg.served_name,
         "--host", cfg.host,
         "--port", str(cfg.port),
         "--dtype", serve_dtype(cfg, device),

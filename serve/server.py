@@ -153,7 +153,7 @@ def start_server(cfg: ServeConfig, log_path: Path | None = None) -> ServerHandle
         os.close(read_end)
     connect_host = "127.0.0.1" if cfg.host in ("0.0.0.0", "::", "") else cfg.host
     return ServerHandle(
-        base_url=f"http://{connect_host}:{cfg.port}/v1", model=cfg.served_model_name or cfg.model,
+        base_url=f"http://{connect_host}:{cfg.port}/v1", model=cfg.served_name,
         model_path=model_path, log_path=log_path, pid=process.pid, api_key=key, device=device,
         argv=argv, process=process, lifeline=lifeline,
     )
@@ -262,7 +262,7 @@ def endpoints_or_server(endpoints: list[str], model: str, cfg: ServeConfig) -> I
     """For stages: use ``endpoints`` (and ``model``, the served name) when given; otherwise start a
     server from ``cfg`` for the stage's duration. Yields (endpoints, served model name)."""
     if endpoints:
-        yield list(endpoints), model or cfg.served_model_name or cfg.model
+        yield list(endpoints), model or cfg.served_name
         return
     with vllm_server(cfg) as handle:
         yield [handle.base_url], handle.model
