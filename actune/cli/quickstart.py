@@ -30,14 +30,9 @@ def _quickstart(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from actune.bootstrap.export import ExportError
     from actune.cli.quickstart_config import load_quickstart
     from actune.cli.quickstart_run import run_quickstart
-    from actune.collect import CollectError
-    from actune.serve.errors import ServeError
-    from actune.store import StoreError
-    from actune.tasks.loading import TaskFileError
-    from actune.train.run import TrainError
+    from actune.cli.stage_command import COLLECT_ERRORS, EXPORT_ERRORS, TRAIN_ERRORS, stage_errors
 
     overrides = list(args.overrides)
     if args.seed is not None:
@@ -47,9 +42,10 @@ def _quickstart(args: argparse.Namespace) -> int:
     cfg = load_quickstart(args.preset, overrides)
     name = Path(args.preset).stem if args.preset.endswith((".yaml", ".yml")) else args.preset
     out = Path(args.out) if args.out else Path("runs") / f"quickstart-{name}-seed{cfg.seed}"
+    caught = stage_errors([*COLLECT_ERRORS, *EXPORT_ERRORS, *TRAIN_ERRORS])
     try:
         report = run_quickstart(cfg, out, show_progress=not args.no_progress)
-    except (StoreError, ServeError, TaskFileError, CollectError, ExportError, TrainError) as e:
+    except caught as e:
         print(f"actune quickstart: {e}", file=sys.stderr)
         print(f"actune quickstart: rerun the same command to continue from {out}", file=sys.stderr)
         return 2

@@ -13,11 +13,13 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["register_stage", "stage_errors", "section_qualifier", "COLLECT_ERRORS"]
+__all__ = ["register_stage", "stage_errors", "section_qualifier", "COLLECT_ERRORS", "EXPORT_ERRORS", "TRAIN_ERRORS"]
 
 COLLECT_ERRORS = ("actune.store:StoreError", "actune.serve.errors:ServeError", "actune.tasks.loading:TaskFileError",
                   "actune.collect:CollectError")
 """What the stages that collect episodes (bootstrap, eval) report as one line."""
+EXPORT_ERRORS = ("actune.bootstrap.export:ExportError", "actune.trajectory:TrajectoryFormatError")
+TRAIN_ERRORS = ("actune.train.run:TrainError",)
 
 
 def section_qualifier(section: str) -> Callable[[list[str]], list[str]]:

@@ -11,7 +11,14 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from actune.cli.stage_command import COLLECT_ERRORS, register_stage, section_qualifier, stage_errors
+from actune.cli.stage_command import (
+    COLLECT_ERRORS,
+    EXPORT_ERRORS,
+    TRAIN_ERRORS,
+    register_stage,
+    section_qualifier,
+    stage_errors,
+)
 
 if TYPE_CHECKING:
     from actune.cli.run_config import RunConfig
@@ -194,7 +201,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                             config_help="run config YAML (its bootstrap.store, bootstrap.export and train section "
                                         "are used)",
                             example="train.wire_format=chat", run=_run_export, qualify=QUALIFY["export"],
-                            errors=["actune.bootstrap.export:ExportError", "actune.trajectory:TrajectoryFormatError"])
+                            errors=EXPORT_ERRORS)
     # Spelled here, not imported: building the parser imports no stage (a test holds them to the stage's lists).
     export.add_argument("--format", choices=("actune", "openai", "sharegpt", "alpaca"), default="actune",
                         help="actune: the datasets folder train.dataset (default); openai, sharegpt, alpaca: one "
@@ -205,7 +212,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     register_stage(sub, "train", doc=TRAIN_DOC,
                    help="LoRA-fine-tune on the exported dataset (TRL SFT, masked observations)",
                    config_help="run config YAML (its train section is used)", example="train.max_steps=10",
-                   run=_run_train, qualify=QUALIFY["train"], errors=["actune.train.run:TrainError"])
+                   run=_run_train, qualify=QUALIFY["train"], errors=TRAIN_ERRORS)
     register_stage(sub, "eval", doc=EVAL_DOC,
                    help="evaluate prompted and fine-tuned models side by side (resumable)",
                    config_help="run config YAML (its eval and serve sections are used)",
