@@ -25,6 +25,8 @@ def on_disk():
             found.add(".".join(rel.parts))
         elif top in STAGES:
             found.add(".".join(("actune", *rel.parts)))
+        elif rel == Path("configs/quickstart"):
+            found.add("actune.presets")
     return found
 
 
@@ -44,3 +46,4 @@ def test_wheel_contains_packages_and_prompts(tmp_path):
         assert f"{pkg.replace('.', '/')}/__init__.py" in names
     assert "actune/serve/server.py" in names
     assert "actune/prompts/wiki.json" in names
+    assert {"actune/presets/smoke.yaml", "actune/presets/full.yaml"} <= set(names)

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+import actune.presets
 from actune.agent.config import StepsMethod
 from actune.bootstrap.config import BootstrapConfig
 from actune.cli.run_config import fill_model
@@ -27,7 +28,9 @@ from actune.world.config import WorldConfig
 
 __all__ = ["BootstrapPass", "QuickstartConfig", "PRESET_DIR", "PRESETS", "preset_path", "load_quickstart"]
 
-PRESET_DIR = Path(__file__).resolve().parents[2] / "configs" / "quickstart"
+# configs/quickstart/ of the source tree, installed as the package actune.presets (pyproject.toml), so a
+# wheel finds its presets too
+PRESET_DIR = Path(actune.presets.__file__).resolve().parent
 PRESETS = ("smoke", "full")
 
 
@@ -103,8 +106,9 @@ def preset_path(preset: str) -> Path:
     if preset in PRESETS:
         path = PRESET_DIR / f"{preset}.yaml"
         if not path.is_file():
-            raise ConfigError(f"preset {preset!r}: {path} not found (the presets ship in the source tree's "
-                              "configs/quickstart/; pass a YAML path instead)")
+            raise ConfigError(f"preset {preset!r}: {path} not found (the presets ship as "
+                              "actune.presets, from the source tree's configs/quickstart/; reinstall actune or pass "
+                              "a YAML path)")
         return path
     path = Path(preset)
     if not path.is_file():
