@@ -26,11 +26,9 @@ from __future__ import annotations
 
 import json
 import math
-import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +36,7 @@ from typing import Any
 from actune.atomic_write import atomic_write_text
 from actune.cli.quickstart_config import QuickstartConfig
 from actune.config import ConfigError
+from actune.stop_signals import stop_signals_as_interrupt
 from actune.tasks.config import TaskConfig
 
 __all__ = ["Layout", "Stage", "plan_stages", "estimate_seconds", "run_quickstart", "STATE_FILE"]
@@ -189,19 +188,6 @@ def _as_current(old: dict[str, Any]) -> dict[str, Any]:
 
 def _save_state(layout: Layout, state: dict[str, Any]) -> None:
     atomic_write_text(layout.state, json.dumps(state, indent=2) + "\n")
-
-
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (a supervisor, ``kill``) unwinds like Ctrl-C: servers are stopped, stores stay whole."""
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
 
 
 # --- the stages ------------------------------------------------------------------------------------
@@ -424,7 +410,7 @@ def run_quickstart(cfg: QuickstartConfig, out: Path, *, show_progress: bool = Tr
         f"estimated {_fmt(sum(s.estimate_s for s in left))} on {kind} ({describe_cpu()})")
     t0 = time.monotonic()
     _save_state(layout, state)
-    with _sigterm_as_interrupt():
+    with stop_signals_as_interrupt():
         for i, stage in enumerate(stages, 1):
             if stage.name in done:
                 continue

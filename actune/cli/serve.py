@@ -10,9 +10,10 @@ apply on top. An API key on actune's own command line is visible to other local 
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import time
+
+from actune.stop_signals import stop_signals_as_interrupt
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -69,27 +70,8 @@ def load_serve_config(args: argparse.Namespace):
 
 def _serve(args: argparse.Namespace) -> int:
     cfg = load_serve_config(args)
-    stopping = False
-
-    def _stop(signum, frame):
-        nonlocal stopping
-        if stopping:
-            return  # let the stop already under way finish rather than cut it short
-        stopping = True
-        raise KeyboardInterrupt
-
-    # Installed for SIGINT too: a shell starts a background job (`actune serve &` in a script) with SIGINT
-    # ignored, and Python then never turns `kill -INT` into KeyboardInterrupt, so the server ran on.
-    # SIGHUP (the terminal closed) is left alone where nohup set it to be ignored.
-    signals = [signal.SIGINT, signal.SIGTERM]
-    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
-        signals.append(signal.SIGHUP)
-    previous = {sig: signal.signal(sig, _stop) for sig in signals}
-    try:
+    with stop_signals_as_interrupt():  # `kill -INT`/SIGTERM/SIGHUP stop the server like Ctrl-C
         return _run(cfg)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _run(cfg) -> int:

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from actune.stop_signals import stop_signals_as_interrupt
+
 __all__ = ["register_stage", "stage_errors", "section_qualifier", "COLLECT_ERRORS", "EXPORT_ERRORS", "TRAIN_ERRORS"]
 
 COLLECT_ERRORS = ("actune.store:StoreError", "actune.serve.errors:ServeError", "actune.tasks.loading:TaskFileError",
@@ -63,7 +65,8 @@ def register_stage(sub: argparse._SubParsersAction, name: str, *, doc: str, help
         config = load_config(RunConfig, args.config, qualify(list(args.overrides)))
         caught = stage_errors(errors)
         try:
-            run(config, args)
+            with stop_signals_as_interrupt():  # SIGTERM unwinds: servers stopped, stores closed, exit 130
+                run(config, args)
         except caught as e:
             print(f"actune {name}: {e}", file=sys.stderr)
             return 2

@@ -311,3 +311,54 @@ def test_signal_to_the_serve_process_alone_stops_the_whole_server(fake, tmp_path
         proc.kill()
         if pgid is not None:
             _kill_group(pgid)
+
+
+# A stage command (actune bootstrap|eval|export|train) whose stage holds a server: SIGTERM to the command's
+# process alone must stop the server and exit "interrupted" (130), as Ctrl-C does.
+STAGE = PATCH + textwrap.dedent("""
+    import argparse, json, time
+    import actune.cli as cli_main
+    from actune.cli.stage_command import register_stage
+    from actune.serve.config import ServeConfig
+    use_fake_vllm(sys.argv[1], sys.argv[2])
+
+    def run(config, args):
+        with server.vllm_server(ServeConfig(model=sys.argv[3], port=server.free_port(), device="cpu")) as h:
+            print(json.dumps({"pgid": h.pid}), flush=True)
+            time.sleep(300)
+
+    original = cli_main.build_parser
+    def build_parser():
+        parser = original()
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        register_stage(sub, "holdserver", doc="", help="", config_help="", example="", run=run,
+                       qualify=lambda o: o, errors=[])
+        return parser
+    cli_main.build_parser = build_parser
+    sys.exit(cli_main.main(["holdserver", sys.argv[4]]))
+""")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["sigterm", "sighup"])
+def test_stop_signal_to_a_stage_command_stops_its_server_and_exits_interrupted(fake, tmp_path, sig):
+    script, config = tmp_path / "stage.py", tmp_path / "run.yaml"
+    script.write_text(STAGE)
+    config.write_text("name: t\n")
+    proc = subprocess.Popen([sys.executable, str(script), str(fake.script), str(fake.report_path), str(fake.model),
+                             str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    pgid = None
+    try:
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read()
+        pgid = json.loads(line)["pgid"]
+        pids = server.group_members(pgid)
+        assert {fake.report["server"], fake.report["engine"]} <= set(pids)
+        os.kill(proc.pid, sig)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130 and "actune: interrupted" in err, err
+        assert _wait_all_gone(pids, timeout_s=15) == []
+    finally:
+        proc.kill()
+        if pgid is not None:
+            _kill_group(pgid)

@@ -1,0 +1,33 @@
+import os
+import signal
+
+import pytest
+
+from actune.stop_signals import stop_signals_as_interrupt
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_stop_signal_raises_keyboard_interrupt_once_and_handlers_come_back(sig):
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    unwound = []
+    with pytest.raises(KeyboardInterrupt):
+        with stop_signals_as_interrupt():
+            try:
+                os.kill(os.getpid(), sig)
+                signal.sigtimedwait([], 0.01) if hasattr(signal, "sigtimedwait") else None
+                pytest.fail("the signal did not interrupt")
+            finally:
+                os.kill(os.getpid(), signal.SIGTERM)  # a second signal while unwinding is ignored
+                unwound.append(True)
+    assert unwound == [True]
+    assert {s: signal.getsignal(s) for s in before} == before
+
+
+def test_sighup_ignored_by_nohup_stays_ignored():
+    old = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with stop_signals_as_interrupt():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)
+    finally:
+        signal.signal(signal.SIGHUP, old)
