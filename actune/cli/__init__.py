@@ -17,6 +17,7 @@ SUBCOMMAND_MODULES = [
     "actune.cli.run",
     "actune.cli.world",
     "actune.cli.stages",
+    "actune.cli.distill_errors",
     "actune.cli.quickstart",
 ]
 
