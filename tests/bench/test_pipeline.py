@@ -1,0 +1,81 @@
+"""The pipeline bench's own logic (bench/pipeline.py): the replay and the table. The bench itself runs the
+real stack and asserts nothing; these check what it computes from what it measures."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import sys
+from pathlib import Path
+
+from actune.llm import Completion, Sampling, Usage
+
+SPEC = importlib.util.spec_from_file_location("bench_pipeline", Path(__file__).resolve().parents[2] / "bench" / "pipeline.py")
+pipeline = importlib.util.module_from_spec(SPEC)
+sys.modules[SPEC.name] = pipeline  # its dataclasses look their module up while the class is made
+SPEC.loader.exec_module(pipeline)
+
+
+class FakeClient:
+    """Answers every request with one token per prompt character, at most max_tokens; records the calls."""
+
+    def __init__(self):
+        self.calls = []
+
+    async def complete(self, prompt, sampling=None, stop=None, **kw):
+        self.calls.append(("complete", prompt, kw))
+        await asyncio.sleep(0)
+        return Completion("x", "stop", Usage(len(prompt), min(len(prompt), sampling.max_tokens)))
+
+    async def chat(self, messages, sampling=None, stop=None, **kw):
+        self.calls.append(("chat", messages, kw))
+        return Completion("y", "stop", Usage(1, 2))
+
+
+def test_recorded_requests_are_replayed_once_each_in_order(monkeypatch):
+    fake = FakeClient()
+    rec = pipeline.RecordingLLM(fake)
+    s = Sampling(max_tokens=3)
+
+    async def run_loop():
+        await rec.complete("abcd", s, ["\n"], model="m-lora")
+        await rec.chat([{"role": "user", "content": "hi"}], s)
+        await rec.complete("ab", s)
+
+    asyncio.run(run_loop())
+    assert [r[0] for r in rec.requests] == ["complete", "chat", "complete"]
+
+    replayed = FakeClient()
+
+    class Ctx:
+        async def __aenter__(self):
+            return replayed
+
+        async def __aexit__(self, *a):
+            return None
+
+    monkeypatch.setattr(pipeline, "_client", lambda url, model, c: Ctx())
+    tokens, wall = asyncio.run(pipeline._replay("http://x", "m", rec.requests, concurrency=2))
+    assert tokens == 3 + 2 + 2
+    assert sorted(map(str, replayed.calls)) == sorted(map(str, fake.calls))
+    assert ("complete", "abcd", {"model": "m-lora"}) in replayed.calls
+
+
+def test_table_gives_each_ratio_against_its_target():
+    table = pipeline.format_table({
+        "machine": "cpu X",
+        "engine": {"gen_tok_s": 100.0}, "loop": {"gen_tok_s": 80.0, "episodes_h": 1000},
+        "bootstrap": {"episodes_h": 950, "kept_h": 200, "split": {"generation": 0.5, "idle": 0.25}},
+        "eval_prompted": {"episodes_h": 2000, "gen_tok_s": 90.0, "prompt_tokens_per_episode": 5000},
+        "eval_merged": {"episodes_h": 3000, "gen_tok_s": 95.0, "prompt_tokens_per_episode": 600},
+        "training": {"actune": {"tokens_s": 200.0}, "trl": {"tokens_s": 160.0}},
+        "peak_memory_mb": {"server A": 3000},
+    }, 16)
+    lines = table.splitlines()
+    assert lines[0] == "Machine: cpu X"
+    assert "loop / engine 0.80 (target >= 0.9: missed by 0.10)" in table
+    assert "bootstrap / loop 0.95 (target >= 0.9: met)" in table
+    assert "vs prompted 1.50 (target >= 0.9: met)" in table
+    assert "actune / TRL 1.25 (target >= 1.5: missed by 0.25)" in table
+    assert "generation 50%, idle 25%" in table
+    assert "| peak memory, server A (MB) | 3000 |  |" in lines
