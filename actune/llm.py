@@ -11,7 +11,14 @@ Errors: LLMError (base), ContextLengthError (the prompt does not fit the model's
 end the episode with finish reason ``context_overflow``. When only prompt + max_tokens overflow, vLLM 0.32
 shortens max_tokens instead and the completion ends with finish_reason "length"),
 ServerError (5xx / connection after retries),
-RequestError (4xx other than context length; never retried).
+RequestError (4xx other than context length; never retried), AuthError (401 / 403: the key was refused or
+missing; a RequestError).
+
+A hosted teacher (any OpenAI-compatible API): ``ClientConfig(endpoints=["https://api.example.com/v1"],
+model="teacher", api_key_env="TEACHER_API_KEY")`` sends ``Authorization: Bearer <$TEACHER_API_KEY>``. The config
+names the environment variable, never the key; :func:`read_api_key` reads it (a missing variable is a
+:class:`actune.config.ConfigError` naming the option and the variable), and no error message, log line or repr
+shows the key. 429 and 408 are retried, waiting at least what ``Retry-After`` asks.
 
 ``model=`` on complete/chat overrides ClientConfig.model for one request (a LoRA adapter name, say);
 ``extra_body=`` adds server-specific request fields (vLLM's continue_final_message, ...).
@@ -24,26 +31,59 @@ RequestError (4xx other than context length; never retried).
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
-from pydantic import Field
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
-from actune.config import StrictModel
+from actune.config import ConfigError, StrictModel
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MASK = "***"
+
+
+def _env_name(value: str) -> str:
+    # the message never repeats the value: a key pasted here by mistake must not reach an error or a log
+    if not _ENV_NAME.match(value):
+        raise ValueError("must be the NAME of an environment variable holding the API key (letters, digits and _, "
+                         "not starting with a digit), never the key itself")
+    return value
+
+
+EnvVarName = Annotated[str, AfterValidator(_env_name)]
+"""The name of an environment variable (``api_key_env`` of the client, bootstrap and eval models)."""
+
+
+def read_api_key(env: str, option: str = "api_key_env") -> str:
+    """The API key held by environment variable ``env``; a :class:`ConfigError` naming ``option`` (the config key
+    that named the variable, e.g. ``bootstrap.api_key_env``) and the variable when it is unset or empty."""
+    key = os.environ.get(env, "").strip()
+    if not key:
+        raise ConfigError(f"{option}: environment variable {env} is not set (or empty); export it with the API "
+                          f"key of the endpoint (export {env}=...), or remove {option} for an endpoint without a key")
+    return key
 
 
 class ClientConfig(StrictModel):
     """How to reach the model server(s)."""
 
+    # a validation error shows no input: api_key is a key, and api_key_env may hold one pasted by mistake
+    model_config = ConfigDict(**StrictModel.model_config, hide_input_in_errors=True)
+
     endpoints: list[str] = Field(default_factory=lambda: ["http://127.0.0.1:8000/v1"])
     """Base URLs of OpenAI-compatible servers (ending in /v1); requests are spread over all of them."""
     model: str = ""
     """Model name as the server knows it (a served model name or a LoRA adapter name)."""
-    api_key: str | None = None
-    """Bearer token, when the server was started with --api-key."""
+    api_key: str | None = Field(None, repr=False)
+    """Bearer token, when the server was started with --api-key (a server actune starts: ``serve.api_key``)."""
+    api_key_env: EnvVarName | None = None
+    """Name of the environment variable holding the bearer token (a hosted API's key), read when the client is
+    made; the key itself never goes in a config. Not together with ``api_key``."""
     max_concurrency: int = Field(16, ge=1)
     """Most requests in flight at once, over all endpoints."""
     timeout_s: float = Field(300.0, gt=0)
@@ -53,6 +93,12 @@ class ClientConfig(StrictModel):
     what a ``Retry-After`` header asks)."""
     backoff_s: float = Field(0.5, ge=0)
     """First backoff delay; doubles each retry."""
+
+    @model_validator(mode="after")
+    def _one_key_source(self) -> "ClientConfig":
+        if self.api_key is not None and self.api_key_env is not None:
+            raise ValueError("api_key and api_key_env both set: give the key one way (api_key_env for a hosted API)")
+        return self
 
 
 @dataclass
@@ -108,6 +154,11 @@ class RequestError(LLMError):
     """A 4xx answer (bad request, unknown model, auth); not retried."""
 
 
+class AuthError(RequestError):
+    """401 or 403: the endpoint refused the key (or wanted one and got none). The message says where the key
+    came from (the variable's name), never the key."""
+
+
 # vLLM 0.32 answers 400 with "This model's maximum context length is N tokens. However, your prompt
 # contains ..." (renderers/params.py) or "Input length (N) exceeds model's maximum context length (M)."
 # (serve/utils/api_utils.py); OpenAI says "maximum context length" too. When only prompt + max_tokens
@@ -136,7 +187,8 @@ class LLMClient:
         self._in_flight = {e: 0 for e in self._endpoints}
         self._next = 0
         self._semaphore = asyncio.Semaphore(config.max_concurrency)
-        headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+        self._key = config.api_key or (read_api_key(config.api_key_env) if config.api_key_env else None)
+        headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
         self._http = httpx.AsyncClient(
             headers=headers,
             timeout=httpx.Timeout(config.timeout_s, connect=min(config.timeout_s, 10.0)),
@@ -276,30 +328,45 @@ class LLMClient:
                 try:
                     resp = await self._http.post(endpoint + path, json=body)
                 except httpx.TransportError as e:  # connection refused/reset, timeouts
-                    last_error = f"{endpoint}: {type(e).__name__}: {e}"
+                    last_error = self._mask(f"{endpoint}: {type(e).__name__}: {e}")
                     continue
                 finally:
                     self._in_flight[endpoint] -= 1
                 latency = time.perf_counter() - started
                 if resp.status_code >= 500:
-                    last_error = f"{endpoint}: HTTP {resp.status_code}: {_error_message(resp)}"
+                    last_error = f"{endpoint}: HTTP {resp.status_code}: {self._mask(_error_message(resp))}"
                     continue
                 if resp.status_code in (408, 429):
                     # a hosted API's rate limit or request timeout: the request is fine, retry when told
-                    last_error = f"{endpoint}: HTTP {resp.status_code}: {_error_message(resp)}"
+                    last_error = f"{endpoint}: HTTP {resp.status_code}: {self._mask(_error_message(resp))}"
                     wait_s = _retry_after_s(resp)
                     continue
+                if resp.status_code in (401, 403):
+                    raise AuthError(f"{endpoint}: HTTP {resp.status_code}: the endpoint refused the request "
+                                    f"({self._key_source()}): {self._mask(_error_message(resp))}")
                 if resp.status_code >= 400:
-                    message = _error_message(resp)
+                    message = self._mask(_error_message(resp))
                     if resp.status_code == 400 and is_context_length_message(message):
                         raise ContextLengthError(f"{endpoint}: {message}")
                     raise RequestError(f"{endpoint}: HTTP {resp.status_code}: {message}")
                 try:
                     return resp.json(), endpoint, latency
                 except ValueError:
-                    last_error = f"{endpoint}: answer is not JSON: {resp.text[:200]!r}"
+                    last_error = self._mask(f"{endpoint}: answer is not JSON: {resp.text[:200]!r}")
                     continue
             raise ServerError(f"request failed after {self.config.max_retries + 1} attempts; last error: {last_error}")
+
+
+    def _mask(self, text: str) -> str:
+        """``text`` with the key replaced by ``***`` (a server may echo what it was sent)."""
+        return text.replace(self._key, MASK) if self._key else text
+
+    def _key_source(self) -> str:
+        if self.config.api_key_env:
+            return f"API key from environment variable {self.config.api_key_env}"
+        if self.config.api_key:
+            return "the configured api_key"
+        return "no API key was sent; name the variable holding it in api_key_env"
 
 
 def _retry_after_s(resp: httpx.Response) -> float | None:

@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 from actune.agent.config import METHODS, AgentConfig, Method, StepsMethod
 from actune.config import StrictModel
 from actune.envs.config import EnvConfig
+from actune.llm import EnvVarName
 from actune.tasks.config import TaskConfig
 
 #: Methods whose records can never be in a ReAct or ReflAct step format (Act has no thoughts, PreFlect
@@ -71,9 +72,15 @@ class BootstrapConfig(StrictModel):
     store: Path = Path("runs/store/trajectories.jsonl")
     """Append-only trajectory store (JSONL). Re-running resumes: finished episodes are never redone."""
     endpoints: list[str] = Field(default_factory=list)
-    """OpenAI-compatible servers to use (``http://host:port/v1``). Empty: start one from ``serve``."""
+    """OpenAI-compatible servers to use (``http://host:port/v1``, or a hosted API such as
+    ``https://api.openai.com/v1``: a teacher). Empty: start one from ``serve``."""
     model: str | None = None
-    """Model name in requests (default: the served model's name)."""
+    """Model name in requests (default: the served model's name); the name a hosted teacher answers to. It is
+    the ``model`` of the store's fingerprint and of each record."""
+    api_key_env: EnvVarName | None = None
+    """Name of the environment variable holding the API key of ``endpoints`` (a hosted teacher's), sent as
+    ``Authorization: Bearer``; the key itself never goes in a config. Needs ``endpoints`` and ``model``. Unset:
+    requests carry ``serve.api_key`` (a keyed server of your own), or no key."""
     concurrency: int = Field(32, ge=1)
     """Episodes in flight at once (vLLM batches their requests)."""
     attempts_per_task: int = Field(4, ge=1)
@@ -99,3 +106,13 @@ class BootstrapConfig(StrictModel):
     export: ExportConfig = Field(default_factory=ExportConfig)
     """How kept records become a training dataset (``actune export``): stores mixed, step format,
     dedupe, per-task cap, method shares."""
+
+    @model_validator(mode="after")
+    def _key_names_an_endpoint(self) -> "BootstrapConfig":
+        if self.api_key_env is not None and not self.endpoints:
+            raise ValueError("api_key_env: is the key of bootstrap.endpoints, and none are given (without "
+                             "endpoints bootstrap starts its own server, keyed by serve.api_key)")
+        if self.api_key_env is not None and not self.model:
+            raise ValueError("api_key_env: a hosted endpoint needs bootstrap.model, the model name it answers to "
+                             "(it is also recorded in the store's fingerprint)")
+        return self

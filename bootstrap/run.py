@@ -15,7 +15,9 @@ Top to bottom, :func:`run_bootstrap` does:
    ``bootstrap.allow_mixed_store``;
 2. list what is left: attempt 0 of every task, then attempt 1, ... (breadth first, so stopping at the
    target leaves kept episodes spread over many tasks rather than many attempts of a few);
-3. use ``bootstrap.endpoints``, or start a vLLM server from the ``serve`` section for the run;
+3. use ``bootstrap.endpoints`` (a hosted teacher's: its key read from the variable ``bootstrap.api_key_env``
+   names, checked before anything runs; 429 answers are retried after their ``Retry-After``), or start a
+   vLLM server from the ``serve`` section for the run;
 4. :func:`actune.collect.collect`: ``concurrency`` episodes in flight, each with its own environment (wiki envs on
    one corpus share its opened index), judged (:mod:`actune.judge`) and appended to the
    store as it finishes; once ``target_correct`` are kept the episodes still running are cancelled and
@@ -63,7 +65,7 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
     """Run the bootstrap stage to completion (or the target) and return its summary. ``serve`` starts the
     server when ``cfg.endpoints`` is empty; ``name`` is the run's (in run ids)."""
     from actune.envs.factory import make_env
-    from actune.llm import ClientConfig, LLMClient
+    from actune.llm import ClientConfig, LLMClient, read_api_key
     from actune.serve.server import endpoints_or_server
 
     run_id = run_id or make_run_id(name)
@@ -92,15 +94,20 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
         if not todo or store.kept >= cfg.target_correct:
             print("bootstrap: nothing to do (all episodes done or target reached)", file=sys.stderr)
         else:
-            # 3. a server, 4. collection
+            # 3. a server (a hosted teacher's key first: a missing variable fails before anything starts)
+            if cfg.api_key_env:
+                read_api_key(cfg.api_key_env, "bootstrap.api_key_env")
             with endpoints_or_server(cfg.endpoints, cfg.model or "", serve) as (endpoints, _):
-                print(f"bootstrap: {len(todo)} episodes to run on {', '.join(endpoints)} (model {model_name!r}), "
-                      f"{cfg.concurrency} at once; run id {run_id}", file=sys.stderr, flush=True)
+                key_note = f", key from ${cfg.api_key_env}" if cfg.api_key_env else ""
+                print(f"bootstrap: {len(todo)} episodes to run on {', '.join(endpoints)} (model {model_name!r}"
+                      f"{key_note}), {cfg.concurrency} at once; run id {run_id}", file=sys.stderr, flush=True)
 
                 async def _collect() -> None:
-                    # the serve section's key: a keyed server (started here or not) refuses requests without it
-                    client = ClientConfig(endpoints=endpoints, model=model_name, api_key=serve.api_key,
-                                          max_concurrency=cfg.concurrency)
+                    # 4. collection. The key: the variable bootstrap.api_key_env names (a hosted teacher), else the
+                    # serve section's (a keyed server, started here or not, refuses requests without it)
+                    client = ClientConfig(endpoints=endpoints, model=model_name, max_concurrency=cfg.concurrency,
+                                          api_key=None if cfg.api_key_env else serve.api_key,
+                                          api_key_env=cfg.api_key_env)
                     async with LLMClient(client) as llm:
                         # done: this run's episodes, not store.records (the store may also hold other
                         # methods' and tasks' episodes)

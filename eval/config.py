@@ -11,6 +11,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from actune.agent.config import AgentConfig
 from actune.config import StrictModel
 from actune.envs.config import EnvConfig
+from actune.llm import EnvVarName
 from actune.tasks.config import TaskConfig
 
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -26,7 +27,16 @@ class EvalModel(StrictModel):
     """Base model (known name, Hugging Face id or folder). Models may name different bases: without
     ``eval.endpoints`` eval starts one server per base, in the order the bases first appear, with that
     base's adapters loaded. A folder holding ``actune_prompt.json`` is a merged model (``train.merge=true``
-    writes one): its prompt spec is applied exactly like an adapter's."""
+    writes one): its prompt spec is applied exactly like an adapter's. With this model's own ``endpoints``:
+    the model name those endpoints answer to (``gpt-4o-mini``, a hosted teacher's)."""
+    endpoints: list[str] = Field(default_factory=list)
+    """This model's own OpenAI-compatible endpoints (a hosted teacher, a server of yours): it runs against them
+    under the name ``model``, with no server started for it and whatever base the others use, so a teacher, a
+    prompted student and a tuned student are one eval and one report. Empty: served like the others
+    (``eval.endpoints``, else a server eval starts per base)."""
+    api_key_env: EnvVarName | None = None
+    """Name of the environment variable holding the API key of this model's ``endpoints`` (sent as ``Authorization:
+    Bearer``; never the key itself). Read when its episodes are about to run, before any server starts."""
     adapter: Path | None = None
     """LoRA adapter folder; its saved prompt spec (``actune_prompt.json``: method, regime, wire format) is
     applied to ``agent`` automatically, and requests go to the adapter's served name."""
@@ -42,6 +52,12 @@ class EvalModel(StrictModel):
         if not _LABEL.match(v):
             raise ValueError(f"label {v!r} must be letters, digits, '.', '_' or '-' (it names a folder)")
         return v
+
+    @model_validator(mode="after")
+    def _key_names_an_endpoint(self) -> EvalModel:
+        if self.api_key_env is not None and not self.endpoints:
+            raise ValueError("api_key_env: is the key of this model's own endpoints, and none are given")
+        return self
 
 
 class EvalConfig(StrictModel):
@@ -60,10 +76,12 @@ class EvalConfig(StrictModel):
     endpoints: list[str] = Field(default_factory=list)
     """OpenAI-compatible servers to use (started with LoRA enabled when a model has an adapter; adapters
     not yet served are loaded at run time). One endpoint serves one base model, so with endpoints every
-    model must name the same ``model``. Empty: start one server per base model from ``serve`` (its
-    ``model``, ``served_model_name`` and ``adapters`` set per base), with that base's adapters loaded."""
+    model without endpoints of its own must name the same ``model``. Empty: start one server per base model
+    from ``serve`` (its ``model``, ``served_model_name`` and ``adapters`` set per base), with that base's
+    adapters loaded. Models with their own ``endpoints`` use those instead."""
     served_model: str | None = None
-    """Name of the base model in requests (default: ``serve.served_model_name``, else the models' ``model``).
+    """Name of the base model in requests (default: ``serve.served_model_name``, else the models' ``model``;
+    models with their own ``endpoints`` use their ``model``).
     With several base models it cannot name them all: leave it empty, and each base is served under
     ``serve.served_model_name`` when it is ``serve.model``, else under its own ``model``."""
     concurrency: int = Field(16, ge=1)

@@ -11,12 +11,14 @@ the judge's verdict); it comes first in every table, the plot and the paired tes
 "paired_metrics", "total_episodes", ..., "models": [...]}``; each model: ``label``, ``model`` (its own
 base model), ``adapter`` (folder), ``adapter_name`` (served name), ``prompt_spec`` (the
 ``actune_prompt.json`` applied: an adapter's or a merged model's; None for a prompted model),
-``agent_overrides`` (its ``eval.models[i].agent``), ``store``, ``episodes``, ``tasks``, ``metrics``
-(name -> ``{mean, low, high, n}``), ``by_kind`` (kind -> the same block), ``cost`` (``episodes`` and the
-mean ``prompt_tokens``, ``completion_tokens``, ``wall_s`` per episode, :func:`actune.eval.stats.cost_per_episode`),
-``failures`` (mode -> count, :mod:`actune.eval.failures`) and ``vs_first`` (metric of ``paired_metrics`` ->
-the paired comparison against the first model, :func:`actune.eval.stats.paired_comparison`; None for the
-first).
+``agent_overrides`` (its ``eval.models[i].agent``), ``endpoint`` (what served it: ``{"kind", "endpoints",
+"api_key_env"}``, kind ``started_server``, ``eval_endpoints`` or ``model_endpoints``, the model's own, e.g. a
+hosted teacher's; the name of the key's variable, never the key; None when not known), ``store``, ``episodes``,
+``tasks``, ``metrics`` (name -> ``{mean, low, high, n}``), ``by_kind`` (kind -> the same block), ``cost``
+(``episodes`` and the mean ``prompt_tokens``, ``completion_tokens``, ``wall_s`` per episode,
+:func:`actune.eval.stats.cost_per_episode`), ``failures`` (mode -> count, :mod:`actune.eval.failures`) and
+``vs_first`` (metric of ``paired_metrics`` -> the paired comparison against the first model,
+:func:`actune.eval.stats.paired_comparison`; None for the first).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from actune.atomic_write import atomic_write_bytes, atomic_write_text
 from actune.eval.failures import FAILURE_MODES, failure_counts
@@ -53,6 +56,8 @@ class ModelResult:
     """The prompt spec file applied to its loop (an adapter's or a merged model's); None: ``eval.agent``."""
     agent_overrides: dict[str, Any] = field(default_factory=dict)
     """Its ``eval.models[i].agent`` overrides of ``eval.agent``."""
+    endpoint: dict[str, Any] | None = None
+    """What served it (:func:`actune.eval.run.endpoint_note`): kind, endpoint URLs, the key's variable."""
 
 
 def build_report(results: Sequence[ModelResult], *, samples: int, confidence: float, seed: int,
@@ -69,7 +74,8 @@ def build_report(results: Sequence[ModelResult], *, samples: int, confidence: fl
                         for m in PAIRED_METRICS}
         models.append({
             "label": r.label, "model": r.model, "adapter": r.adapter, "adapter_name": r.adapter_name,
-            "prompt_spec": r.prompt_spec, "agent_overrides": dict(r.agent_overrides), "store": r.store, **stats,
+            "prompt_spec": r.prompt_spec, "agent_overrides": dict(r.agent_overrides),
+            "endpoint": dict(r.endpoint) if r.endpoint else None, "store": r.store, **stats,
             "cost": cost_per_episode(r.records), "failures": failure_counts(r.records), "vs_first": vs_first,
         })
     return {"title": title, "confidence": confidence, "bootstrap_samples": samples, "seed": seed,
@@ -100,6 +106,15 @@ def _prompt(m: dict[str, Any]) -> str:
     if m.get("prompt_spec"):
         parts.append(f"spec {m['prompt_spec']}")
     return " + ".join(parts)
+
+
+def _served_by(m: dict[str, Any]) -> str:
+    """What served the model: the endpoint kind, and the hosts of given endpoints."""
+    note = m.get("endpoint")
+    if not note:
+        return "–"
+    hosts = ", ".join(dict.fromkeys(urlsplit(u).netloc for u in note.get("endpoints") or []))
+    return f"{note['kind']} ({hosts})" if hosts else note["kind"]
 
 
 def headline_sentence(report: dict[str, Any]) -> str:
@@ -134,10 +149,11 @@ def format_markdown(report: dict[str, Any]) -> str:
               "(every supporting page read), so a lucky guess does not count; a method that reads no pages (CoT) "
               "scores 0 on it, and a record without a verdict (written before eval judged episodes) is left out "
               "of it, not counted as wrong.", "", "## Scores", ""]
-    lines.append("| label | model | adapter | prompt | episodes | tasks | " + " | ".join(metrics) + " |")
-    lines.append("|---|---|---|---|---:|---:|" + "---|" * len(metrics))
+    lines.append("| label | model | served by | adapter | prompt | episodes | tasks | " + " | ".join(metrics) + " |")
+    lines.append("|---|---|---|---|---|---:|---:|" + "---|" * len(metrics))
     for m in models:
-        lines.append(f"| {m['label']} | {m['model'] or '–'} | {m['adapter_name'] or '–'} | {_prompt(m)} | "
+        lines.append(f"| {m['label']} | {m['model'] or '–'} | {_served_by(m)} | {m['adapter_name'] or '–'} | "
+                     f"{_prompt(m)} | "
                      f"{m['episodes']} | {m['tasks']} | " + " | ".join(_score(m["metrics"][k]) for k in metrics) + " |")
     kinds = sorted({k for m in models for k in m["by_kind"]})
     if kinds:

@@ -6,7 +6,8 @@ Top to bottom, :func:`run_eval` does:
 
 1. load the tasks (``eval.tasks``) and plan each model (:func:`plan_models`): a prompted model runs
    ``eval.agent`` with its own ``eval.models[i].agent`` overrides on top (:func:`actune.eval.config.model_agent`)
-   against its base model; a model with an adapter, or whose base is a merged model folder holding
+   against its base model (or, with ``eval.models[i].endpoints``, against those endpoints under its ``model``
+   name: a hosted teacher); a model with an adapter, or whose base is a merged model folder holding
    ``actune_prompt.json``, runs that with the prompt spec applied (method, regime, wire format it was trained
    in); an adapter's requests go to its served name (:func:`adapter_name`: the label and a hash of the
    weights, so a retrained adapter never reuses a stale server copy);
@@ -17,12 +18,15 @@ Top to bottom, :func:`run_eval` does:
    model's method another producer wrote (another base model, adapter, prompt or task file: the label now
    names something else) is refused before any store is written or server started, unless
    ``eval.allow_mixed_store``;
-4. group the models by base model (:func:`group_by_base`, in order of first appearance) and, per group with
-   episodes left, use ``eval.endpoints`` (one base only; adapters they do not serve yet are loaded) or start
-   one server from the ``serve`` section with that base and its adapters loaded, stopped before the next
-   group's starts;
+4. group the models by base model (:func:`group_by_base`, in order of first appearance; a model with its own
+   endpoints is grouped with those endpoints, whatever its base) and, per group with episodes left, use the
+   models' own endpoints (their keys read from the variables ``api_key_env`` names, all checked before any
+   server starts), else ``eval.endpoints`` (one base only; adapters they do not serve yet are loaded), else
+   start one server from the ``serve`` section with that base and its adapters loaded, stopped before the
+   next group's starts;
 5. per model, :func:`actune.collect.collect` runs ``concurrency`` episodes at once, each judged (the
-   judge's grounding verdict is kept in the record) and appended to the model's store as it finishes;
+   judge's grounding verdict is kept in the record) and appended to the model's store as it finishes; each
+   record notes what served it (``info["endpoint"]``: :func:`endpoint_note`, never a key);
 6. read the stores back (only this run's tasks, attempts and method), compute scores with bootstrap
    intervals (``correct_grounded`` first), per-kind scores, cost per episode, failure modes and paired tests
    against the first model, and write ``report.json``, ``report.md`` and ``scores.png`` into ``out_dir``.
@@ -31,6 +35,8 @@ Top to bottom, :func:`run_eval` does:
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import copy
 import json
 import re
 import sys
@@ -38,6 +44,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from actune.agent.config import AgentConfig
 from actune.agent.prompt_spec import PROMPT_SPEC_FILE, find_prompt_spec, load_prompt_spec
@@ -55,7 +62,8 @@ from actune.trajectory import ModelRecord, Trajectory, read_trajectories
 
 __all__ = ["PlannedModel", "ServerGroup", "TRAINING_TASKS_FILE", "adapter_name", "base_models", "served_names",
            "merged_model_folder", "plan_models", "group_by_base", "plan_groups", "group_serve_config",
-           "check_endpoints", "check_leakage", "store_path", "run_eval", "ensure_adapters"]
+           "check_endpoints", "check_leakage", "endpoint_kind", "endpoint_note", "store_path", "run_eval",
+           "ensure_adapters"]
 
 TRAINING_TASKS_FILE = "training_tasks.json"
 """Written by training (``actune.train.run.TRAINING_TASKS_FILE``, not imported: that module needs the
@@ -82,6 +90,11 @@ class PlannedModel:
     """``adapter`` or ``merged``: where ``prompt_spec`` comes from (None: no spec)."""
     agent_overrides: dict[str, Any] = field(default_factory=dict)
     """Its ``eval.models[i].agent``."""
+    endpoints: list[str] = field(default_factory=list)
+    """Its own endpoints (``eval.models[i].endpoints``): no server is started for it. Empty: served like the
+    others."""
+    api_key_env: str | None = None
+    """The variable holding its own endpoints' key (``eval.models[i].api_key_env``)."""
 
     def spec_note(self) -> dict[str, Any] | None:
         """What its records say about the prompt spec (``info["prompt_spec"]``), None without one."""
@@ -99,6 +112,10 @@ class ServerGroup:
     served_name: str
     """The base model's name in requests."""
     models: list[PlannedModel]
+    endpoints: list[str] = field(default_factory=list)
+    """The models' own endpoints (and ``api_key_env`` their key's variable): nothing is started for this group.
+    Empty: a server eval starts from ``serve`` (or ``eval.endpoints``)."""
+    api_key_env: str | None = None
 
     @property
     def adapters(self) -> dict[str, str]:
@@ -107,8 +124,9 @@ class ServerGroup:
 
 
 def base_models(cfg: EvalConfig) -> list[str]:
-    """The models' base models, each once, in order of first appearance."""
-    return list(dict.fromkeys(m.model for m in cfg.models))
+    """The base models of the models without endpoints of their own (those eval serves), each once, in order
+    of first appearance."""
+    return list(dict.fromkeys(m.model for m in cfg.models if not m.endpoints))
 
 
 def served_names(cfg: EvalConfig, serve: ServeConfig) -> dict[str, str]:
@@ -119,7 +137,7 @@ def served_names(cfg: EvalConfig, serve: ServeConfig) -> dict[str, str]:
     bases = base_models(cfg)
     if len(bases) == 1:
         return {bases[0]: cfg.served_model or serve.served_model_name or bases[0]}
-    if cfg.served_model:
+    if cfg.served_model and bases:
         raise ConfigError(f"eval.served_model: names one base model, but eval.models name {len(bases)} "
                           f"({', '.join(bases)}); leave it empty (each base is served under its own model)")
     return {b: serve.served_model_name if serve.served_model_name and b == serve.model else b for b in bases}
@@ -133,9 +151,10 @@ def merged_model_folder(model: str) -> Path | None:
 
 
 def plan_models(cfg: EvalConfig, serve: ServeConfig) -> list[PlannedModel]:
-    """Each model's loop settings and request name, in ``eval.models`` order (module docstring, step 1)."""
+    """Each model's loop settings and request name, in ``eval.models`` order (module docstring, step 1). A model
+    with its own endpoints is asked for by its ``model``."""
     served = served_names(cfg, serve)
-    return [_plan_one(cfg, i, served[m.model]) for i, m in enumerate(cfg.models)]
+    return [_plan_one(cfg, i, m.model if m.endpoints else served[m.model]) for i, m in enumerate(cfg.models)]
 
 
 def _plan_one(cfg: EvalConfig, i: int, served: str) -> PlannedModel:
@@ -151,7 +170,8 @@ def _plan_one(cfg: EvalConfig, i: int, served: str) -> PlannedModel:
         # a merged model learnt one loop format, as its adapter did: the same spec, applied the same way
         agent = load_prompt_spec(merged).apply(agent)
         spec_file, source = merged / PROMPT_SPEC_FILE, "merged"
-    common = {"base": m.model, "agent_overrides": dict(m.agent)}
+    common = {"base": m.model, "agent_overrides": dict(m.agent), "endpoints": list(m.endpoints),
+              "api_key_env": m.api_key_env}
     if m.adapter is None:
         return PlannedModel(m.label, agent, served, ModelRecord(name=served), prompt_spec=spec_file,
                             prompt_spec_source=source, **common)
@@ -170,12 +190,14 @@ def _plan_one(cfg: EvalConfig, i: int, served: str) -> PlannedModel:
 
 def group_by_base(plans: list[PlannedModel]) -> list[ServerGroup]:
     """The planned models grouped by base model, groups in order of first appearance and models in their
-    own order within a group."""
-    groups: dict[str, ServerGroup] = {}
+    own order within a group. Models with their own endpoints group by base, endpoints and key variable: they
+    share no server with the others."""
+    groups: dict[tuple, ServerGroup] = {}
     for p in plans:
-        if p.base not in groups:
-            groups[p.base] = ServerGroup(p.base, p.record.name, [])
-        groups[p.base].models.append(p)
+        key = (p.base, tuple(p.endpoints), p.api_key_env)
+        if key not in groups:
+            groups[key] = ServerGroup(p.base, p.record.name, [], list(p.endpoints), p.api_key_env)
+        groups[key].models.append(p)
     return list(groups.values())
 
 
@@ -194,7 +216,8 @@ def group_serve_config(group: ServerGroup, serve: ServeConfig, groups: int = 1) 
 
 
 def check_endpoints(cfg: EvalConfig) -> None:
-    """``eval.endpoints`` serve one base model: refuse models on several."""
+    """``eval.endpoints`` serve one base model: refuse models on several (models with their own endpoints
+    aside)."""
     bases = base_models(cfg)
     if cfg.endpoints and len(bases) > 1:
         raise ConfigError(f"eval.endpoints: one endpoint serves one base model, but eval.models name {len(bases)} "
@@ -247,6 +270,29 @@ def check_leakage(cfg: EvalConfig, tasks: list[Task]) -> None:
                                   "was not trained on (another split)")
 
 
+def endpoint_kind(cfg: EvalConfig, plan: PlannedModel) -> str:
+    """What serves ``plan``: ``model_endpoints`` (its own, a hosted teacher say), ``eval_endpoints`` or
+    ``started_server`` (a server eval starts from ``serve``)."""
+    if plan.endpoints:
+        return "model_endpoints"
+    return "eval_endpoints" if cfg.endpoints else "started_server"
+
+
+def endpoint_note(kind: str, endpoints: list[str], api_key_env: str | None = None) -> dict[str, Any]:
+    """What a record and the report say served a model: ``{"kind", "endpoints", "api_key_env"}``. The URLs lose
+    any user, password, query and fragment; the key is never there, only the name of its variable."""
+    return {"kind": kind, "endpoints": [_public_url(u) for u in endpoints], "api_key_env": api_key_env}
+
+
+def _public_url(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
 def store_path(cfg: EvalConfig, label: str) -> Path:
     return Path(cfg.out_dir) / label / "trajectories.jsonl"
 
@@ -266,17 +312,18 @@ def ensure_adapters(endpoints: list[str], plans: list[PlannedModel], api_key: st
     return loaded
 
 
-class _SpecNotingStore:
-    """A model's store that notes, in each record it appends, the prompt spec the loop ran with
-    (``info["prompt_spec"]``). ``collect`` is shared with bootstrap and writes the records itself, so the
-    store is where eval can add to them."""
+class _NotingStore:
+    """A model's store that notes, in each record it appends, ``notes`` (``info[key] = value``): the prompt
+    spec the loop ran with (``info["prompt_spec"]``), what served the model (``info["endpoint"]``).
+    ``collect`` is shared with bootstrap and writes the records itself, so the store is where eval can add
+    to them."""
 
-    def __init__(self, store: TrajectoryStore, note: dict[str, Any]) -> None:
+    def __init__(self, store: TrajectoryStore, notes: dict[str, Any]) -> None:
         self._store = store
-        self._note = note
+        self._notes = notes
 
     def append(self, traj: Trajectory) -> None:
-        traj.info["prompt_spec"] = dict(self._note)
+        traj.info.update(copy.deepcopy(self._notes))
         self._store.append(traj)
 
     def __getattr__(self, name: str) -> Any:
@@ -303,7 +350,7 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
     """Run the eval stage (resuming what its stores hold) and return the report. ``serve`` starts the
     servers when ``cfg.endpoints`` is empty; ``name`` is the run's (run ids, the report's title)."""
     from actune.envs.factory import make_env
-    from actune.llm import ClientConfig, LLMClient
+    from actune.llm import ClientConfig, LLMClient, read_api_key
     from actune.serve.server import endpoints_or_server
 
     run_id = run_id or make_run_id(name)
@@ -329,12 +376,18 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
         with TrajectoryStore.open(store_path(cfg, p.label)) as store:
             todo[p.label] = pending_episodes(tasks, cfg.attempts, store, p.agent.method)
     total_left = sum(len(v) for v in todo.values())
+    # the keys of models with their own endpoints and episodes left: a missing variable fails before any server
+    for i, m in enumerate(cfg.models):
+        if m.api_key_env and todo[m.label]:
+            read_api_key(m.api_key_env, f"eval.models[{i}].api_key_env")
 
     # 5. the episodes of one model
-    async def _collect(p: PlannedModel, endpoints: list[str], store: TrajectoryStore | _SpecNotingStore,
+    async def _collect(p: PlannedModel, endpoints: list[str], store: _NotingStore,
                        left: list[tuple[Task, int]]) -> None:
-        client = ClientConfig(endpoints=endpoints, model=p.request_model, api_key=serve.api_key,
-                              max_concurrency=cfg.concurrency)
+        # its own endpoints' key from the variable it names (none without one: the serve section's key is for
+        # our servers, never sent elsewhere), else the serve section's (a keyed server's)
+        client = ClientConfig(endpoints=endpoints, model=p.request_model, max_concurrency=cfg.concurrency,
+                              api_key=None if p.endpoints else serve.api_key, api_key_env=p.api_key_env)
         async with LLMClient(client) as llm:
             total = len(tasks) * cfg.attempts
             # done: this run's episodes already stored (the store may hold other methods' too)
@@ -353,29 +406,40 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
         print("eval: nothing to run (every episode is stored); writing the report", file=sys.stderr)
     else:
         try:
-            # 4. one server per base model, one at a time (a base with nothing left starts none)
+            # 4. one server per base model, one at a time (a base with nothing left starts none); models with
+            # their own endpoints start nothing
+            local = [g for g in groups if not g.endpoints]
             for g in groups:
                 busy = [p for p in g.models if todo[p.label]]
                 if not busy:
                     continue
-                group_serve = group_serve_config(g, serve, len(groups))
-                with endpoints_or_server(cfg.endpoints, g.served_name, group_serve) as (endpoints, _):
-                    if cfg.endpoints:
-                        for name in ensure_adapters(endpoints, busy, serve.api_key):
+                if g.endpoints:
+                    serving = contextlib.nullcontext((g.endpoints, g.served_name))
+                    key = read_api_key(g.api_key_env) if g.api_key_env else None
+                else:
+                    group_serve = group_serve_config(g, serve, len(local))
+                    serving = endpoints_or_server(cfg.endpoints, g.served_name, group_serve)
+                    key = serve.api_key
+                with serving as (endpoints, _):
+                    if (g.endpoints or cfg.endpoints) and any(p.adapter is not None for p in busy):
+                        for name in ensure_adapters(endpoints, busy, key):
                             print(f"eval: loaded adapter {name} into {', '.join(endpoints)}", file=sys.stderr)
                     left_here = sum(len(todo[p.label]) for p in busy)
-                    print(f"eval: {left_here} episodes of base {g.base!r} to run on {', '.join(endpoints)}, "
-                          f"{cfg.concurrency} at once; run id {run_id}", file=sys.stderr, flush=True)
+                    key_note = f", key from ${g.api_key_env}" if g.api_key_env else ""
+                    what = f"model {g.served_name!r}" if g.endpoints else f"base {g.base!r}"
+                    print(f"eval: {left_here} episodes of {what} to run on {', '.join(endpoints)}"
+                          f"{key_note}, {cfg.concurrency} at once; run id {run_id}", file=sys.stderr, flush=True)
                     for p in busy:
                         left = todo[p.label]
                         print(f"eval: {p.label}: {len(left)} episodes ({p.agent.method}, {p.agent.regime}, "
                               f"{p.agent.wire}; model {p.request_model!r})", file=sys.stderr, flush=True)
-                        note = p.spec_note()
+                        notes = {"endpoint": endpoint_note(endpoint_kind(cfg, p), endpoints, p.api_key_env)}
+                        if p.prompt_spec is not None:
+                            notes["prompt_spec"] = p.spec_note()
                         with TrajectoryStore.open(store_path(cfg, p.label)) as store:
                             # again under the lock: another process may have written since; warned above
                             _check_producer(store.state, store.path, p, fingerprints[p.label], cfg)
-                            target = store if note is None else _SpecNotingStore(store, note)
-                            asyncio.run(_collect(p, endpoints, target, left))
+                            asyncio.run(_collect(p, endpoints, _NotingStore(store, notes), left))
         except KeyboardInterrupt:
             interrupted = True  # what finished is stored; the report covers it
 
@@ -384,7 +448,8 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
         ModelResult(label=p.label, model=p.base, adapter=str(p.adapter) if p.adapter else None,
                     adapter_name=p.record.adapter, store=str(store_path(cfg, p.label)),
                     records=_records_for(store_path(cfg, p.label), tasks, cfg.attempts, p.agent.method),
-                    prompt_spec=str(p.prompt_spec) if p.prompt_spec else None, agent_overrides=p.agent_overrides)
+                    prompt_spec=str(p.prompt_spec) if p.prompt_spec else None, agent_overrides=p.agent_overrides,
+                    endpoint=endpoint_note(endpoint_kind(cfg, p), p.endpoints or cfg.endpoints, p.api_key_env))
         for p in plans
     ]
     report = build_report(results, samples=cfg.bootstrap_samples, confidence=cfg.confidence, seed=cfg.seed,

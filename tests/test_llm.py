@@ -12,9 +12,14 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
+from hosted_fakes import KEY, FakeHostedAPI
+from pydantic import ValidationError
 
+from actune.config import ConfigError
 from actune.llm import (
+    AuthError,
     ClientConfig,
     ContextLengthError,
     LLMClient,
@@ -23,6 +28,7 @@ from actune.llm import (
     ServerError,
     Usage,
     complete_sync,
+    read_api_key,
 )
 
 VLLM_CONTEXT_ERROR = {
@@ -254,3 +260,99 @@ def test_timeout_is_retried_then_server_error():
 def test_missing_model_name_is_an_error():
     with pytest.raises(ValueError, match="no model name"):
         complete_sync(ClientConfig(endpoints=["http://127.0.0.1:9/v1"]), "x")
+
+
+# --- a hosted API: the key from the variable api_key_env names, never shown (issue #8) ----------------------
+
+HOSTED = "https://api.teacher.example/v1"
+
+
+def hosted_complete(fake, cfg: ClientConfig, prompt: str = "Question: q\nThought 1:"):
+    async def go():
+        async with LLMClient(cfg, transport=fake.transport()) as client:
+            return await client.complete(prompt)
+
+    return run(go())
+
+
+def test_api_key_env_sends_the_key_as_a_bearer_token(monkeypatch):
+    monkeypatch.setenv("TEACHER_API_KEY", KEY)
+    fake = FakeHostedAPI(keys={"api.teacher.example": KEY})
+    cfg = ClientConfig(endpoints=[HOSTED], model="teacher-xl", api_key_env="TEACHER_API_KEY")
+    c = hosted_complete(fake, cfg)
+    assert c.text.startswith(" I need to search Walkman")
+    assert fake.sent("api.teacher.example") == [("/v1/completions", f"Bearer {KEY}", "teacher-xl")]
+    assert KEY not in repr(cfg) and KEY not in cfg.model_dump_json()  # the config holds the name only
+
+
+def test_a_missing_variable_is_a_config_error_naming_option_and_variable(monkeypatch):
+    monkeypatch.delenv("TEACHER_API_KEY", raising=False)
+    with pytest.raises(ConfigError, match=r"^api_key_env: environment variable TEACHER_API_KEY is not set"):
+        LLMClient(ClientConfig(endpoints=[HOSTED], model="m", api_key_env="TEACHER_API_KEY"))
+    monkeypatch.setenv("TEACHER_API_KEY", "  ")
+    with pytest.raises(ConfigError, match=r"^bootstrap.api_key_env: environment variable TEACHER_API_KEY is not "
+                                          r"set \(or empty\)"):
+        read_api_key("TEACHER_API_KEY", "bootstrap.api_key_env")
+
+
+def test_api_key_env_takes_a_name_and_never_shows_a_pasted_key():
+    with pytest.raises(ValidationError) as e:
+        ClientConfig(api_key_env=KEY)
+    assert "NAME of an environment variable" in str(e.value) and KEY not in str(e.value)
+    with pytest.raises(ValidationError, match="api_key and api_key_env both set") as e:
+        ClientConfig(api_key=KEY, api_key_env="TEACHER_API_KEY")
+    assert KEY not in str(e.value)
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_refused_key_is_an_auth_error_that_names_the_variable_not_the_key(monkeypatch, status, caplog):
+    monkeypatch.setenv("TEACHER_API_KEY", KEY)
+    fake = FakeHostedAPI(keys={"api.teacher.example": "sk-another-key"})  # ours is refused, echoed back
+    if status == 403:
+        fake.handler = lambda request: httpx.Response(
+            403, json={"error": {"message": f"key {request.headers['authorization'][7:]} may not use this model"}})
+    cfg = ClientConfig(endpoints=[HOSTED], model="m", api_key_env="TEACHER_API_KEY", backoff_s=0.0)
+    with caplog.at_level("DEBUG"), pytest.raises(AuthError) as e:
+        hosted_complete(fake, cfg)
+    message = str(e.value)
+    assert message.startswith(f"{HOSTED}: HTTP {status}: the endpoint refused the request (API key from environment "
+                              "variable TEACHER_API_KEY): ")
+    assert "***" in message and KEY not in message and KEY not in caplog.text
+    assert len(fake.requests) <= 1  # never retried
+
+
+def test_no_key_sent_says_so():
+    fake = FakeHostedAPI(keys={"api.teacher.example": KEY})
+    with pytest.raises(AuthError, match="no API key was sent; name the variable holding it in api_key_env"):
+        hosted_complete(fake, ClientConfig(endpoints=[HOSTED], model="m"))
+    assert fake.requests[0].headers.get("authorization") is None
+
+
+def test_a_rate_limited_hosted_api_is_retried_with_the_key_each_time(monkeypatch):
+    monkeypatch.setenv("TEACHER_API_KEY", KEY)
+    fake = FakeHostedAPI(keys={"api.teacher.example": KEY}, rate_limits=2, retry_after="0.05")
+    t0 = time.perf_counter()
+    c = hosted_complete(fake, ClientConfig(endpoints=[HOSTED], model="m", api_key_env="TEACHER_API_KEY",
+                                           backoff_s=0.0))
+    assert c.finish_reason == "stop" and time.perf_counter() - t0 >= 0.1  # two waits of Retry-After
+    assert [h for _, h, _ in fake.sent("api.teacher.example")] == [f"Bearer {KEY}"] * 3
+    fake = FakeHostedAPI(keys={"api.teacher.example": KEY}, rate_limits=10)
+    with pytest.raises(ServerError, match=r"after 2 attempts; last error: .*HTTP 429: Rate limit") as e:
+        hosted_complete(fake, ClientConfig(endpoints=[HOSTED], model="m", api_key_env="TEACHER_API_KEY",
+                                           max_retries=1, backoff_s=0.0))
+    assert KEY not in str(e.value)
+
+
+def test_a_server_echoing_the_key_in_any_error_is_masked(monkeypatch):
+    monkeypatch.setenv("TEACHER_API_KEY", KEY)
+    for status in (500, 400, 404):
+        transport = httpx.MockTransport(lambda r, s=status: httpx.Response(s, text=f"bad {r.headers['authorization']}"))
+
+        async def go(t=transport):
+            async with LLMClient(ClientConfig(endpoints=[HOSTED], model="m", api_key_env="TEACHER_API_KEY",
+                                              max_retries=0), transport=t) as client:
+                await client.complete("x")
+
+        with pytest.raises((ServerError, RequestError)) as e:
+            run(go())
+        assert "Bearer ***" in str(e.value) and KEY not in str(e.value)

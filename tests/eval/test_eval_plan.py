@@ -19,10 +19,13 @@ from actune.cli.stages import QUALIFY
 from actune.config import ConfigError, load_config
 from actune.eval.config import EvalConfig, EvalModel, model_agent
 from actune.eval.run import (
-    _SpecNotingStore,
+    _NotingStore,
     adapter_name,
+    base_models,
     check_endpoints,
     check_leakage,
+    endpoint_kind,
+    endpoint_note,
     group_serve_config,
     merged_model_folder,
     plan_groups,
@@ -198,7 +201,7 @@ def test_merged_model_folder_gets_its_prompt_spec(tmp_path: Path) -> None:
     assert note == {"source": "merged", "path": str(merged / "actune_prompt.json"),
                     "spec": PromptSpec(method="reflact", regime="zero_shot", wire="chat").model_dump()}
     with TrajectoryStore.open(tmp_path / "s.jsonl") as store:
-        noting = _SpecNotingStore(store, note)
+        noting = _NotingStore(store, {"prompt_spec": note})
         t = record("t1", correct=True, method="reflact")
         noting.append(record_verdict(t, judge(t)))
         assert noting.records == 1 and noting.has("t1", "reflact", 0)
@@ -245,3 +248,88 @@ def test_eval_on_training_tasks_is_refused(tmp_path: Path) -> None:
     write_training_tasks(merged, [{"id": 5}])
     with pytest.raises(ConfigError, match=r"merged/training_tasks.json: \[0\]: expected an object with string"):
         check_leakage(EvalConfig(models=[EvalModel(label="m", model=str(merged))]), tasks)
+
+
+# --- models with their own endpoints (a hosted teacher) beside local ones (issue #8) -------------------------
+
+HOSTED = "https://api.teacher.example/v1"
+
+
+def test_a_model_with_its_own_endpoints_is_planned_apart_and_starts_no_server(tmp_path: Path) -> None:
+    ad = fake_adapter_folder(tmp_path / "ad")
+    save_prompt_spec(PromptSpec(), ad)
+    cfg = EvalConfig(models=[
+        EvalModel(label="prompted", model="smollm2-135m"),
+        EvalModel(label="tuned", model="smollm2-135m", adapter=ad),
+        EvalModel(label="teacher", model="gpt-teacher", endpoints=[HOSTED], api_key_env="TEACHER_API_KEY"),
+    ])
+    serve = ServeConfig(model="smollm2-135m", served_model_name="small", adapters={"extra": "/x"})
+    assert base_models(cfg) == ["smollm2-135m"]  # the bases eval serves: the teacher's is not one of them
+    groups = plan_groups(cfg, serve)
+    assert [(g.base, g.served_name, [p.label for p in g.models], g.endpoints, g.api_key_env) for g in groups] == [
+        ("smollm2-135m", "small", ["prompted", "tuned"], [], None),
+        ("gpt-teacher", "gpt-teacher", ["teacher"], [HOSTED], "TEACHER_API_KEY"),
+    ]
+    local = [g for g in groups if not g.endpoints]
+    # one local base: its server keeps the serve section's adapters, as before other models could be hosted
+    assert group_serve_config(local[0], serve, len(local)).adapters == {"extra": "/x",
+                                                                         adapter_name("tuned", ad): str(ad)}
+    prompted, tuned, teacher = plan_models(cfg, serve)
+    assert (teacher.request_model, teacher.record.name, teacher.record.adapter, teacher.base) == (
+        "gpt-teacher", "gpt-teacher", None, "gpt-teacher")
+    assert (teacher.endpoints, teacher.api_key_env, prompted.endpoints, prompted.api_key_env) == (
+        [HOSTED], "TEACHER_API_KEY", [], None)
+    assert [endpoint_kind(cfg, p) for p in (prompted, tuned, teacher)] == [
+        "started_server", "started_server", "model_endpoints"]
+    # eval.endpoints serve the local base (one), the teacher keeps its own; eval.served_model names the local base
+    shared = cfg.model_copy(update={"endpoints": ["http://127.0.0.1:9/v1"], "served_model": "mine"})
+    check_endpoints(shared)
+    assert [endpoint_kind(shared, p) for p in plan_models(shared, serve)] == [
+        "eval_endpoints", "eval_endpoints", "model_endpoints"]
+    assert [p.request_model for p in plan_models(shared, serve)][::2] == ["mine", "gpt-teacher"]
+
+
+def test_the_endpoint_note_keeps_no_credentials() -> None:
+    assert endpoint_note("model_endpoints", ["https://user:pw@api.x.example:8443/v1?key=abc#f", HOSTED],
+                         "TEACHER_API_KEY") == {
+        "kind": "model_endpoints", "endpoints": ["https://api.x.example:8443/v1", HOSTED],
+        "api_key_env": "TEACHER_API_KEY"}
+    assert endpoint_note("started_server", ["http://[::1]:8000/v1"]) == {
+        "kind": "started_server", "endpoints": ["http://[::1]:8000/v1"], "api_key_env": None}
+
+
+def test_endpoint_model_config_errors_name_the_key_and_never_a_pasted_key(tmp_path: Path) -> None:
+    from hosted_fakes import KEY
+
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump({"eval": {"models": [
+        {"label": "prompted"}, {"label": "teacher", "model": "gpt-teacher", "api_key_env": "TEACHER_API_KEY"}]}}))
+    with pytest.raises(ConfigError, match=r"eval.models.1: Value error, api_key_env: is the key of this model's own "
+                                          r"endpoints, and none are given"):
+        load_config(RunConfig, path)
+    path.write_text(yaml.safe_dump({"eval": {"models": [
+        {"label": "teacher", "model": "gpt-teacher", "endpoints": [HOSTED], "api_key_env": KEY}]}}))
+    with pytest.raises(ConfigError, match=r"eval.models.0.api_key_env: Value error, must be the NAME of an "
+                                          r"environment variable") as e:
+        load_config(RunConfig, path)
+    assert KEY not in str(e.value)
+    # a run config's model: fills the local models' base, not the one a hosted model names
+    path.write_text(yaml.safe_dump({"model": "qwen2.5-0.5b", "eval": {"models": [
+        {"label": "prompted"},
+        {"label": "teacher", "model": "gpt-teacher", "endpoints": [HOSTED], "api_key_env": "TEACHER_API_KEY"}]}}))
+    assert [m.model for m in load_config(RunConfig, path).eval.models] == ["qwen2.5-0.5b", "gpt-teacher"]
+
+
+def test_the_shipped_teacher_student_config_plans_one_server_for_the_students(tmp_path: Path) -> None:
+    cfg = load_config(RunConfig, Path(__file__).parents[2] / "configs" / "teacher-student.yaml")
+    assert (cfg.bootstrap.endpoints, cfg.bootstrap.model, cfg.bootstrap.api_key_env) == (
+        ["https://api.openai.com/v1"], "gpt-4o-mini", "TEACHER_API_KEY")
+    adapter = fake_adapter_folder(tmp_path / "adapter")
+    save_prompt_spec(PromptSpec(), adapter)
+    models = [m.model_copy(update={"adapter": adapter}) if m.adapter else m for m in cfg.eval.models]
+    groups = plan_groups(cfg.eval.model_copy(update={"models": models}), cfg.serve)
+    assert [(g.base, [p.label for p in g.models], g.endpoints) for g in groups] == [
+        ("smollm2-135m", ["prompted", "tuned"], []),
+        ("gpt-4o-mini", ["teacher"], ["https://api.openai.com/v1"])]
+    teacher = groups[1].models[0]
+    assert (teacher.agent.wire, teacher.agent.chat_prefill, teacher.api_key_env) == ("chat", False, "TEACHER_API_KEY")

@@ -81,11 +81,11 @@ def test_report_files_hold_the_stats(tmp_path: Path) -> None:
         f"`oracle` {score(oracle['metrics']['correct_grounded'])}; "
         f"`tuned` − `prompted` {signed(cg['diff'])} (McNemar p = {cg['p_value']:.4g}), "
         f"`oracle` − `prompted` +0.000 [+0.000, +0.000] (McNemar p = 1).")
-    assert "| label | model | adapter | prompt | episodes | tasks | correct_grounded | correct | em | f1 |" in md
-    assert (f"| prompted | smollm2-135m | – | eval.agent | 12 | 12 | {score(prompted['metrics']['correct_grounded'])} "
+    assert "| label | model | served by | adapter | prompt | episodes | tasks | correct_grounded | correct | em | f1 |" in md
+    assert (f"| prompted | smollm2-135m | – | – | eval.agent | 12 | 12 | {score(prompted['metrics']['correct_grounded'])} "
             f"| {score(prompted['metrics']['correct'])} |") in md
-    assert "| tuned | qwen-0.5b | tuned-abc | eval.agent + spec /a/actune_prompt.json | 12 | 12 |" in md
-    assert '| oracle | smollm2-135m | – | eval.agent + exemplar_kinds=["task"] | 12 | 12 |' in md
+    assert "| tuned | qwen-0.5b | – | tuned-abc | eval.agent + spec /a/actune_prompt.json | 12 | 12 |" in md
+    assert '| oracle | smollm2-135m | – | – | eval.agent + exemplar_kinds=["task"] | 12 | 12 |' in md
     assert md.index("## Per task kind (`correct_grounded`)") < md.index("## Per task kind (`correct`)")
     assert "| prompted | 12 | 955.0 | 40.0 | 1.50 |" in md and "| tuned | 12 | 300.0 | 65.5 | 0.50 |" in md
     assert "Total: 36 episodes." in md

@@ -107,7 +107,7 @@ def test_models_on_two_bases_resume_without_a_server(tmp_path: Path, capsys) -> 
     assert m["prompt_spec"] == str(merged / "actune_prompt.json")
     assert (m["episodes"], m["vs_first"]["correct"]["b"], m["vs_first"]["correct"]["c"]) == (2, 1, 1)
     md = (out / "report.md").read_text()
-    assert f"| m | {merged} | – | eval.agent + spec {merged}/actune_prompt.json | 2 | 2 |" in md
+    assert f"| m | {merged} | started_server | – | eval.agent + spec {merged}/actune_prompt.json | 2 | 2 |" in md
     # the same models with endpoints: one endpoint cannot serve two bases
     with pytest.raises(ConfigError, match="one endpoint serves one base model"):
         run_eval(cfg.model_copy(update={"endpoints": ["http://127.0.0.1:9/v1"]}), ServeConfig(), show_progress=False)
