@@ -22,6 +22,12 @@
   looked-up answers in a mixed store.
 - kept: correct, grounded (unless grounding is not required or does not apply) and no step-order
   problems (:func:`actune.agent.validate.step_order_problems`), so the record renders as a clean example.
+- reflection_problems: a ReflAct episode's reflections that lack one of their three parts (current state,
+  latest discovery, goal relation; :func:`actune.agent.reflection_parts.reflection_part_problems`). Noted,
+  not held against ``kept``: a small model often writes only the current state after its first
+  observation (SmolLM2-135M: 39 of 43 kept ReflAct episodes), so requiring every part would keep almost
+  nothing. A ReflAct-format export can leave those episodes out (``export.require_reflection_parts``), and
+  the bootstrap summary counts them, so nobody trains on ReAct in disguise without knowing it.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from actune.agent.config import METHODS
+from actune.agent.reflection_parts import reflection_part_problems
 from actune.agent.validate import step_order_problems
 from actune.envs.titles import normalize_title
 from actune.trajectory import Trajectory
@@ -63,6 +70,8 @@ class Verdict:
     grounding_applies: bool = True
     """False for a method that reads no pages (:data:`NO_PAGE_METHODS`): kept on correctness alone.
     Defaults to true so verdicts stored before this field existed load unchanged."""
+    reflection_problems: list[str] = field(default_factory=list)
+    """ReflAct reflections lacking a part (module docstring); not part of ``kept``."""
 
 
 def titles_read(traj: Trajectory) -> list[str]:
@@ -82,7 +91,8 @@ def judge(traj: Trajectory, require_grounded: bool = True) -> Verdict:
     problems = step_order_problems(traj)
     if traj.method in NO_PAGE_METHODS:
         return Verdict(correct=correct, grounded=False, kept=correct and not problems, grounding_checked=False,
-                       require_grounded=require_grounded, order_problems=problems, grounding_applies=False)
+                       require_grounded=require_grounded, order_problems=problems, grounding_applies=False,
+                       reflection_problems=reflection_part_problems(traj))
     read = {normalize_title(t) for t in titles_read(traj)}
     # An empty set would be read "in full" by every episode: ignore it rather than ground everything.
     sets = [s for s in traj.task.meta.get("evidence_sets") or [] if s]
@@ -96,7 +106,8 @@ def judge(traj: Trajectory, require_grounded: bool = True) -> Verdict:
     grounded = not missing
     kept = correct and (grounded or not require_grounded) and not problems
     return Verdict(correct=correct, grounded=grounded, kept=kept, grounding_checked=checked,
-                   require_grounded=require_grounded, missing_titles=missing, order_problems=problems)
+                   require_grounded=require_grounded, missing_titles=missing, order_problems=problems,
+                   reflection_problems=reflection_part_problems(traj))
 
 
 def record_verdict(traj: Trajectory, verdict: Verdict) -> Trajectory:

@@ -46,6 +46,12 @@ class ExportConfig(StrictModel):
     duplicates."""
     seed: int = 0
     """Seed of the ``method_shares`` draw."""
+    require_reflection_parts: bool = False
+    """For a ReflAct-format adapter (``steps_method: reflact``): leave out kept episodes with a reflection
+    lacking one of its parts (current state, latest discovery, goal relation), counted
+    ``incomplete_reflections``, so the adapter learns ReflAct's reflections and not ReAct in disguise. Off
+    by default: a small model's kept ReflAct episodes mostly lack a part after the first step (see
+    :mod:`actune.judge`); the bootstrap summary says how many."""
 
     @field_validator("method_shares")
     @classmethod

@@ -8,7 +8,8 @@ The records of all stores (in the order given, each in file order) pass through,
 
 1. kept: only records whose verdict says kept;
 2. convert: each into the adapter's step format ``config.steps_method`` (:func:`convert_steps`), or
-   left out as ``unconvertible``;
+   left out as ``unconvertible``; with ``require_reflection_parts``, a ReflAct-format record with a
+   reflection lacking a part is left out as ``incomplete_reflections``;
 3. dedupe: a later episode of a task with the same actions and near-identical thoughts as an earlier
    one is dropped (``dedupe_similarity``);
 4. cap: at most ``max_per_task`` episodes per task, the first ones;
@@ -50,6 +51,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
 
+from actune.agent.reflection_parts import reflection_part_problems
 from actune.agent.render import (
     COT_PREFIX,
     USER_STEP_TYPES,
@@ -240,6 +242,8 @@ class MethodCounts:
     """Near-duplicates of an earlier episode of the same task."""
     capped: int = 0
     """Over ``max_per_task``."""
+    incomplete_reflections: int = 0
+    """ReflAct-format records with a reflection lacking a part, left out by ``require_reflection_parts``."""
     shares: int = 0
     """Left out by ``method_shares`` (a method not named, or more than its share)."""
     exported: int = 0
@@ -263,7 +267,7 @@ class ExportSummary:
 
     def table(self) -> str:
         """The per-method counts as a small text table (what ``actune export`` prints)."""
-        cols = ["kept", "unconvertible", "duplicates", "capped", "shares", "exported"]
+        cols = ["kept", "unconvertible", "incomplete_reflections", "duplicates", "capped", "shares", "exported"]
         total = MethodCounts(**{c: sum(getattr(m, c) for m in self.methods.values()) for c in cols})
         rows = [[name] + [str(getattr(m, c)) for c in cols] for name, m in [*self.methods.items(), ("total", total)]]
         head = ["method"] + cols
@@ -432,6 +436,8 @@ def export_rows(
             raise ExportError(f"{where}: {e}") from None
         if converted is None:
             counts(t.method).unconvertible += 1
+        elif cfg.require_reflection_parts and reflection_part_problems(converted):
+            counts(t.method).incomplete_reflections += 1
         else:
             items.append(_Item(converted, p, line))
     if not items:

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from actune.agent.reflection_parts import reflection_part_problems
 from actune.atomic_write import atomic_write_text
 from actune.judge import verdict_of
 from actune.trajectory import read_trajectories
@@ -36,6 +37,7 @@ def summarize(store: str | Path, *, tasks: int, attempts_per_task: int, target_c
     run_ids: list[str] = []
     tasks_kept: set[str] = set()
     tasks_seen: set[str] = set()
+    incomplete = 0  # kept ReflAct episodes with a reflection lacking a part (actune.judge)
     if store.exists():
         for traj in read_trajectories(store):
             v = verdict_of(traj)
@@ -50,6 +52,7 @@ def summarize(store: str | Path, *, tasks: int, attempts_per_task: int, target_c
             tasks_seen.add(traj.task.id)
             if v and v.kept:
                 tasks_kept.add(traj.task.id)
+                incomplete += bool(reflection_part_problems(traj))
             if traj.run_id not in run_ids:
                 run_ids.append(traj.run_id)
     return {
@@ -68,6 +71,7 @@ def summarize(store: str | Path, *, tasks: int, attempts_per_task: int, target_c
         # store-wide like every count here: a run over a subset (tasks.where) resumes a store that holds
         # other runs' tasks too, so ``tasks`` (this run's task set) is no denominator for tasks_with_kept
         "tasks_in_store": len(tasks_seen),
+        "kept_with_incomplete_reflections": incomplete,
         "by_kind": dict(sorted(by_kind.items())),
         "finish_reasons": dict(sorted(finish.items())),
     }
@@ -96,4 +100,8 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines.append(f"target {summary['target_correct']} kept: {state}; {summary['tasks_with_kept']} of "
                  f"{summary['tasks_in_store']} tasks in the store have a kept episode (this run: "
                  f"{summary['tasks']} tasks); store {summary['store']}")
+    if summary.get("kept_with_incomplete_reflections"):
+        lines.append(f"{summary['kept_with_incomplete_reflections']} kept ReflAct episodes have a reflection "
+                     "lacking a part (current state, latest discovery, goal relation); "
+                     "export.require_reflection_parts=true leaves them out of a ReflAct-format export")
     return "\n".join(lines)

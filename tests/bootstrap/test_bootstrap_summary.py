@@ -39,6 +39,7 @@ def test_summary_counts_per_kind(tmp_path: Path) -> None:
     assert (s["episodes"], s["correct"], s["grounded"], s["kept"], s["keep_rate"]) == (8, 6, 4, 4, 0.5)
     assert (s["tasks_with_kept"], s["target_reached"], s["run_ids"]) == (2, False, ["r1"])
     assert s["finish_reasons"] == {"answered": 8}
+    assert s["kept_with_incomplete_reflections"] == 0 and "lacking a part" not in format_summary(s)
     out = write_summary(s, tmp_path / "store" / "summary.json")
     assert json.loads(out.read_text()) == s
 
@@ -51,3 +52,22 @@ def test_summary_of_a_subset_run_counts_tasks_over_the_whole_store(tmp_path: Pat
     s = summarize(path, tasks=1, attempts_per_task=2, target_correct=100, run_id="r2")
     assert (s["tasks"], s["tasks_in_store"], s["tasks_with_kept"]) == (1, 4, 2)
     assert "; 2 of 4 tasks in the store have a kept episode (this run: 1 tasks); " in format_summary(s)
+
+
+def test_summary_counts_kept_reflact_episodes_whose_reflections_lack_a_part(tmp_path: Path) -> None:
+    from actune.judge import judge, record_verdict
+    from actune.trajectory import Step, TaskRecord, Trajectory, write_trajectories
+
+    def episode(task_id: str, reflection: str) -> Trajectory:
+        t = Trajectory(task=TaskRecord(task_id, "Who makes the Walkman?", "Sony"), method="reflact",
+                       steps=[Step("reflection", reflection, 1),
+                              Step("answer", "FINAL ANSWER: Sony", 1, action_name="finish", action_arg="Sony")],
+                       prediction="Sony", correct=True, episode_id=task_id)
+        return record_verdict(t, judge(t, require_grounded=False))
+
+    whole = "Current state: Sony makes it. Latest discovery: the maker. Goal relation: the answer."
+    path = tmp_path / "trajectories.jsonl"
+    write_trajectories(path, [episode("t1", "Current state: Sony makes it."), episode("t2", whole)])
+    s = summarize(path, tasks=2, attempts_per_task=1, target_correct=100)
+    assert (s["kept"], s["kept_with_incomplete_reflections"]) == (2, 1)
+    assert format_summary(s).splitlines()[-1].startswith("1 kept ReflAct episodes have a reflection lacking a part")

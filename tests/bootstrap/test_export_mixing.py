@@ -23,7 +23,7 @@ from actune.bootstrap.export import (
 )
 from actune.cli import stages
 from actune.cli.stages import QUALIFY
-from actune.judge import judge, record_verdict
+from actune.judge import judge, record_verdict, verdict_of
 from actune.trajectory import Step, TaskRecord, Trajectory, TrajectoryFormatError, write_trajectories
 
 ACTIONS = "(1) search[entity]\n(2) finish[answer]"
@@ -237,7 +237,7 @@ def test_two_stores_exported_together(tmp_path):
                               "Thought 1: Liège is in Belgium.\nAction 1: finish[Belgium]\n")
     assert [(s["text"], s["train"]) for s in got[3]["segments"][1:]] == [
         ("Thought 1: Liège is in Belgium.\n", True), ("Action 1: finish[Belgium]\n", True)]
-    zero = {"unconvertible": 0, "duplicates": 0, "capped": 0, "shares": 0}
+    zero = {"unconvertible": 0, "incomplete_reflections": 0, "duplicates": 0, "capped": 0, "shares": 0}
     expected = {"steps_method": "react", "wire": "text", "stores": [str(react_store), str(cot_store)],
                 "methods": {"react": {"kept": 2, **zero, "exported": 2}, "cot": {"kept": 2, **zero, "exported": 2}},
                 "exported": 4, "tasks": 3}
@@ -299,8 +299,8 @@ def test_export_command_mixes_the_configured_stores(tmp_path, capsys):
     assert run_cli(["export", str(cfg), "max_per_task=1"]) == 0
     out = capsys.readouterr().out
     assert "exported 3 kept trajectories (text) in react steps" in out
-    assert "react      2              0           0       0       0         2" in out
-    assert "cot        2              0           0       1       0         1" in out
+    assert "react 2 0 0 0 0 0 2" in " ".join(out.split())  # kept, unconvertible, incomplete, dup, cap, shares, exported
+    assert "cot 2 0 0 0 1 0 1" in " ".join(out.split())
     assert "tasks covered: 3" in out
     assert json.loads((tmp_path / "ds" / SUMMARY_FILE).read_text())["exported"] == 3
     # every record of a ReAct store is unconvertible into ReflAct steps, the CoT ones are not
@@ -311,3 +311,32 @@ def test_export_command_mixes_the_configured_stores(tmp_path, capsys):
 def test_short_overrides_name_the_export_section():
     assert QUALIFY["export"](["steps_method=reflact", "max_per_task=3", "store=a", "name=x"]) == \
         ["bootstrap.export.steps_method=reflact", "bootstrap.export.max_per_task=3", "bootstrap.store=a", "name=x"]
+
+
+def test_require_reflection_parts_leaves_out_reflact_records_lacking_a_part(tmp_path):
+    whole = make("t2", "reflact", [
+        Step("reflection", "Current state: nothing is known. Latest discovery: none yet. Goal relation: I need "
+             "the maker, so I read the page.", 1),
+        Step("action", "search[Walkman]", 1, action_name="search", action_arg="Walkman"),
+        Step("observation", "Walkman is made by Sony.", 1),
+        Step("reflection", "Current state: the Walkman is made by Sony. Latest discovery: the maker is Sony. "
+             "Goal relation: that is the answer.", 2),
+        Step("answer", "FINAL ANSWER: Sony", 2, action_name="finish", action_arg="Sony")])
+    partial = reflact("t1")  # reflections without their labelled parts
+    assert verdict_of(whole).reflection_problems == []
+    assert verdict_of(partial).reflection_problems == [
+        "steps[0]: reflection 1 lacks current state, latest discovery, goal relation",
+        "steps[3]: reflection 2 lacks current state, latest discovery, goal relation"]
+    assert verdict_of(partial).kept  # noted, not held against kept
+    s = store(tmp_path / "s.jsonl", [partial, whole])
+    assert export_dataset(s, tmp_path / "ds", config=ExportConfig(steps_method="reflact")).exported == 2
+    summary = export_dataset(s, tmp_path / "ds", config=ExportConfig(steps_method="reflact",
+                                                                     require_reflection_parts=True))
+    assert [r["task_id"] for r in rows(tmp_path / "ds")] == ["t2"]
+    assert (summary.methods["reflact"].incomplete_reflections, summary.exported) == (1, 1)
+    assert "incomplete_reflections" in summary.table()
+    # a ReAct-format adapter gets reflections as thoughts: the parts do not apply
+    r = store(tmp_path / "r.jsonl", [react("t3")])  # a ReAct record of the env brings its instruction
+    summary = export_dataset([s, r], tmp_path / "ds", config=ExportConfig(steps_method="react",
+                                                                          require_reflection_parts=True))
+    assert (summary.methods["reflact"].incomplete_reflections, summary.exported) == (0, 3)
