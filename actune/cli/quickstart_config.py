@@ -31,7 +31,7 @@ __all__ = ["BootstrapPass", "QuickstartConfig", "PRESET_DIR", "PRESETS", "preset
 # configs/quickstart/ of the source tree, installed as the package actune.presets (pyproject.toml), so a
 # wheel finds its presets too
 PRESET_DIR = Path(actune.presets.__file__).resolve().parent
-PRESETS = ("smoke", "full")
+PRESETS = ("smoke", "full", "gpu")
 
 
 class BootstrapPass(StrictModel):

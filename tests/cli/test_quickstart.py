@@ -150,3 +150,11 @@ def test_report_json_is_written_with_rows(tmp_path: Path) -> None:
     assert [r["label"] for r in data["rows"]] == ["prompted", "tuned-r1"]
     assert "| tuned-r1 | 0.300 [0.200, 0.400] |" in paths["md"].read_text()
     assert paths["png"].read_bytes()[:4] == b"\x89PNG"
+
+
+def test_gpu_preset_is_the_papers_scale_on_one_gpu() -> None:
+    gpu = load_quickstart("gpu")
+    assert gpu.serve.device == "cuda" and gpu.serve.model == gpu.train.base_model == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert gpu.bootstrap.target_correct == 3000  # the ReAct paper's ~3,000 kept trajectories
+    assert gpu.world.n_train * gpu.bootstrap.attempts_per_task >= gpu.bootstrap.target_correct / 0.2 * 0.5
+    assert gpu.world.n_test >= 300 and set(gpu.methods) == {"react", "reflact"}
