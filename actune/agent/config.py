@@ -9,14 +9,18 @@ from pydantic import Field, model_validator
 
 from actune.config import StrictModel
 
-__all__ = ["AgentConfig", "Method", "METHODS", "INTERACTIVE_METHODS", "StepsMethod", "STEPS_METHODS",
-           "DEFAULT_MAX_STEPS"]
+__all__ = ["AgentConfig", "Method", "METHODS", "INTERACTIVE_METHODS", "PREFLECT_METHODS", "StepsMethod",
+           "STEPS_METHODS", "DEFAULT_MAX_STEPS"]
 
 # The one list of agent methods: every other module (prompt spec, CLI, bootstrap, judge) takes it from
 # here, and actune.agent.methods.METHOD_RUNNERS runs exactly these (tests/agent/test_method_lists.py).
-Method = Literal["standard", "cot", "cot_sc", "act", "react", "reflact", "react_cotsc", "cotsc_react", "preflect"]
+Method = Literal["standard", "cot", "cot_sc", "act", "react", "reflact", "react_cotsc", "cotsc_react", "preflect",
+                 "preflect_reflact"]
 METHODS: tuple[str, ...] = get_args(Method)
 INTERACTIVE_METHODS = ("act", "react", "reflact")
+#: PreFlect's plan-critique-act loop, acting with ReAct's thoughts or with ReflAct's reflections; every
+#: ``preflect_*`` setting applies to both.
+PREFLECT_METHODS = ("preflect", "preflect_reflact")
 
 #: The loop formats an adapter can be trained in: exported records are converted into one of these.
 StepsMethod = Literal["react", "reflact"]
@@ -44,7 +48,9 @@ class AgentConfig(StrictModel):
     """Prompting method. Hybrids: ``react_cotsc`` backs off to CoT-SC when ReAct gives no answer
     within its budget; ``cotsc_react`` backs off to ReAct when the CoT-SC majority has < n/2 votes.
     ``preflect``: plan, critique of the plan against a catalog of planning errors (revised on FAIL),
-    then ReAct steps that may call ``re_plan[reason]``."""
+    then ReAct steps that may call ``re_plan[reason]``. ``preflect_reflact``: the same plan, critique and
+    re-planning, but each step is a ReflAct reflection (current state, latest discovery, goal relation) and
+    the answer a ``FINAL ANSWER:``."""
     regime: Literal["few_shot", "zero_shot"] = "few_shot"
     """few_shot: exemplar trajectories in the prompt; zero_shot: instruction and question only
     (what a fine-tuned model sees)."""
@@ -106,8 +112,10 @@ class AgentConfig(StrictModel):
     """Truncate longer observations to about this many tokens (approximated as 4 characters per
     token unless a tokenizer-based counter is passed to the loop)."""
     early_exit: bool = False
-    """LLARS adaptive iteration: after an observation whose ``info['retrieval_score']`` reaches
-    ``early_exit_threshold``, ask for the final answer at once."""
+    """LLARS adaptive iteration: right after an observation whose ``info['retrieval_score']`` reaches
+    ``early_exit_threshold``, ask for the final answer (even after the budget's last step, where the episode
+    would otherwise end unanswered). The wiki envs score how far the pages read bear on the question
+    (``actune.envs.goal_confidence``), not whether a page was found."""
     early_exit_threshold: float = Field(0.9, ge=0, le=1)
     """Retrieval confidence (0..1) that triggers the early exit."""
     preflect_catalog: Path | None = None
@@ -136,7 +144,7 @@ class AgentConfig(StrictModel):
         return {"fever": ["\nClaim:"], "alfworld": []}.get(env_name, ["\nQuestion:"])
 
     def step_budget(self, env_name: str) -> int:
-        if self.method == "preflect" and self.preflect_episode_steps is not None:
+        if self.method in PREFLECT_METHODS and self.preflect_episode_steps is not None:
             return self.preflect_episode_steps
         base = self.episode_steps if self.episode_steps is not None else DEFAULT_MAX_STEPS.get(env_name, 7)
         return min(base + 2, 10) if self.multihop else base

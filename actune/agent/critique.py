@@ -57,8 +57,9 @@ class Critique:
         for e in found:
             parts.append(f"{_sentence(e.name.capitalize())} {_sentence(e.description)} "
                          f"Avoid: {_sentence(e.failure_pattern)} Instead: {_sentence(e.success_pattern)}")
-        if not found:  # nothing the catalog knows: its success patterns are the only guidance there is
-            parts.append("Revise: " + " ".join(_sentence(e.success_pattern) for e in catalog.errors))
+        if not found:  # nothing the catalog knows: every entry's patterns, what to avoid and what to do instead
+            parts.append("Revise: " + " ".join(f"Avoid: {_sentence(e.failure_pattern)} "
+                                               f"Instead: {_sentence(e.success_pattern)}" for e in catalog.errors))
         return " ".join(p for p in parts if p)
 
     def to_meta(self) -> dict[str, Any]:

@@ -45,9 +45,10 @@ def missing_reflection_parts(reflection: str) -> list[str]:
 
 
 def reflection_part_problems(traj: Trajectory) -> list[str]:
-    """For a ReflAct trajectory, one line per reflection step that lacks parts ([] when every one has all
-    three, and for trajectories of other methods), e.g. ``steps[3]: reflection 2 lacks latest discovery``."""
-    if steps_method(traj) != "reflact":
+    """For a ReflAct trajectory (or PreFlect's with ReflAct steps), one line per reflection step that lacks
+    parts ([] when every one has all three, and for trajectories of other methods), e.g. ``steps[3]:
+    reflection 2 lacks latest discovery``."""
+    if steps_method(traj) not in ("reflact", "preflect_reflact"):
         return []
     problems = []
     for k, s in enumerate(traj.steps):

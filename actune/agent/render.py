@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from actune.agent.config import PREFLECT_METHODS
 from actune.agent.exemplars import (
     EVERY_STEP,
     SPARSE_THINK,
@@ -39,6 +40,7 @@ __all__ = [
     "question_line",
     "COT_PREFIX",
     "REPLAN_ACTION",
+    "REFLECTION_FORMATS",
     "USER_STEP_TYPES",
     "trajectory_prompt_context",
 ]
@@ -50,6 +52,9 @@ COT_PREFIX = "Let's think step by step."
 #: Steps that come from outside the agent: chat user turns, never trained on (a critique is the
 #: reflector's answer, not the agent's).
 USER_STEP_TYPES = ("observation", "critique")
+
+#: Step formats whose steps are ReflAct reflections and whose answer is ``FINAL ANSWER: ...``.
+REFLECTION_FORMATS = ("reflact", "preflect_reflact")
 
 #: PreFlect's extra action, named in its instruction.
 REPLAN_ACTION = "re_plan"
@@ -111,20 +116,29 @@ def instruction_for(method: str, env: str, actions: str, style: str = EVERY_STEP
         return (f"{task}. First write a Plan: the steps that will solve it with the actions below. Then "
                 "follow it with interleaving Thought, Action, Observation steps. Thought can reason about the "
                 f"current situation, and Action can be one of:\n{actions}\n{REPLAN_ACTION_DOC}")
+    if method == "preflect_reflact":
+        return (f"{task}. First write a Plan: the steps that will solve it with the actions below. Then "
+                f"follow it with interleaving Reflection, Action, Observation steps. {_REFLECTION_PARTS_DOC} "
+                f"Action can be one of:\n{actions}\n{REPLAN_ACTION_DOC}\n{_REFLECTION_ANSWER_DOC}")
     if method == "reflact":
-        return (f"{task} with interleaving Reflection, Action, Observation steps. Each Reflection states "
-                "(1) the current state: what is known so far, (2) the latest discovery: what the last "
-                "observation added, (3) the relation to the goal: how close the answer is and what is "
-                f"still missing. Action can be one of:\n{actions}\n"
-                "When the goal is reached, write a Reflection saying so, then FINAL ANSWER: <answer>.")
+        return (f"{task} with interleaving Reflection, Action, Observation steps. {_REFLECTION_PARTS_DOC} "
+                f"Action can be one of:\n{actions}\n{_REFLECTION_ANSWER_DOC}")
     if method == "cot":
         return f"{task}. Think step by step, then give the answer on a line starting with 'Answer:'.{fever_hint}"
     return f"{task}. Give the answer on a line starting with 'Answer:'.{fever_hint}"
 
 
+_REFLECTION_PARTS_DOC = ("Each Reflection states (1) the current state: what is known so far, (2) the latest "
+                         "discovery: what the last observation added, (3) the relation to the goal: how close the "
+                         "answer is and what is still missing.")
+_REFLECTION_ANSWER_DOC = "When the goal is reached, write a Reflection saying so, then FINAL ANSWER: <answer>."
+
+
 def step_label(method: str) -> str | None:
-    """The label a generated step starts with: Thought (ReAct), Reflection (ReflAct), none (Act)."""
-    return {"react": "Thought", "reflact": "Reflection", "preflect": "Thought"}.get(method)
+    """The label a generated step starts with: Thought (ReAct, PreFlect), Reflection (ReflAct, PreFlect with
+    ReflAct steps), none (Act)."""
+    return {"react": "Thought", "reflact": "Reflection", "preflect": "Thought",
+            "preflect_reflact": "Reflection"}.get(method)
 
 
 def _is_finish(action: str, finish_action: str | None) -> str | None:
@@ -147,7 +161,7 @@ def render_exemplar(ex: Exemplar, method: str, env: str, finish_action: str | No
                     style: str = EVERY_STEP) -> str:
     """One exemplar in ``method``'s text format (ends with a newline); ``style`` is its set's."""
     lines = [question_line(env, ex.question, ex.initial_observation)]
-    if method == "preflect":
+    if method in PREFLECT_METHODS:
         lines += [f"Plan 1: {exemplar_plan(ex, finish_action)}", "Critique 1: PASS"]
     if method == "standard":
         lines.append(f"Answer: {ex.answer}")
@@ -159,9 +173,9 @@ def render_exemplar(ex: Exemplar, method: str, env: str, finish_action: str | No
             answer = _is_finish(s.action, finish_action)
             if method in ("react", "preflect") and style != SPARSE_THINK:
                 lines.append(f"Thought {i}: {s.thought}")
-            elif method == "reflact":
+            elif method in REFLECTION_FORMATS:
                 lines.append(f"Reflection {i}: {s.reflection or s.thought}")
-            if method == "reflact" and answer is not None:
+            if method in REFLECTION_FORMATS and answer is not None:
                 lines.append(f"FINAL ANSWER: {answer}")
                 break
             lines.append(f"Action {i}: {s.action}")
@@ -259,7 +273,7 @@ def _head_text(ctx: PromptContext) -> str:
 def _answer_line(ctx: PromptContext, s: Step) -> str:
     if ctx.method in ("standard", "cot"):
         return f"Answer: {s.action_arg or ''}"
-    if ctx.method == "reflact":
+    if ctx.method in REFLECTION_FORMATS:
         return f"FINAL ANSWER: {s.action_arg or ''}"
     if _is_finish(s.text, ctx.finish_action) is not None:
         text = s.text

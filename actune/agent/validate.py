@@ -8,7 +8,7 @@ from actune.trajectory import Trajectory
 __all__ = ["step_order_problems", "steps_method"]
 
 _BASE = {"standard": "standard", "cot": "cot", "cot_sc": "cot", "act": "act", "react": "react",
-         "reflact": "reflact", "preflect": "preflect"}
+         "reflact": "reflact", "preflect": "preflect", "preflect_reflact": "preflect_reflact"}
 REPLAN_ACTION = "re_plan"  # actune.agent.render.REPLAN_ACTION, kept import-free here
 
 
@@ -29,8 +29,8 @@ def step_order_problems(traj: Trajectory) -> list[str]:
     if method == "standard":
         if kinds not in ([], ["answer"]):
             problems.append(f"standard: expected [answer], got {kinds}")
-    elif method == "preflect":
-        problems.extend(_preflect_problems(traj.steps))
+    elif method in ("preflect", "preflect_reflact"):
+        problems.extend(_preflect_problems(traj.steps, "reflection" if method == "preflect_reflact" else "thought"))
     elif method == "cot":
         if kinds not in ([], ["thought"], ["thought", "answer"]):
             problems.append(f"cot: expected [thought, answer], got {kinds}")
@@ -73,10 +73,11 @@ def step_order_problems(traj: Trajectory) -> list[str]:
     return problems
 
 
-def _preflect_problems(steps: list) -> list[str]:
+def _preflect_problems(steps: list, reason_type: str = "thought") -> list[str]:
     """PreFlect: a planning block (plan, then critique and revised plan pairs, maybe a last critique)
     opens step 1, may open any later step (forced re-plan) and follows a ``re_plan`` action; otherwise
-    the ReAct order (thought, action, observation | answer). An episode may end anywhere (overflow)."""
+    the ReAct order (``reason_type``: thought, or ReflAct's reflection; action, observation | answer). An
+    episode may end anywhere (overflow)."""
     problems: list[str] = []
     n = len(steps)
     pos = 0
@@ -109,13 +110,13 @@ def _preflect_problems(steps: list) -> list[str]:
             continue
         if s.iteration != expected:
             problems.append(f"steps[{pos}]: iteration {s.iteration}, expected {expected}")
-        if s.type == "thought":
+        if s.type == reason_type:
             pos += 1
             if pos == n:
                 break
             s = steps[pos]
         elif not (s.type == "answer" and s.meta.get("early_exit")):
-            problems.append(f"steps[{pos}]: expected thought, got {s.type}")
+            problems.append(f"steps[{pos}]: expected {reason_type}, got {s.type}")
         if s.type == "answer":
             if pos != n - 1:
                 problems.append(f"steps[{pos}]: answer before the end")

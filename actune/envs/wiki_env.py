@@ -7,9 +7,10 @@
   prefixed ``(Result i / n)``; ``No more results.`` when they run out. A new keyword restarts.
 - ``finish[answer]``: ends the episode, ``info["answer"]`` holds the answer.
 
-``StepResult.info``: ``titles`` (pages read by this step), ``retrieval_score`` (``search`` only:
-1.0 when a page was opened, else the best similar title's normalised BM25 score, 0..1, or 0.0 when
-nothing matched), ``similar`` (the titles listed), ``answer`` (finish).
+``StepResult.info``: ``titles`` (pages read by this step), ``retrieval_score`` (0..1, for LLARS' adaptive
+early exit: on a page opened or a sentence looked up, how far the pages read so far bear on the question,
+see :mod:`actune.envs.goal_confidence`; 0.0 when a search opened no page: a list of similar titles answers
+nothing), ``similar`` (the titles listed), ``answer`` (finish).
 The text follows the paper's ``wikienv.py`` so prompts written for it read the same.
 """
 
@@ -22,6 +23,7 @@ from typing import Protocol
 from actune.envs.base import Action, StepResult
 from actune.envs.config import EnvConfig
 from actune.envs.corpus import WikiPage
+from actune.envs.goal_confidence import GoalEvidence
 from actune.envs.observation import page_result
 from actune.task import Task
 
@@ -57,6 +59,7 @@ class WikiEnv:
         self.lookup_hits: list[str] = []
         self.lookup_next = 0
         self.answer: str | None = None
+        self.evidence = GoalEvidence(task.question)
         return ""
 
     def describe_actions(self) -> str:
@@ -90,11 +93,9 @@ class WikiEnv:
             self.page = page
             self.lookup_keyword, self.lookup_hits, self.lookup_next = None, [], 0
             obs = " ".join(page.sentences[: self.page_sentences]) or f"The page {page.title} has no text."
-            return self._result(obs, titles=[page.title], retrieval_score=1.0)
-        similar = self.backend.search(entity, self.similar_titles)
-        titles = [t for t, _ in similar]
-        score = max((s for _, s in similar), default=0.0)
-        return self._result(f"Could not find {entity}. Similar: {titles}.", retrieval_score=score, similar=titles)
+            return self._result(obs, titles=[page.title], retrieval_score=self.evidence.score(obs, page.title))
+        titles = [t for t, _ in self.backend.search(entity, self.similar_titles)]
+        return self._result(f"Could not find {entity}. Similar: {titles}.", retrieval_score=0.0, similar=titles)
 
     def _lookup(self, keyword: str) -> StepResult:
         if not keyword:
@@ -111,7 +112,8 @@ class WikiEnv:
         i = self.lookup_next
         self.lookup_next += 1
         obs = f"(Result {i + 1} / {len(self.lookup_hits)}) {self.lookup_hits[i]}"
-        return self._result(obs, titles=[self.page.title])
+        return self._result(obs, titles=[self.page.title],
+                            retrieval_score=self.evidence.score(self.lookup_hits[i], self.page.title))
 
     def _finish(self, answer: str) -> StepResult:
         if not answer:

@@ -2,7 +2,8 @@
 
 ``ScriptedLLM`` returns fixed texts in order (or raises the exceptions it is given) and records
 every request, so tests can check exactly what the loop sent. ``FakeEnvironment`` is a four-page
-encyclopedia with the ReAct paper's search/lookup/finish actions.
+encyclopedia with the ReAct paper's search/lookup/finish actions; ``FakeWikiBackend`` serves the same
+pages to the real ``WikiEnv``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from actune.envs.base import Action, StepResult
+from actune.envs.corpus import WikiPage
 from actune.llm import Completion, Sampling, Usage
 from actune.task import Task
 
@@ -99,6 +101,17 @@ class FakeEnvironment:
         return ("(1) search[entity], which returns the first paragraph of the entity's page.\n"
                 "(2) lookup[keyword], which returns the next sentence containing the keyword.\n"
                 "(3) finish[answer], which returns the answer and finishes the task.")
+
+
+class FakeWikiBackend:
+    """The same four pages as a backend of the real ``WikiEnv`` (one sentence each), for tests of what the
+    env computes (its goal confidence) inside the loop. A miss lists the titles with score 0.5."""
+
+    def find_page(self, entity: str) -> WikiPage | None:
+        return WikiPage(entity, [PAGES[entity]]) if entity in PAGES else None
+
+    def search(self, query: str, k: int = 5) -> list[tuple[str, float]]:
+        return [(t, 0.5) for t in sorted(PAGES)[:k]]
 
 
 def exact_match_scorer(task: Task, prediction: str | None, info: dict) -> tuple[bool, dict[str, float]]:

@@ -357,3 +357,11 @@ def test_forced_re_plans_stop_after_the_configured_windows():
     assert [(s.iteration, s.meta) for s in traj.steps if s.type == "plan"] == [(1, {"initial": True}),
                                                                                (2, {"forced": True})]
     assert traj.finish_reason == "max_steps" and step_order_problems(traj) == []
+
+
+def test_a_fail_naming_no_catalog_error_revises_with_every_entrys_failure_and_success_pattern():
+    fail = 'It guesses.", "verdict": "FAIL", "errors": ["made up"]}'
+    traj, llm, _ = run(cfg(), [PLAN, fail, " revised"] + SOLVE)
+    patterns = " ".join(f"Avoid: {e.failure_pattern} Instead: {e.success_pattern}" for e in CATALOG.errors)
+    assert traj.steps[1].text == f"FAIL (made up). It guesses. Revise: {patterns}"
+    assert llm.calls[2].prompt.endswith(f"Critique 1: FAIL (made up). It guesses. Revise: {patterns}\nPlan 1:")

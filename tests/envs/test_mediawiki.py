@@ -44,7 +44,8 @@ def test_env_over_the_api_like_the_paper(server: FakeMediaWikiServer, tmp_path: 
     assert r.observation == ("Scott Derrickson (born July 16, 1966) is an American director, screenwriter and "
                              "producer. He lives in Los Angeles, California. Derrickson directed Sinister in 2012. "
                              "He directed Doctor Strange in 2016. Another film followed.")
-    assert r.info["titles"] == ["Scott Derrickson"] and r.info["retrieval_score"] == 1.0
+    # the question "q" has no content word, so no page bears on it
+    assert r.info["titles"] == ["Scott Derrickson"] and r.info["retrieval_score"] == 0.0
     sent = server.requests[-1]
     assert sent["action"] == "query" and sent["titles"] == "Scott Derrickson"
     assert sent["prop"] == "extracts|pageprops" and sent["explaintext"] == "1" and sent["formatversion"] == "2"

@@ -27,9 +27,10 @@ METHOD_RUNNERS: dict[str, Callable[[Episode], AsyncIterator[Event]]] = {
     "react_cotsc": run_react_cotsc,
     "cotsc_react": run_cotsc_react,
     "preflect": run_preflect,
+    "preflect_reflact": lambda ep: run_preflect(ep, "preflect_reflact"),
 }
 
 #: The step format each method's prompt head uses.
 BASE_METHOD = {"standard": "standard", "cot": "cot", "cot_sc": "cot", "act": "act", "react": "react",
                "reflact": "reflact", "react_cotsc": "react", "cotsc_react": "cot",
-               "preflect": "preflect"}
+               "preflect": "preflect", "preflect_reflact": "preflect_reflact"}

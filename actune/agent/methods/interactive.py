@@ -13,10 +13,11 @@ from typing import AsyncIterator, Callable
 from actune.agent.episode import Episode, Event, approx_tokens, truncate_observation
 from actune.agent.exemplars import SPARSE_THINK
 from actune.agent.parser import ParsedStep, parse_step
+from actune.agent.render import REFLECTION_FORMATS
 from actune.envs.base import Action
 from actune.trajectory import Step
 
-__all__ = ["run_interactive"]
+__all__ = ["run_interactive", "final_answer_now"]
 
 _LEAD_ACTION = re.compile(r"^\s*action\s*\d*\s*:\s*", re.IGNORECASE)
 
@@ -38,7 +39,7 @@ def _parse(ep: Episode, method: str, text: str, i: int) -> ParsedStep:
         text = f"Action {i}: " + _LEAD_ACTION.sub("", text, count=1)
     # ReflAct writes LLARS' labels, whose FINAL ANSWER runs to the next label (a cited, multi-line answer).
     return parse_step(text, tuple(env.action_names) or None, env.finish_action, free_text=free,
-                      answer_to_label=method == "reflact")
+                      answer_to_label=method in REFLECTION_FORMATS)
 
 
 # The outcomes of one parsed step, shared by every method that acts (react, reflact, act, preflect).
@@ -89,8 +90,10 @@ def action_events(ep: Episode, action: Action, action_text: str | None, i: int, 
 
 
 def observation_events(ep: Episode, action: Action, i: int) -> tuple[list[Event], bool, bool]:
-    """Step the environment and record the observation. Returns (events, episode ended, answer next:
-    the LLARS early exit after a high-confidence retrieval)."""
+    """Step the environment and record the observation. Returns (events, episode ended, answer now: the
+    LLARS early exit after a high-confidence retrieval; the caller asks for the final answer at once, with
+    :func:`final_answer_now`, before anything else is generated, so it saves every step left, and it
+    happens on the budget's last step too)."""
     cfg, traj = ep.cfg, ep.traj
     res = ep.env_step(action)
     obs = truncate_observation(res.observation, cfg.observation_max_tokens, ep.count_tokens)
@@ -142,14 +145,9 @@ async def run_interactive(ep: Episode, method: str, budget: int | None = None) -
     stop = ["\nObservation", "\n\n"] + ([f"\n{label}"] if label else [])
     errors_in_row = 0
     seen: Counter[tuple[str, str]] = Counter()
-    force_answer = False
     traj.info.setdefault("parse_errors", 0)
     for i in range(1, budget + 1):
         yield Event("iteration", i, {"goal": traj.task.question, "max_iterations": budget})
-        if force_answer:
-            async for ev in _final_answer_now(ep, method, i):
-                yield ev
-            return
         prefix = f"{label} {i}:" if label else f"Action {i}:"
         c = await ep.generate(traj.steps, prefix, stop + (["\n"] if label is None else []), prompt=prompt)
         parsed = _parse(ep, step_format, c.text, i)
@@ -177,26 +175,30 @@ async def run_interactive(ep: Episode, method: str, budget: int | None = None) -
             return
         if outcome == "retry":
             continue
-        events, ended, force_answer = observation_events(ep, parsed.action, i)
+        events, ended, answer_now = observation_events(ep, parsed.action, i)
         for ev in events:
             yield ev
+        if answer_now:
+            async for ev in final_answer_now(ep, method, i + 1):
+                yield ev
+            return
         if ended:
             return
     yield Event("max_iterations_reached", budget, {})
     traj.finish_reason = "max_steps"
 
 
-async def _final_answer_now(ep: Episode, method: str, i: int) -> AsyncIterator[Event]:
-    """Adaptive early exit: prompt the final answer line directly and end the episode."""
+async def final_answer_now(ep: Episode, method: str, i: int) -> AsyncIterator[Event]:
+    """Adaptive early exit: prompt the final answer line (step ``i``) directly and end the episode."""
     env, traj = ep.env, ep.traj
     finish = env.finish_action or "finish"
-    prefix = "FINAL ANSWER:" if method == "reflact" else f"Action {i}: {finish}["
-    c = await ep.generate(traj.steps, prefix, ["\n"] + (["]"] if method != "reflact" else []),
-                          prompt=ep.prompt_for(method))
-    answer = c.text.split("]", 1)[0].strip() if method != "reflact" else c.text.strip()
+    labelled = method in REFLECTION_FORMATS  # FINAL ANSWER: ...; else the finish action
+    prefix = "FINAL ANSWER:" if labelled else f"Action {i}: {finish}["
+    c = await ep.generate(traj.steps, prefix, ["\n"] + ([] if labelled else ["]"]), prompt=ep.prompt_for(method))
+    answer = c.text.strip() if labelled else c.text.split("]", 1)[0].strip()
     if env.finish_action:
         ep.env_step(Action(env.finish_action, answer))
-    text = f"FINAL ANSWER: {answer}" if method == "reflact" else f"{finish}[{answer}]"
+    text = f"FINAL ANSWER: {answer}" if labelled else f"{finish}[{answer}]"
     yield ep.add(Step("answer", text, i, action_name=finish, action_arg=answer,
                       tokens=c.usage.completion_tokens, latency_s=c.latency_s, meta={"early_exit": True}))
     traj.prediction = answer

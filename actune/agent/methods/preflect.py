@@ -15,6 +15,11 @@
 
 Record order: plan, critique, [plan], then per step: [plan, critique, [plan] when forced], thought,
 action, then observation (or plan, critique, [plan] after ``re_plan``), or answer.
+
+``preflect_reflact`` is the same loop with ReflAct's step in place of ReAct's thought: a ``Reflection i:``
+on where the agent stands relative to the goal (current state, latest discovery, goal relation), recorded
+as a ``reflection`` step, and ``FINAL ANSWER: ...`` (LLARS' labels) as well as ``finish[...]`` to answer.
+Plans, critiques, revisions, re-plans and the budget are PreFlect's, from the same ``preflect_*`` settings.
 """
 
 from __future__ import annotations
@@ -25,24 +30,16 @@ from typing import AsyncIterator
 
 from actune.agent.critique import REFLECTOR_PREFILL, Critique, parse_critique, reflector_request, retry_note
 from actune.agent.episode import Episode, Event
-from actune.agent.methods.interactive import (
-    _final_answer_now,
-    dispatch_step,
-    observation_events,
-)
+from actune.agent.methods.interactive import dispatch_step, final_answer_now, observation_events
 from actune.agent.parser import ParsedStep, parse_step
 from actune.agent.planning_errors import PlanningErrorCatalog, load_catalog
-from actune.agent.render import REPLAN_ACTION, PromptContext
+from actune.agent.render import REFLECTION_FORMATS, REPLAN_ACTION, PromptContext, step_label
 from actune.trajectory import Step
 
 __all__ = ["run_preflect", "clean_plan"]
 
-METHOD = "preflect"
-# A plan ends at a blank line or where the model runs on into the acting steps.
-PLAN_STOP = ["\n\n", "\nCritique", "\nThought"]
-STEP_STOP = ["\nObservation", "\n\n", "\nThought"]
-_PLAN_CUT = re.compile(r"(?:^|\n)[ \t]*(?:thought|action|observation|critique|plan|question|claim)[ \t]*\d*[ \t]*:",
-                       re.IGNORECASE)
+_PLAN_CUT = re.compile(r"(?:^|\n)[ \t]*(?:thought|reflection|action|observation|critique|plan|question|claim)"
+                       r"[ \t]*\d*[ \t]*:", re.IGNORECASE)
 
 
 def clean_plan(text: str) -> str:
@@ -59,8 +56,10 @@ def _action_names(ep: Episode) -> tuple[str, ...] | None:
     return names + (REPLAN_ACTION,) if names else None
 
 
-def _parse(ep: Episode, text: str) -> ParsedStep:
-    return parse_step(text, _action_names(ep), ep.env.finish_action, free_text=ep.env.finish_action is None)
+def _parse(ep: Episode, method: str, text: str) -> ParsedStep:
+    # ReflAct steps use LLARS' labels, whose FINAL ANSWER runs to the next label
+    return parse_step(text, _action_names(ep), ep.env.finish_action, free_text=ep.env.finish_action is None,
+                      answer_to_label=method in REFLECTION_FORMATS)
 
 
 def _format_hint(ep: Episode, error: str | None) -> str:
@@ -94,10 +93,10 @@ async def _critique(ep: Episode, catalog: PlanningErrorCatalog, plan: str,
 
 
 async def _plan_block(ep: Episode, prompt: PromptContext, catalog: PlanningErrorCatalog, i: int,
-                      meta: dict) -> AsyncIterator[Event]:
+                      meta: dict, plan_stop: list[str]) -> AsyncIterator[Event]:
     """Write a plan at step ``i``, have it critiqued, revise it on FAIL."""
     cfg, traj = ep.cfg, ep.traj
-    c = await ep.generate(traj.steps, f"Plan {i}:", PLAN_STOP, prompt=prompt)
+    c = await ep.generate(traj.steps, f"Plan {i}:", plan_stop, prompt=prompt)
     plan = clean_plan(c.text)
     yield ep.add(Step("plan", plan, i, tokens=c.usage.completion_tokens, latency_s=c.latency_s, meta=dict(meta)))
     plans = traj.info.setdefault("preflect", {"plans": 0, "critiques": 0, "fails": 0, "revisions": 0,
@@ -122,7 +121,7 @@ async def _plan_block(ep: Episode, prompt: PromptContext, catalog: PlanningError
             return
         revisions += 1
         plans["revisions"] += 1
-        c = await ep.generate(traj.steps, f"Plan {i}:", PLAN_STOP, prompt=prompt)
+        c = await ep.generate(traj.steps, f"Plan {i}:", plan_stop, prompt=prompt)
         plan = clean_plan(c.text)
         yield ep.add(Step("plan", plan, i, tokens=c.usage.completion_tokens, latency_s=c.latency_s,
                           meta={"revision": revisions, "errors": list(crit.errors)}))
@@ -131,44 +130,47 @@ async def _plan_block(ep: Episode, prompt: PromptContext, catalog: PlanningError
             return  # the last allowed revision stands unchecked: no further turn could act on its critique
 
 
-async def run_preflect(ep: Episode) -> AsyncIterator[Event]:
+async def run_preflect(ep: Episode, method: str = "preflect") -> AsyncIterator[Event]:
+    """PreFlect acting in ``method``'s steps: ``preflect`` (ReAct thoughts) or ``preflect_reflact`` (ReflAct
+    reflections)."""
     cfg, env, traj = ep.cfg, ep.env, ep.traj
     budget = cfg.step_budget(env.name)
     catalog = load_catalog(cfg.preflect_catalog)
-    prompt = ep.prompt_for(METHOD)
+    prompt = ep.prompt_for(method)
+    label = step_label(method)  # Thought | Reflection
+    reflects = method in REFLECTION_FORMATS
+    # A plan ends at a blank line or where the model runs on into the acting steps.
+    plan_stop = ["\n\n", "\nCritique", f"\n{label}"]
+    step_stop = ["\nObservation", "\n\n", f"\n{label}"]
     every = cfg.preflect_force_replan_every
     last_forced = every * cfg.preflect_force_replan_windows
     errors_in_row = 0
     seen: Counter[tuple[str, str]] = Counter()
-    force_answer = False
     last_replan = 0  # the step of the latest re-plan (0: none yet; the first plan is not a re-plan)
     traj.info.setdefault("parse_errors", 0)
     for i in range(1, budget + 1):
         yield Event("iteration", i, {"goal": traj.task.question, "max_iterations": budget})
         if i == 1:
-            async for ev in _plan_block(ep, prompt, catalog, i, {"initial": True}):
+            async for ev in _plan_block(ep, prompt, catalog, i, {"initial": True}, plan_stop):
                 yield ev
         elif every and i % every == 0 and i <= last_forced and last_replan <= i - every:
             yield Event("re_plan", i, {"reason": "scheduled", "forced": True})
-            async for ev in _plan_block(ep, prompt, catalog, i, {"forced": True}):
+            async for ev in _plan_block(ep, prompt, catalog, i, {"forced": True}, plan_stop):
                 yield ev
             last_replan = i
             traj.info["preflect"]["forced_re_plans"] += 1
-        if force_answer:
-            async for ev in _final_answer_now(ep, METHOD, i):
-                yield ev
-            return
-        c = await ep.generate(traj.steps, f"Thought {i}:", STEP_STOP, prompt=prompt)
-        parsed = _parse(ep, c.text)
-        if parsed.action_text is None:
+        c = await ep.generate(traj.steps, f"{label} {i}:", step_stop, prompt=prompt)
+        parsed = _parse(ep, method, c.text)
+        if parsed.action_text is None and not reflects:
             parsed.thought = parsed.thought.strip().split("\n", 1)[0].strip()  # as ReAct: first line only
-        yield ep.add(Step("thought", parsed.thought, i, tokens=c.usage.completion_tokens, latency_s=c.latency_s))
+        yield ep.add(Step("reflection" if reflects else "thought", parsed.thought, i,
+                          tokens=c.usage.completion_tokens, latency_s=c.latency_s))
         tokens, latency = 0, 0.0
         meta: dict = {}
         if parsed.action_text is None and cfg.reprompt_action:
             yield Event("reprompt", i, {"prefix": f"Action {i}:"})
             c2 = await ep.generate(traj.steps, f"Action {i}:", ["\n"], prompt=prompt)
-            parsed2 = _parse(ep, f"Action {i}: " + c2.text)
+            parsed2 = _parse(ep, method, f"Action {i}: " + c2.text)
             parsed = ParsedStep(parsed.thought, parsed2.action_text, parsed2.action, parsed2.answer, parsed2.error)
             tokens, latency = c2.usage.completion_tokens, c2.latency_s
             meta = {"reprompted": True}
@@ -183,14 +185,18 @@ async def run_preflect(ep: Episode) -> AsyncIterator[Event]:
         action = parsed.action
         if action.name == REPLAN_ACTION:
             yield Event("re_plan", i, {"reason": action.argument, "forced": False})
-            async for ev in _plan_block(ep, prompt, catalog, i, {"reason": action.argument}):
+            async for ev in _plan_block(ep, prompt, catalog, i, {"reason": action.argument}, plan_stop):
                 yield ev
             last_replan = i
             traj.info["preflect"]["re_plans"] += 1
             continue
-        events, ended, force_answer = observation_events(ep, action, i)
+        events, ended, answer_now = observation_events(ep, action, i)
         for ev in events:
             yield ev
+        if answer_now:  # before a forced re-plan could spend calls on a step that will not come
+            async for ev in final_answer_now(ep, method, i + 1):
+                yield ev
+            return
         if ended:
             return
     yield Event("max_iterations_reached", budget, {})
