@@ -15,7 +15,7 @@ from actune.tasks.config import TaskConfig
 #: Methods whose records can never be in a ReAct or ReflAct step format (Act has no thoughts, PreFlect
 #: plans and re-plans); the hybrids are decided per record, from the phase that answered.
 NEVER_CONVERTIBLE: dict[StepsMethod, tuple[Method, ...]] = {
-    "react": ("act", "preflect"), "reflact": ("act", "preflect", "react")}
+    "react": ("act", "preflect", "preflect_reflact"), "reflact": ("act", "preflect", "preflect_reflact", "react")}
 
 
 class ExportConfig(StrictModel):

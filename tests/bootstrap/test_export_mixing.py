@@ -276,6 +276,9 @@ def test_export_config_validation_names_the_key():
         ExportConfig(method_shares={"cot": 0})
     with pytest.raises(ValidationError, match=r"method_shares\.react: react records cannot be converted"):
         ExportConfig(steps_method="reflact", method_shares={"react": 1.0})
+    for steps in ("react", "reflact"):  # plans and critiques have no place in either step format
+        with pytest.raises(ValidationError, match=r"method_shares\.preflect_reflact: preflect_reflact records"):
+            ExportConfig(steps_method=steps, method_shares={"preflect_reflact": 1.0})
     with pytest.raises(ValidationError, match="max_per_task"):
         ExportConfig(max_per_task=0)
     assert BootstrapConfig().export == ExportConfig()
