@@ -20,6 +20,13 @@ names the environment variable, never the key; :func:`read_api_key` reads it (a 
 :class:`actune.config.ConfigError` naming the option and the variable), and no error message, log line or repr
 shows the key. 429 and 408 are retried, waiting at least what ``Retry-After`` asks.
 
+Streaming: ``complete(..., on_delta=print)`` (and ``chat``) sends ``stream: true`` with ``stream_options:
+{include_usage: true}`` and calls ``on_delta(text)`` with each piece of text as the server-sent events arrive; it
+returns the same Completion as the plain call (text, finish_reason, usage from the final chunk, token logprobs;
+``raw`` is the answer assembled from the chunks). ``stream=True`` streams without a callback. Errors before the
+first piece of text are retried like any request; after it the request is not retried (the caller has shown
+the text): a stream that breaks off (connection lost, an error event, no ``[DONE]``) is a :class:`ServerError`.
+
 ``model=`` on complete/chat overrides ClientConfig.model for one request (a LoRA adapter name, say);
 ``extra_body=`` adds server-specific request fields (vLLM's continue_final_message, ...).
 ``client.usage`` sums token usage over the client's life; ``Usage.cached_prompt_tokens`` comes from
@@ -31,12 +38,13 @@ shows the key. 429 and 408 are retried, waiting at least what ``Retry-After`` as
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Callable
 
 import httpx
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
@@ -219,15 +227,18 @@ class LLMClient:
         *,
         model: str | None = None,
         extra_body: dict[str, Any] | None = None,
+        stream: bool = False,
+        on_delta: Callable[[str], None] | None = None,
     ) -> Completion:
         """Text completion of ``prompt`` (POST /completions). ``model`` overrides ClientConfig.model
-        for this request (e.g. a LoRA adapter name); ``extra_body`` adds server-specific fields."""
+        for this request (e.g. a LoRA adapter name); ``extra_body`` adds server-specific fields.
+        ``on_delta`` (or ``stream``): stream it, calling ``on_delta`` with each piece of text."""
         sampling = sampling or Sampling()
-        body = self._body(sampling, stop, model, extra_body)
+        body = self._body(sampling, stop, model, extra_body, stream or on_delta is not None)
         body["prompt"] = prompt
         if sampling.logprobs is not None:
             body["logprobs"] = sampling.logprobs
-        data, endpoint, latency = await self._post("/completions", body)
+        data, endpoint, latency = await self._post("/completions", body, on_delta)
         choice = _first_choice(data, endpoint)
         logprobs = choice.get("logprobs") or {}
         token_logprobs = logprobs.get("token_logprobs") if sampling.logprobs is not None else None
@@ -241,17 +252,20 @@ class LLMClient:
         *,
         model: str | None = None,
         extra_body: dict[str, Any] | None = None,
+        stream: bool = False,
+        on_delta: Callable[[str], None] | None = None,
     ) -> Completion:
         """Chat completion of ``messages`` ([{"role": ..., "content": ...}], POST /chat/completions).
         ``extra_body`` adds server-specific fields, e.g. vLLM's ``{"continue_final_message": True,
-        "add_generation_prompt": False}`` to continue a prefilled assistant message."""
+        "add_generation_prompt": False}`` to continue a prefilled assistant message. ``on_delta`` (or
+        ``stream``): stream it, calling ``on_delta`` with each piece of the assistant's text."""
         sampling = sampling or Sampling()
-        body = self._body(sampling, stop, model, extra_body)
+        body = self._body(sampling, stop, model, extra_body, stream or on_delta is not None)
         body["messages"] = messages
         if sampling.logprobs is not None:
             body["logprobs"] = True
             body["top_logprobs"] = sampling.logprobs
-        data, endpoint, latency = await self._post("/chat/completions", body)
+        data, endpoint, latency = await self._post("/chat/completions", body, on_delta)
         choice = _first_choice(data, endpoint)
         text = (choice.get("message") or {}).get("content") or ""
         token_logprobs = None
@@ -262,7 +276,8 @@ class LLMClient:
     # -- internals -----------------------------------------------------------------------------
 
     def _body(
-        self, sampling: Sampling, stop: list[str] | None, model: str | None, extra_body: dict[str, Any] | None
+        self, sampling: Sampling, stop: list[str] | None, model: str | None, extra_body: dict[str, Any] | None,
+        stream: bool = False,
     ) -> dict[str, Any]:
         name = model or self.config.model
         if not name:
@@ -278,6 +293,8 @@ class LLMClient:
         if stop:
             body["stop"] = list(stop)
         body.update(extra_body or {})
+        if stream:
+            body.update(stream=True, stream_options={"include_usage": True})  # usage comes in the last chunk
         return body
 
     def _completion(
@@ -312,7 +329,13 @@ class LLMClient:
                 return endpoint
         raise AssertionError("unreachable")
 
-    async def _post(self, path: str, body: dict[str, Any]) -> tuple[dict, str, float]:
+    async def _post(
+        self, path: str, body: dict[str, Any], on_delta: Callable[[str], None] | None = None
+    ) -> tuple[dict, str, float]:
+        """POST ``body`` with retries: (answer, endpoint, latency). A streamed body (``stream: true``) is read
+        as server-sent events, its text handed to ``on_delta`` as it comes, and assembled into the answer the
+        plain request would have given."""
+        streamed = bool(body.get("stream"))
         async with self._semaphore:
             last_error = ""
             wait_s: float | None = None  # what a 429 / 408 asked for (Retry-After)
@@ -325,37 +348,50 @@ class LLMClient:
                 endpoint = self._pick_endpoint()
                 self._in_flight[endpoint] += 1
                 started = time.perf_counter()
+                reader = _EventReader(path == "/chat/completions", on_delta)
                 try:
-                    resp = await self._http.post(endpoint + path, json=body)
-                except httpx.TransportError as e:  # connection refused/reset, timeouts
-                    last_error = self._mask(f"{endpoint}: {type(e).__name__}: {e}")
-                    continue
+                    if streamed:
+                        async with self._http.stream("POST", endpoint + path, json=body) as resp:
+                            if resp.status_code >= 400:
+                                await resp.aread()
+                            retry = self._refusal(resp, endpoint)
+                            if retry is None:
+                                data = await reader.read(resp)
+                                return data, endpoint, time.perf_counter() - started
+                    else:
+                        resp = await self._http.post(endpoint + path, json=body)
+                        retry = self._refusal(resp, endpoint)
+                        if retry is None:
+                            try:
+                                return resp.json(), endpoint, time.perf_counter() - started
+                            except ValueError:
+                                retry = self._mask(f"{endpoint}: answer is not JSON: {resp.text[:200]!r}"), None
+                except (httpx.TransportError, _BrokenStream) as e:  # connection refused/reset, timeouts
+                    retry = self._mask(f"{endpoint}: {type(e).__name__}: {e}"), None
+                    if reader.delivered:  # the caller has shown text of this answer: no second answer
+                        raise ServerError(f"the stream broke off after its first text: {retry[0]}") from None
                 finally:
                     self._in_flight[endpoint] -= 1
-                latency = time.perf_counter() - started
-                if resp.status_code >= 500:
-                    last_error = f"{endpoint}: HTTP {resp.status_code}: {self._mask(_error_message(resp))}"
-                    continue
-                if resp.status_code in (408, 429):
-                    # a hosted API's rate limit or request timeout: the request is fine, retry when told
-                    last_error = f"{endpoint}: HTTP {resp.status_code}: {self._mask(_error_message(resp))}"
-                    wait_s = _retry_after_s(resp)
-                    continue
-                if resp.status_code in (401, 403):
-                    raise AuthError(f"{endpoint}: HTTP {resp.status_code}: the endpoint refused the request "
-                                    f"({self._key_source()}): {self._mask(_error_message(resp))}")
-                if resp.status_code >= 400:
-                    message = self._mask(_error_message(resp))
-                    if resp.status_code == 400 and is_context_length_message(message):
-                        raise ContextLengthError(f"{endpoint}: {message}")
-                    raise RequestError(f"{endpoint}: HTTP {resp.status_code}: {message}")
-                try:
-                    return resp.json(), endpoint, latency
-                except ValueError:
-                    last_error = self._mask(f"{endpoint}: answer is not JSON: {resp.text[:200]!r}")
-                    continue
+                last_error, wait_s = retry
             raise ServerError(f"request failed after {self.config.max_retries + 1} attempts; last error: {last_error}")
 
+    def _refusal(self, resp: httpx.Response, endpoint: str) -> tuple[str, float | None] | None:
+        """None for a 2xx answer; (error, seconds to wait at least) for one worth retrying; raises the error of
+        one that is not (4xx)."""
+        if resp.status_code >= 500:
+            return f"{endpoint}: HTTP {resp.status_code}: {self._mask(_error_message(resp))}", None
+        if resp.status_code in (408, 429):
+            # a hosted API's rate limit or request timeout: the request is fine, retry when told
+            return f"{endpoint}: HTTP {resp.status_code}: {self._mask(_error_message(resp))}", _retry_after_s(resp)
+        if resp.status_code in (401, 403):
+            raise AuthError(f"{endpoint}: HTTP {resp.status_code}: the endpoint refused the request "
+                            f"({self._key_source()}): {self._mask(_error_message(resp))}")
+        if resp.status_code >= 400:
+            message = self._mask(_error_message(resp))
+            if resp.status_code == 400 and is_context_length_message(message):
+                raise ContextLengthError(f"{endpoint}: {message}")
+            raise RequestError(f"{endpoint}: HTTP {resp.status_code}: {message}")
+        return None
 
     def _mask(self, text: str) -> str:
         """``text`` with the key replaced by ``***`` (a server may echo what it was sent)."""
@@ -367,6 +403,82 @@ class LLMClient:
         if self.config.api_key:
             return "the configured api_key"
         return "no API key was sent; name the variable holding it in api_key_env"
+
+
+class _BrokenStream(Exception):
+    """A streamed answer that ended before ``[DONE]``, or carried an error event or a chunk that is not JSON."""
+
+
+class _EventReader:
+    """Reads a streamed answer (server-sent events, ``data: {chunk}`` lines, then ``data: [DONE]``) into the
+    answer the plain request gives: the choice's text (``text``, or ``message.content`` for chat), its
+    finish_reason and logprobs, and the usage of the last chunk."""
+
+    def __init__(self, chat: bool, on_delta: Callable[[str], None] | None):
+        self.chat = chat
+        self.on_delta = on_delta
+        self.delivered = False
+        """Whether any text reached ``on_delta`` (after that the request cannot be retried)."""
+
+    async def read(self, resp: httpx.Response) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        choice: dict[str, Any] | None = None
+        pieces: list[str] = []
+        async for line in resp.aiter_lines():
+            if not line.startswith("data:"):
+                continue  # blank separators, ": keep-alive" comments, event: lines
+            payload = line[5:].strip()
+            if payload == "[DONE]":
+                break
+            try:
+                chunk = json.loads(payload)
+            except ValueError:
+                raise _BrokenStream(f"a chunk is not JSON: {payload[:200]!r}") from None
+            if not isinstance(chunk, dict) or "error" in chunk:
+                raise _BrokenStream(f"error event: {_error_text(chunk)}")
+            for key in ("id", "object", "created", "model"):
+                data.setdefault(key, chunk.get(key))
+            if chunk.get("usage"):
+                data["usage"] = chunk["usage"]
+            for part in chunk.get("choices") or []:
+                if part.get("index", 0) != 0:
+                    continue
+                choice = choice or {"index": 0, "finish_reason": None}
+                text = ((part.get("delta") or {}).get("content") if self.chat else part.get("text")) or ""
+                if text:
+                    pieces.append(text)
+                    if self.on_delta is not None:
+                        self.delivered = True
+                        self.on_delta(text)
+                if part.get("finish_reason"):
+                    choice["finish_reason"] = part["finish_reason"]
+                _extend_logprobs(choice, part.get("logprobs"))
+        else:
+            raise _BrokenStream("the stream ended without [DONE]")
+        data["choices"] = []
+        if choice is not None:
+            text = "".join(pieces)
+            choice.update({"message": {"role": "assistant", "content": text}} if self.chat else {"text": text})
+            data["choices"] = [choice]
+        return data
+
+
+def _extend_logprobs(choice: dict[str, Any], logprobs: Any) -> None:
+    """Append a chunk's logprobs to the choice's (lists of the same keys: ``token_logprobs``, ``tokens``... for
+    completions, ``content`` for chat)."""
+    if not isinstance(logprobs, dict):
+        return
+    mine = choice.setdefault("logprobs", {})
+    for key, value in logprobs.items():
+        if isinstance(value, list):
+            mine.setdefault(key, []).extend(value)
+
+
+def _error_text(chunk: Any) -> str:
+    error = chunk.get("error") if isinstance(chunk, dict) else chunk
+    if isinstance(error, dict):
+        return str(error.get("message", error))[:500]
+    return str(error)[:500]
 
 
 def _retry_after_s(resp: httpx.Response) -> float | None:

@@ -356,3 +356,93 @@ def test_a_server_echoing_the_key_in_any_error_is_masked(monkeypatch):
         with pytest.raises((ServerError, RequestError)) as e:
             run(go())
         assert "Bearer ***" in str(e.value) and KEY not in str(e.value)
+
+
+# --- streaming (server-sent events) against FakeStreamingAPI, a FAKE server on httpx.MockTransport -----------
+
+from agent.fakes import Dropped, FakeStreamingAPI  # noqa: E402
+
+
+def streaming_client(fake: FakeStreamingAPI, **kw) -> LLMClient:
+    return LLMClient(config("http://fake/v1", **kw), transport=fake.transport)
+
+
+@pytest.mark.parametrize("kind", ["complete", "chat"])
+@pytest.mark.parametrize("finish", ["stop", "length"])
+def test_a_streamed_completion_is_the_plain_one(kind, finish):
+    text = " Sony was founded in 1946.\nAction 3: finish[1946]"
+    fake = FakeStreamingAPI([text, text], piece=2, finish=finish)
+    prompt = "Question: q\nThought 1:"
+    pieces: list[str] = []
+
+    async def go():
+        async with streaming_client(fake) as client:
+            call = client.complete if kind == "complete" else client.chat
+            arg = prompt if kind == "complete" else [{"role": "user", "content": prompt}]
+            plain = await call(arg, Sampling(max_tokens=64), ["\nObservation"])
+            streamed = await call(arg, Sampling(max_tokens=64), ["\nObservation"], on_delta=pieces.append)
+            return plain, streamed, client.usage, client.requests
+
+    plain, streamed, total, n = run(go())
+    assert (streamed.text, streamed.finish_reason, streamed.usage) == (plain.text, plain.finish_reason, plain.usage)
+    assert streamed.usage == Usage(prompt_tokens=len(prompt) // 4, completion_tokens=8, cached_prompt_tokens=2)
+    assert pieces == fake.pieces(text) and "".join(pieces) == text and len(pieces) == 4
+    assert total == Usage(2 * (len(prompt) // 4), 16, 4) and n == 2
+    (_, plain_body), (_, stream_body) = fake.requests
+    assert "stream" not in plain_body
+    assert stream_body["stream"] is True and stream_body["stream_options"] == {"include_usage": True}
+    assert {k: v for k, v in stream_body.items() if not k.startswith("stream")} == plain_body
+
+
+def test_stream_flag_streams_without_a_callback():
+    fake = FakeStreamingAPI(["a b c"])
+
+    async def go():
+        async with streaming_client(fake) as client:
+            return await client.complete("p", stream=True)
+
+    c = run(go())
+    assert c.text == "a b c" and c.usage.completion_tokens == 3 and fake.requests[0][1]["stream"] is True
+
+
+def test_errors_before_the_first_text_are_retried():
+    # a 503, then a stream that breaks off before any text: both retried, as a plain request would be
+    fake = FakeStreamingAPI([(503, "overloaded"), Dropped("never shown", after=0), "ok then"])
+    pieces: list[str] = []
+
+    async def go():
+        async with streaming_client(fake) as client:
+            return await client.complete("p", on_delta=pieces.append)
+
+    c = run(go())
+    assert c.text == "ok then" and "".join(pieces) == "ok then" and len(fake.requests) == 3
+
+
+def test_a_stream_that_breaks_off_after_its_first_text_is_a_server_error_not_retried():
+    fake = FakeStreamingAPI([Dropped(" Sony was founded in", after=2), "a second answer"])
+    pieces: list[str] = []
+
+    async def go():
+        async with streaming_client(fake) as client:
+            return await client.complete("p", on_delta=pieces.append)
+
+    with pytest.raises(ServerError, match="broke off after its first text.*RemoteProtocolError"):
+        run(go())
+    assert pieces == [" Sony", " was"] and len(fake.requests) == 1  # no second answer after shown text
+
+
+def test_streamed_4xx_keep_their_errors():
+    fake = FakeStreamingAPI([(400, VLLM_CONTEXT_ERROR["error"]["message"]), (404, "no such model")])
+
+    async def go(client):
+        return await client.complete("p", on_delta=lambda t: None)
+
+    async def both():
+        async with streaming_client(fake) as client:
+            with pytest.raises(ContextLengthError):
+                await go(client)
+            with pytest.raises(RequestError, match="404: no such model"):
+                await go(client)
+
+    run(both())
+    assert len(fake.requests) == 2

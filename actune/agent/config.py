@@ -118,6 +118,11 @@ class AgentConfig(StrictModel):
     (``actune.envs.goal_confidence``), not whether a page was found."""
     early_exit_threshold: float = Field(0.9, ge=0, le=1)
     """Retrieval confidence (0..1) that triggers the early exit."""
+    stream_events: bool = False
+    """LLARS' event stream: stream the thought / reflection / answer requests token by token and add their
+    events to the loop's (``thinking`` / ``reflecting``, ``thought_delta`` / ``reflection_delta`` / ``delta``,
+    ``adaptive_response``; see :mod:`actune.agent.loop`). ``actune run`` turns it on for its live view;
+    bootstrap and eval leave it off (the same requests, unstreamed, and the same events as without it)."""
     preflect_catalog: Path | None = None
     """PreFlect: the planning-error catalog (JSON, see ``actune.agent.planning_errors``) the reflector
     checks plans against. None: the paper's three types (actune/prompts/preflect_catalog.json)."""

@@ -5,10 +5,37 @@
 
 Bootstrap and eval both call this, so a fine-tuned model is evaluated in exactly the loop that
 produced its training data.
+
+Events (``Event(type, iteration, data)``; ``iteration`` is the step, 0 outside steps), LLARS' names:
+
+- ``starting`` {task_id, goal, method, max_iterations}: first, once.
+- ``iteration`` {goal, max_iterations}: a step begins (act, react, reflact, preflect*).
+- ``thought`` / ``reflection`` / ``action`` / ``observation`` / ``answer`` / ``plan`` / ``critique``
+  {text; action and answer also action_name, action_arg}: a step was recorded (``Episode.add``).
+- ``parse_error`` {error, consecutive}, ``reprompt`` {prefix}, ``repetition`` {action, count},
+  ``adaptive_iteration`` {retrieval_score}, ``max_iterations_reached`` {}, ``sample`` (CoT-SC),
+  ``backoff`` (hybrids), ``re_plan`` / ``critique_retry`` (PreFlect): see :class:`~actune.agent.episode.Event`.
+- ``final_answer`` {answer, correct}: when the episode has a prediction.
+- ``done`` {trajectory, finish_reason, sources, goal, full_response}: last, always; ``full_response`` is
+  the whole answer (the prediction; None when unanswered), ``trajectory`` the finished record.
+
+With ``AgentConfig.stream_events`` (``actune run``; off for bootstrap and eval) the thought, reflection and
+answer requests are streamed and these come too (:mod:`actune.agent.methods.live`):
+
+- ``thinking`` / ``reflecting`` {}: a thought / reflection of step ``iteration`` starts being generated.
+- ``thought_delta`` / ``reflection_delta`` {delta}: its text as it arrives; a step's deltas joined equal
+  the recorded ``thought`` / ``reflection`` text. They come before that step's ``thought`` / ``reflection``
+  event (the step is recorded once its whole completion is read).
+- ``delta`` {delta}: the answer's text as it arrives (LLARS' answer tokens); joined they equal the
+  ``answer`` step's ``action_arg`` and ``done``'s ``full_response``. Before the ``answer`` event.
+- ``adaptive_response`` {response, retrieval_score}: the adaptive early exit answered (after its ``answer``).
+
+Deltas of a request that fails mid-stream have no step: the episode ends ``server_error`` without it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from typing import Any, AsyncIterator, Callable
@@ -17,6 +44,7 @@ from actune.agent.config import AgentConfig
 from actune.agent.episode import LLM, Episode, EpisodeEnd, Event, approx_tokens, episode_seed
 from actune.agent.exemplars import EVERY_STEP, ExemplarSet
 from actune.agent.methods import BASE_METHOD, METHOD_RUNNERS
+from actune.agent.methods.live import LiveLLM
 from actune.agent.render import PromptContext, build_prompt_context, instruction_for
 from actune.agent.validate import steps_method
 from actune.envs.base import Environment
@@ -99,11 +127,15 @@ async def iter_episode(
         traj.info["initial_observation"] = initial_obs
     factory = _prompt_factory(cfg, env, task, initial_obs, exemplar_set)
     base = BASE_METHOD[cfg.method]
+    deltas: asyncio.Queue[Event] | None = asyncio.Queue() if cfg.stream_events else None
+    if deltas is not None:
+        llm = LiveLLM(llm, deltas.put_nowait)
     ep = Episode(traj, env, llm, cfg, factory(base), seed, count_tokens, prompt_factory=factory)
     yield Event("starting", 0, {"task_id": task.id, "goal": task.question, "method": cfg.method,
                                 "max_iterations": cfg.step_budget(env.name)})
+    events = METHOD_RUNNERS[cfg.method](ep)
     try:
-        async for ev in METHOD_RUNNERS[cfg.method](ep):
+        async for ev in (events if deltas is None else _with_deltas(events, deltas)):
             yield ev
     except EpisodeEnd as e:
         traj.finish_reason = e.reason
@@ -125,7 +157,34 @@ async def iter_episode(
     if traj.prediction is not None:
         yield Event("final_answer", 0, {"answer": traj.prediction, "correct": traj.correct})
     yield Event("done", 0, {"trajectory": traj, "finish_reason": traj.finish_reason,
-                            "sources": info.get("sources"), "goal": task.question})
+                            "sources": info.get("sources"), "goal": task.question,
+                            "full_response": traj.prediction})
+
+
+async def _with_deltas(events: AsyncIterator[Event], deltas: asyncio.Queue[Event]) -> AsyncIterator[Event]:
+    """The method's ``events`` with the delta events its streamed requests put on ``deltas`` meanwhile, in the
+    order they happened. The method still pauses at each of its own events until the consumer asks for more."""
+    it = aiter(events)
+    while True:
+        step = asyncio.ensure_future(anext(it))
+        try:
+            while not step.done():
+                get = asyncio.ensure_future(deltas.get())
+                await asyncio.wait({step, get}, return_when=asyncio.FIRST_COMPLETED)
+                if get.done():
+                    yield get.result()
+                else:
+                    get.cancel()
+        finally:
+            if not step.done():  # the consumer stopped listening
+                step.cancel()
+        while not deltas.empty():
+            yield deltas.get_nowait()
+        try:
+            ev = step.result()  # raises what the method raised (EpisodeEnd ...)
+        except StopAsyncIteration:
+            return
+        yield ev
 
 
 async def run_episode(

@@ -6,6 +6,9 @@ Without ``--endpoint`` it starts a vLLM server for ``--model`` (and stops it aft
 ``--adapter FOLDER`` the LoRA adapter is served too and requested, and the loop is configured from the
 folder's ``actune_prompt.json`` (the method, regime and wire format it was trained with); explicit
 ``--method/--regime/--wire/--set`` still win. The command takes no machine-wide lock: two may run at once.
+
+The live view streams: thoughts, reflections and answers appear token by token as the server sends them
+(``AgentConfig.stream_events``, LLARS' event stream); ``--no-stream`` prints each step whole once it is read.
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="AgentConfig override, e.g. --set temperature=0.4 (repeatable)")
     p.add_argument("--json", action="store_true", help="print the trajectory record as JSON instead of the live view")
+    p.add_argument("--no-stream", action="store_true",
+                   help="live view without token streaming: print each step whole once the model has written it")
     p.set_defaults(func=_run)
 
 
@@ -132,31 +137,63 @@ def _env_config(args: argparse.Namespace):
 
 
 class LiveView:
-    """Prints events with rich as they arrive."""
+    """Prints events with rich as they arrive; streamed text (``*_delta`` / ``delta`` events) as it comes, on the
+    line its ``thinking`` / ``reflecting`` (or first answer delta) opened, and the step is not printed again."""
 
     STYLES = {"thought": "cyan", "reflection": "magenta", "action": "yellow", "observation": "dim",
               "answer": "bold green"}
+    #: The delta events and the step each one streams.
+    DELTAS = {"thought_delta": "thought", "reflection_delta": "reflection", "delta": "answer"}
+    STARTS = {"thinking": "thought", "reflecting": "reflection"}
 
     def __init__(self) -> None:
         from rich.console import Console
 
         self.console = Console(highlight=False)
+        self._open: tuple[str, int] | None = None  # the (step type, iteration) whose line is being written
+        self._streamed: set[tuple[str, int]] = set()
+
+    def _line(self, part: str, iteration: int) -> None:
+        """Open the line of ``part`` at ``iteration`` (its label), closing another one."""
+        if self._open != (part, iteration):
+            self._close()
+            self.console.print(f"[{self.STYLES[part]}]{part.capitalize()}: [/]", end="", soft_wrap=True)
+            self._open = (part, iteration)
+
+    def _close(self) -> None:
+        if self._open is not None:
+            self.console.print()
+            self._open = None
 
     def __call__(self, ev: Any) -> None:
         from rich.markup import escape
 
         c = self.console
         t = ev.type
+        if t in self.STARTS:
+            self._line(self.STARTS[t], ev.iteration)
+            self._streamed.add((self.STARTS[t], ev.iteration))
+            return
+        if t in self.DELTAS:
+            part = self.DELTAS[t]
+            self._line(part, ev.iteration)
+            self._streamed.add((part, ev.iteration))
+            c.print(escape(ev.data["delta"]), style=self.STYLES[part], end="", soft_wrap=True)
+            return
+        self._close()
         if t == "starting":
             c.rule(f"[bold]{escape(ev.data['method'])}[/] · {escape(ev.data['goal'])}")
         elif t == "iteration":
             c.print(f"[bold]— step {ev.iteration}/{ev.data.get('max_iterations', '?')}[/]")
         elif t in self.STYLES:
+            if (t, ev.iteration) in self._streamed:
+                return  # shown as it streamed
             label = t.capitalize()
             c.print(f"[{self.STYLES[t]}]{label}: {escape(str(ev.data.get('text', '')))}[/]")
         elif t == "sample":
             c.print(f"[dim]sample {ev.data['index']}: answer {escape(str(ev.data['answer']))}[/]")
-        elif t in ("parse_error", "reprompt", "adaptive_iteration", "max_iterations_reached", "repetition", "backoff"):
+        elif t in ("parse_error", "reprompt", "adaptive_iteration", "adaptive_response", "max_iterations_reached",
+                   "repetition", "backoff"):
             detail = ", ".join(f"{k}={v}" for k, v in ev.data.items())
             c.print(f"[red]{t}[/] {escape(detail)}")
         elif t == "final_answer":
@@ -178,6 +215,8 @@ async def _episode(args: argparse.Namespace, cfg: Any, endpoint: str, request_mo
     env = make_env(_env_config(args))
     task = Task(id="cli", question=args.question, answer=args.answer, env=args.env, split="cli")
     view = None if args.json else LiveView()
+    if view is not None and not args.no_stream:
+        cfg = cfg.model_copy(update={"stream_events": True})
     traj = None
     async with LLMClient(ClientConfig(endpoints=[endpoint], model=request_model)) as llm:
         async for ev in iter_episode(task, env, llm, cfg, model=record, run_id="cli"):

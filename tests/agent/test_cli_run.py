@@ -137,3 +137,58 @@ def test_run_serves_and_requests_the_adapter_without_taking_the_lock(adapter, mo
     ((cfg, endpoint, request_model, record),) = calls
     assert (endpoint, request_model, record.adapter) == ("http://h:2/v1", "tuned", "tuned")
     assert cfg.method == "act" and len(fake.configs) == 1
+
+
+# --- the live view streams tokens (LLARS' event stream); --no-stream prints whole steps --------------------------
+
+ANSWERS = [" The Walkman is made by Sony; its founding year is missing.\nACTION: search[Sony]",
+           " Sony was founded in 1946.\nFINAL ANSWER: 1946"]
+
+
+@pytest.fixture
+def fake_server(monkeypatch):
+    """`actune run --endpoint` against FakeStreamingAPI (a FAKE OpenAI server on httpx.MockTransport) and the
+    fake encyclopedia."""
+    import actune.envs.factory
+    import actune.llm
+
+    from .fakes import FakeEnvironment, FakeStreamingAPI
+
+    fake = FakeStreamingAPI(list(ANSWERS), piece=2)
+    real = actune.llm.LLMClient
+    monkeypatch.setattr(actune.llm, "LLMClient", lambda cfg: real(cfg, transport=fake.transport))
+    monkeypatch.setattr(actune.envs.factory, "make_env", lambda cfg: FakeEnvironment())
+    return fake
+
+
+@pytest.mark.parametrize("no_stream", [False, True])
+def test_run_streams_tokens_unless_told_not_to(fake_server, capsys, no_stream):
+    argv = ["run", "--endpoint", "http://fake/v1", "--model", "m", "--method", "reflact", "--question",
+            "In which year was the company that makes the Walkman founded?", "--answer", "1946"]
+    assert main(argv + (["--no-stream"] if no_stream else [])) == 0
+    out = capsys.readouterr().out
+    assert [bool(body.get("stream")) for _, body in fake_server.requests] == [not no_stream] * 2
+    # the same lines either way, each once: streamed text is not printed again when its step is recorded
+    lines = ["Reflection: The Walkman is made by Sony; its founding year is missing.", "Action: search[Sony]",
+             "Reflection: Sony was founded in 1946.", "Final answer: 1946"]
+    lines.append("Answer: FINAL ANSWER: 1946" if no_stream else "Answer: 1946")
+    for line in lines:
+        assert out.count(line + "\n") == 1, out
+    assert "finish: answered · correct: True" in out
+
+
+def test_live_view_prints_deltas_on_one_line():
+    from rich.console import Console
+
+    from actune.agent.episode import Event
+
+    view = cli_run.LiveView()
+    view.console = Console(record=True, width=40, force_terminal=False)
+    for ev in [Event("reflecting", 1), Event("reflection_delta", 1, {"delta": "A long reflection [with]"}),
+               Event("reflection_delta", 1, {"delta": " brackets that wraps past forty columns."}),
+               Event("delta", 1, {"delta": "1946"}), Event("delta", 1, {"delta": " [1]"}),
+               Event("reflection", 1, {"text": "A long reflection [with] brackets that wraps past forty columns."}),
+               Event("answer", 1, {"text": "FINAL ANSWER: 1946 [1]"})]:
+        view(ev)
+    assert view.console.export_text() == ("Reflection: A long reflection [with] brackets that wraps past forty "
+                                          "columns.\nAnswer: 1946 [1]\n")

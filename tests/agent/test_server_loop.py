@@ -113,3 +113,43 @@ def test_cli_run_adapter_uses_its_prompt_spec(vllm_server, random_lora, capsys):
     assert (record.model.name, record.model.adapter) == (name, name)
     assert (record.model.regime, record.model.wire, record.model.exemplar_set) == ("zero_shot", "chat", None)
     assert step_order_problems(record) == []
+
+
+@pytest.mark.parametrize("wire", ["text", "chat"])
+def test_a_real_streamed_reflact_episode(vllm_server, tmp_path, wire):
+    """LLARS' event stream from vLLM's SSE: each step's deltas join to its recorded text, and a streamed
+    completion is the plain one (greedy)."""
+    from actune.agent import iter_episode
+    from actune.llm import Sampling
+
+    env_cfg = EnvConfig(name="wiki", corpus=str(CORPUS), index_dir=str(tmp_path / "index"))
+    cfg = AgentConfig(method="reflact", wire=wire, episode_steps=3, max_tokens=48, exemplar_kinds=["bridge"],
+                      stream_events=True)
+
+    async def main():
+        async with LLMClient(ClientConfig(endpoints=[vllm_server.base_url], model=vllm_server.model)) as llm:
+            events = [e async for e in iter_episode(TASK, make_env(env_cfg), llm, cfg, run_id="it")]
+            pieces: list[str] = []
+            plain = await llm.complete("Question: What is 2 + 2?\nAnswer:", Sampling(max_tokens=16), ["\n"])
+            streamed = await llm.complete("Question: What is 2 + 2?\nAnswer:", Sampling(max_tokens=16), ["\n"],
+                                          on_delta=pieces.append)
+            return events, plain, streamed, pieces
+
+    events, plain, streamed, pieces = asyncio.run(main())
+    # (cached prompt tokens differ: the second request finds the first one's prefix in vLLM's cache)
+    assert (streamed.text, streamed.finish_reason, streamed.usage.prompt_tokens, streamed.usage.completion_tokens) == \
+        (plain.text, plain.finish_reason, plain.usage.prompt_tokens, plain.usage.completion_tokens)
+    assert "".join(pieces) == streamed.text and streamed.usage.completion_tokens > 0
+    traj = events[-1].data["trajectory"]
+    _check(traj, "reflact")
+    deltas: dict[tuple[str, int], str] = {}
+    for e in events:
+        if e.type in ("reflection_delta", "delta"):
+            key = ("reflection" if e.type == "reflection_delta" else "answer", e.iteration)
+            deltas[key] = deltas.get(key, "") + e.data["delta"]
+    for s in traj.steps:
+        if s.type == "reflection":
+            assert deltas.get(("reflection", s.iteration), "") == s.text
+        if s.type == "answer":
+            assert deltas.get(("answer", s.iteration), "") == s.action_arg
+    assert [e.type for e in events].count("reflecting") == sum(s.type == "reflection" for s in traj.steps)

@@ -12,6 +12,7 @@ from typing import AsyncIterator, Callable
 
 from actune.agent.episode import Episode, Event, approx_tokens, truncate_observation
 from actune.agent.exemplars import SPARSE_THINK
+from actune.agent.methods.live import answer_rest, open_step, thought_rest
 from actune.agent.parser import ParsedStep, parse_step
 from actune.agent.render import REFLECTION_FORMATS
 from actune.envs.base import Action
@@ -42,6 +43,15 @@ def _parse(ep: Episode, method: str, text: str, i: int) -> ParsedStep:
                       answer_to_label=method in REFLECTION_FORMATS)
 
 
+def _read(ep: Episode, method: str, step_format: str, text: str, i: int) -> ParsedStep:
+    """The step ``text`` holds, as it is recorded (the live stream reads partial text with this too)."""
+    parsed = _parse(ep, step_format, text, i)
+    if parsed.action_text is None and method == "react":
+        # As the ReAct code does: a thought without an action keeps only its first line.
+        parsed.thought = parsed.thought.strip().split("\n", 1)[0].strip()
+    return parsed
+
+
 # The outcomes of one parsed step, shared by every method that acts (react, reflact, act, preflect).
 # They return the events to yield (no awaits in between, so yielding them as a list is the same
 # stream) and whether the episode ended.
@@ -51,8 +61,9 @@ def answer_events(ep: Episode, parsed: ParsedStep, i: int, tokens: int, latency:
     env, traj = ep.env, ep.traj
     if env.finish_action:
         ep.env_step(Action(env.finish_action, parsed.answer))
-    events = [ep.add(Step("answer", parsed.action_text or "", i, action_name=env.finish_action or "answer",
-                          action_arg=parsed.answer, tokens=tokens, latency_s=latency, meta=meta))]
+    events = answer_rest(ep, parsed.answer, i)
+    events.append(ep.add(Step("answer", parsed.action_text or "", i, action_name=env.finish_action or "answer",
+                              action_arg=parsed.answer, tokens=tokens, latency_s=latency, meta=meta)))
     traj.prediction = parsed.answer
     traj.finish_reason = "answered"
     return events
@@ -149,12 +160,14 @@ async def run_interactive(ep: Episode, method: str, budget: int | None = None) -
     for i in range(1, budget + 1):
         yield Event("iteration", i, {"goal": traj.task.question, "max_iterations": budget})
         prefix = f"{label} {i}:" if label else f"Action {i}:"
+        for ev in open_step(ep, thought_type if label else None, i,
+                            lambda text, i=i: _read(ep, method, step_format, text, i)):
+            yield ev
         c = await ep.generate(traj.steps, prefix, stop + (["\n"] if label is None else []), prompt=prompt)
-        parsed = _parse(ep, step_format, c.text, i)
-        if parsed.action_text is None and method == "react":
-            # As the ReAct code does: a thought without an action keeps only its first line.
-            parsed.thought = parsed.thought.strip().split("\n", 1)[0].strip()
+        parsed = _read(ep, method, step_format, c.text, i)
         if label:
+            for ev in thought_rest(ep, parsed.thought):
+                yield ev
             yield ep.add(Step(thought_type, parsed.thought, i, tokens=c.usage.completion_tokens, latency_s=c.latency_s))
         tokens, latency = (0, 0.0) if label else (c.usage.completion_tokens, c.latency_s)
         reprompted = False
@@ -194,12 +207,22 @@ async def final_answer_now(ep: Episode, method: str, i: int) -> AsyncIterator[Ev
     finish = env.finish_action or "finish"
     labelled = method in REFLECTION_FORMATS  # FINAL ANSWER: ...; else the finish action
     prefix = "FINAL ANSWER:" if labelled else f"Action {i}: {finish}["
+
+    def read(text: str) -> ParsedStep:
+        return ParsedStep(answer=text.strip() if labelled else text.split("]", 1)[0].strip())
+
+    open_step(ep, None, i, read)
     c = await ep.generate(traj.steps, prefix, ["\n"] + ([] if labelled else ["]"]), prompt=ep.prompt_for(method))
-    answer = c.text.strip() if labelled else c.text.split("]", 1)[0].strip()
+    answer = read(c.text).answer or ""
     if env.finish_action:
         ep.env_step(Action(env.finish_action, answer))
     text = f"FINAL ANSWER: {answer}" if labelled else f"{finish}[{answer}]"
+    for ev in answer_rest(ep, answer, i):
+        yield ev
     yield ep.add(Step("answer", text, i, action_name=finish, action_arg=answer,
                       tokens=c.usage.completion_tokens, latency_s=c.latency_s, meta={"early_exit": True}))
     traj.prediction = answer
     traj.finish_reason = "answered"
+    if ep.cfg.stream_events:
+        yield Event("adaptive_response", i, {"response": answer,
+                                             "retrieval_score": traj.info["early_exit"]["retrieval_score"]})

@@ -31,6 +31,7 @@ from typing import AsyncIterator
 from actune.agent.critique import REFLECTOR_PREFILL, Critique, parse_critique, reflector_request, retry_note
 from actune.agent.episode import Episode, Event
 from actune.agent.methods.interactive import dispatch_step, final_answer_now, observation_events
+from actune.agent.methods.live import open_step, thought_rest
 from actune.agent.parser import ParsedStep, parse_step
 from actune.agent.planning_errors import PlanningErrorCatalog, load_catalog
 from actune.agent.render import REFLECTION_FORMATS, REPLAN_ACTION, PromptContext, step_label
@@ -60,6 +61,14 @@ def _parse(ep: Episode, method: str, text: str) -> ParsedStep:
     # ReflAct steps use LLARS' labels, whose FINAL ANSWER runs to the next label
     return parse_step(text, _action_names(ep), ep.env.finish_action, free_text=ep.env.finish_action is None,
                       answer_to_label=method in REFLECTION_FORMATS)
+
+
+def _read(ep: Episode, method: str, text: str) -> ParsedStep:
+    """The step ``text`` holds, as it is recorded (the live stream reads partial text with this too)."""
+    parsed = _parse(ep, method, text)
+    if parsed.action_text is None and method not in REFLECTION_FORMATS:
+        parsed.thought = parsed.thought.strip().split("\n", 1)[0].strip()  # as ReAct: first line only
+    return parsed
 
 
 def _format_hint(ep: Episode, error: str | None) -> str:
@@ -159,10 +168,12 @@ async def run_preflect(ep: Episode, method: str = "preflect") -> AsyncIterator[E
                 yield ev
             last_replan = i
             traj.info["preflect"]["forced_re_plans"] += 1
+        for ev in open_step(ep, "reflection" if reflects else "thought", i, lambda text: _read(ep, method, text)):
+            yield ev
         c = await ep.generate(traj.steps, f"{label} {i}:", step_stop, prompt=prompt)
-        parsed = _parse(ep, method, c.text)
-        if parsed.action_text is None and not reflects:
-            parsed.thought = parsed.thought.strip().split("\n", 1)[0].strip()  # as ReAct: first line only
+        parsed = _read(ep, method, c.text)
+        for ev in thought_rest(ep, parsed.thought):
+            yield ev
         yield ep.add(Step("reflection" if reflects else "thought", parsed.thought, i,
                           tokens=c.usage.completion_tokens, latency_s=c.latency_s))
         tokens, latency = 0, 0.0

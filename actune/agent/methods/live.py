@@ -1,0 +1,216 @@
+"""LLARS' live event stream: the text of the step being generated, as its tokens arrive.
+
+With ``AgentConfig.stream_events`` the loop wraps the model client in a :class:`LiveLLM` and runs the method
+with it. A method *opens* a step before asking for it (:func:`open_step`: the ``thinking`` / ``reflecting``
+event); that one request is then streamed, and each piece of text is read the way the method will read the
+whole completion (its own ``read`` function), so a ``thought_delta`` / ``reflection_delta`` carries only text
+of the thought or reflection and a ``delta`` only text of the answer (LLARS' name for the answer's tokens).
+Text that may still change its meaning is held back: a line that may become a label (``Action 1:``,
+``FINAL ANSWER:``, ``Observation``...), an action call not closed yet (``search[Wal``), trailing spaces.
+When the completion is read, the method sends the rest (:func:`thought_rest`, :func:`answer_rest`) before
+recording the step, so the deltas of a step, joined, are exactly the recorded text (the thought or
+reflection step's ``text``; the answer step's ``action_arg``, which is the prediction).
+
+A request fails mid-stream (the server drops it): the client raises, the episode ends ``server_error`` as
+for any failed request, and the step whose deltas were sent is not recorded. Without ``stream_events``
+none of this runs: :func:`open_step` and the rest return no events and requests are not streamed.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+from typing import Any, Callable
+
+from actune.agent.episode import Episode, Event
+from actune.agent.parser import ParsedStep
+from actune.llm import Completion, Sampling
+
+__all__ = ["LiveLLM", "open_step", "thought_rest", "answer_rest", "stable_end", "DELTA_EVENT", "START_EVENT"]
+
+log = logging.getLogger(__name__)
+
+#: The event each streamed part's tokens come in (LLARS: reflection_delta; its answer tokens: delta).
+DELTA_EVENT = {"thought": "thought_delta", "reflection": "reflection_delta", "answer": "delta"}
+#: The event that says a thought or reflection is being generated (LLARS: reflecting).
+START_EVENT = {"thought": "thinking", "reflection": "reflecting"}
+
+# Words that start a label on a line of their own (the parser's: step labels, a made-up observation, a new
+# question or claim, LLARS' GOAL / FINAL ANSWER) and inline (FINAL ANSWER, ACTION after the reflection).
+_LINE_LABELS = ("thought", "reflection", "think", "action", "observation", "goal", "final answer", "question",
+                "claim")
+_INLINE_LABELS = ("final answer", "action")
+_DIGITS_COLON = re.compile(r"[ \t]*(?:\d+[ \t]*)?:?$")
+
+
+def _may_become_label(s: str, labels: tuple[str, ...]) -> bool:
+    """Whether ``s`` (text from a word start to the end) may still grow into ``label[ n]:``."""
+    low = " ".join(s.lower().split()) if s.strip() else ""
+    if not low:
+        return True
+    for label in labels:
+        if label.startswith(low):
+            return True
+        if low.startswith(label) and _DIGITS_COLON.match(low[len(label):]):
+            return True
+    return False
+
+
+def _call_start(names: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not names:
+        return None
+    alt = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(rf"(?<![A-Za-z0-9_])(?:{alt})[ \t]*[\[(]", re.IGNORECASE)
+
+
+def _closed(text: str, start: int) -> bool:
+    """Whether the call whose bracket or parenthesis opens at ``start`` is closed (as the parser reads it)."""
+    opening = text[start]
+    if opening == "[":
+        depth = 0
+        for ch in text[start:]:
+            depth += ch == "["
+            depth -= ch == "]"
+            if depth == 0:
+                return True
+        return False
+    return ")" in text[start:]
+
+
+def stable_end(text: str, names: tuple[str, ...] = ()) -> int:
+    """How much of a completion in progress can be read as final: up to where text that may still change
+    its meaning starts (a last line that may become a label, a word that may start an inline label or a call
+    of one of the action ``names``, an action call not closed yet)."""
+    end = len(text)
+    call = _call_start(names)
+    if call is not None:
+        for m in call.finditer(text):
+            if not _closed(text, m.end() - 1):
+                end = min(end, m.start())
+                break
+    line_start = text.rfind("\n", 0, end) + 1
+    if _may_become_label(text[line_start:end], _LINE_LABELS):
+        return max(line_start - 1, 0) if line_start else 0
+    line = text[line_start:end]
+    for m in re.finditer(r"(?<![A-Za-z0-9_])\S", line):
+        rest = line[m.start():]
+        if _may_become_label(rest, _INLINE_LABELS) or any(
+                re.match(rf"{re.escape(n)}[ \t]*$", rest, re.IGNORECASE) or n.startswith(rest.lower())
+                for n in names):
+            return line_start + m.start()
+    return end
+
+
+class _StepStream:
+    """One streamed request: what of its thought and answer has been sent so far."""
+
+    def __init__(self, kind: str | None, iteration: int, read: Callable[[str], ParsedStep],
+                 names: tuple[str, ...], put: Callable[[Event], None]):
+        self.kind = kind
+        self.iteration = iteration
+        self.read = read
+        self.names = names
+        self.put = put
+        self.text = ""
+        self.sent = {"thought": "", "answer": ""}
+
+    def feed(self, piece: str) -> None:
+        self.text += piece
+        parsed = self.read(self.text[: stable_end(self.text, self.names)])
+        if self.kind is not None:
+            self._extend("thought", parsed.thought)
+        if parsed.answer is not None:
+            self._extend("answer", parsed.answer)
+
+    def _extend(self, part: str, text: str) -> None:
+        sent = self.sent[part]
+        if len(text) > len(sent) and text.startswith(sent):
+            self.put(self._event(part, text[len(sent):]))
+            self.sent[part] = text
+
+    def rest(self, part: str, final: str) -> list[Event]:
+        sent = self.sent[part]
+        self.sent[part] = final
+        if not final.startswith(sent):
+            # a bug in stable_end: it let through text the whole completion reads otherwise
+            log.warning("streamed %s %r is not a prefix of the recorded %r", part, sent, final)
+            return []
+        return [self._event(part, final[len(sent):])] if len(final) > len(sent) else []
+
+    def _event(self, part: str, delta: str) -> Event:
+        kind = self.kind if part == "thought" and self.kind else part
+        return Event(DELTA_EVENT[kind], self.iteration, {"delta": delta})
+
+
+def _accepts(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+class LiveLLM:
+    """The episode's model client, streaming the one request a method opened with :func:`open_step`; every
+    other request (plans, critiques, re-prompts, samples) goes to ``llm`` as it is. ``put`` receives the
+    delta events. A client that cannot stream (no ``on_delta``) is asked plainly and its text sent at once."""
+
+    def __init__(self, llm: Any, put: Callable[[Event], None]):
+        self.llm = llm
+        self.put = put
+        self.armed: _StepStream | None = None
+        self.current: _StepStream | None = None
+
+    async def complete(self, prompt: str, *, sampling: Sampling, stop: list[str] | None = None,
+                       **kw: Any) -> Completion:
+        return await self._call(self.llm.complete, prompt, sampling=sampling, stop=stop, **kw)
+
+    async def chat(self, messages: list[dict[str, Any]], *, sampling: Sampling, stop: list[str] | None = None,
+                   **kw: Any) -> Completion:
+        return await self._call(self.llm.chat, messages, sampling=sampling, stop=stop, **kw)
+
+    async def _call(self, fn: Callable[..., Any], prompt: Any, **kw: Any) -> Completion:
+        stream, self.armed = self.armed, None
+        if stream is None:
+            return await fn(prompt, **kw)
+        if _accepts(fn, "on_delta"):
+            return await fn(prompt, on_delta=stream.feed, **kw)
+        c = await fn(prompt, **kw)
+        stream.feed(c.text)
+        return c
+
+
+def _live(ep: Episode) -> LiveLLM | None:
+    return ep.llm if isinstance(ep.llm, LiveLLM) else None
+
+
+def open_step(ep: Episode, kind: str | None, iteration: int, read: Callable[[str], ParsedStep]) -> list[Event]:
+    """Stream the episode's next request as step ``iteration``, reading its text with ``read`` (the method's
+    own reading of a whole completion). ``kind``: ``thought`` or ``reflection`` (its start event is returned),
+    or None when the request writes no thought (Act's action, the early exit's answer)."""
+    live = _live(ep)
+    if live is None:
+        return []
+    names = tuple(ep.env.action_names) + ((ep.env.finish_action,) if ep.env.finish_action else ())
+    live.armed = live.current = _StepStream(kind, iteration, read, names, live.put)
+    return [Event(START_EVENT[kind], iteration, {})] if kind else []
+
+
+def thought_rest(ep: Episode, thought: str) -> list[Event]:
+    """The thought or reflection deltas not sent yet, before the step is recorded with text ``thought``."""
+    live = _live(ep)
+    if live is None or live.current is None or live.current.kind is None:
+        return []
+    return live.current.rest("thought", thought)
+
+
+def answer_rest(ep: Episode, answer: str | None, iteration: int) -> list[Event]:
+    """The answer deltas not sent yet, before the answer step (``action_arg`` = ``answer``) is recorded; the
+    whole answer when none of it streamed (it came from a re-prompt, say)."""
+    live = _live(ep)
+    if live is None or answer is None:
+        return []
+    if live.current is None or live.current.iteration != iteration:
+        live.current = _StepStream(None, iteration, lambda text: ParsedStep(), (), live.put)
+    return live.current.rest("answer", answer)
