@@ -61,6 +61,25 @@ class TrainConfig(StrictModel):
     training_meta.json); one left without a trained token is dropped."""
     packing: bool = False
     """Pack several trajectories into one sequence (TRL packing)."""
+    padding_free: bool = True
+    """Batches without padding: the examples of a batch are concatenated into one row (TRL's
+    ``padding_free``, position ids restarting at each example) and attended example by example (actune's
+    SDPA attention, :mod:`actune.train.speed`; or flash-attention's own, chosen with
+    ``sft.model_init_kwargs.attn_implementation``), so each token sees exactly what it sees in a padded
+    batch: the same logits, loss and gradients (checked on the model at start: one whose attention would let
+    the examples of a row see each other trains padded, and the log says so), and no compute on padding.
+    Off at batch size 1 (nothing to pad). False: TRL's padded batches."""
+    loss_head: Literal["auto", "trained", "trl"] = "auto"
+    """How the loss reaches the vocabulary. ``trained``: only the positions whose next token is trained go
+    through the LM head (the loss never needs the logits of the others: the same loss and gradients); no
+    per-step ``entropy`` or ``mean_token_accuracy`` is logged. ``trl``: TRL's fused LM head, which logs both;
+    on a GPU it also projects only the trained positions (Triton), but on a CPU it sends every position of
+    the batch through the vocabulary twice and computes both metrics over the whole vocabulary for each.
+    auto: ``trained`` on CPU, ``trl`` on GPU."""
+    torch_threads: int = Field(0, ge=0)
+    """Torch threads when training on CPU. 0 (auto): one per physical core this process may use (its CPU
+    affinity and cgroup quota, shared among a launcher's processes on the node; torch itself counts every
+    core of the machine), unless ``OMP_NUM_THREADS`` is set."""
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass to save memory (TRL turns it on by default). Off: a
     small model's activations fit easily, and recomputing costs about a third more compute per step."""

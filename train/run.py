@@ -16,9 +16,12 @@ The recipe, in order:
    (QLoRA). ``cfg.sft`` (any other ``SFTConfig`` field: trackers, optimiser, FSDP/DeepSpeed settings...)
    goes on top of what actune sets; TRL checks it before anything slow starts. SFTTrainer takes
    pre-tokenised examples with a ``labels`` column as they are (TRL 1.16: it only truncates to
-   ``max_length``), so the masks are exactly ours. The dev loss is computed ``cfg.evals_per_epoch`` times
-   per epoch and at the end, with a checkpoint each time; the checkpoint with the lowest dev loss is
-   loaded back at the end.
+   ``max_length``), so the masks are exactly ours. For speed (:mod:`actune.train.speed`, each exact):
+   padding-free batches attended example by example (``cfg.padding_free``, checked on the model first),
+   a loss that projects only the trained positions through the LM head (``cfg.loss_head``), one torch
+   thread per usable physical core (``cfg.torch_threads``). The dev loss is computed
+   ``cfg.evals_per_epoch`` times per epoch and at the end, with a checkpoint each time; the checkpoint
+   with the lowest dev loss is loaded back at the end.
 6. ``trainer.save_model()`` into ``<output_dir>.checkpoints/final``: that adapter with its tokenizer,
    ``actune_prompt.json`` (method, zero-shot regime, wire format: how eval must prompt the tuned model),
    ``training_meta.json`` (config, sizes, token counts, losses, dev losses, best step),
@@ -60,7 +63,8 @@ from actune.atomic_write import atomic_write_text, recover_folder, replace_folde
 from actune.train.config import TrainConfig
 
 __all__ = ["TrainError", "TrainResult", "train", "tokenize_dataset", "dev_task_ids", "split_by_task",
-           "resolve_dtype", "merge_adapter", "TRAINING_META_FILE", "TRAINING_TASKS_FILE", "LOSS_PLOT_FILE",
+           "resolve_dtype", "resolve_loss_head", "sft_args", "make_trainer", "speed_line", "merge_adapter",
+           "TRAINING_META_FILE", "TRAINING_TASKS_FILE", "LOSS_PLOT_FILE",
            "MERGED_DIR"]
 
 TRAINING_META_FILE = "training_meta.json"
@@ -307,7 +311,7 @@ def _check_trackers(report_to: list[str]) -> None:
                          + " ".join(TRACKER_PACKAGES[name] for name in missing) + ")")
 
 
-def _sft_args(cfg: TrainConfig, dtype: str, ckpt_dir: Path) -> Any:
+def sft_args(cfg: TrainConfig, dtype: str, ckpt_dir: Path) -> Any:
     """The ``SFTConfig``: what actune sets, then ``cfg.sft`` on top (checked by TRL itself)."""
     import torch
     from trl import SFTConfig
@@ -317,12 +321,16 @@ def _sft_args(cfg: TrainConfig, dtype: str, ckpt_dir: Path) -> Any:
     # epoch length) so that load_best_model_at_end can reload the checkpoint of the lowest dev loss;
     # the Trainer also evaluates and saves at the last step.
     has_dev = cfg.eval_fraction > 0
+    # Padding-free batches are exact (actune.train.speed); TRL refuses max_length with them unless it packs:
+    # the examples are already cut to cfg.max_length by tokenize_dataset.
+    padding_free = cfg.padding_free and cfg.per_device_train_batch_size > 1
     ours = dict(
         output_dir=str(ckpt_dir), learning_rate=cfg.learning_rate, lr_scheduler_type="cosine",
         warmup_steps=float(cfg.warmup_ratio), num_train_epochs=cfg.num_train_epochs, max_steps=cfg.max_steps,
         per_device_train_batch_size=cfg.per_device_train_batch_size,
         per_device_eval_batch_size=cfg.per_device_train_batch_size,
-        gradient_accumulation_steps=cfg.gradient_accumulation_steps, max_length=cfg.max_length,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+        max_length=None if padding_free and not cfg.packing else cfg.max_length, padding_free=padding_free,
         packing=cfg.packing, gradient_checkpointing=cfg.gradient_checkpointing, bf16=dtype == "bfloat16",
         seed=cfg.seed, data_seed=cfg.seed,
         logging_steps=cfg.logging_steps, save_steps=1 if has_dev else cfg.save_steps, save_total_limit=2,
@@ -340,12 +348,23 @@ def _sft_args(cfg: TrainConfig, dtype: str, ckpt_dir: Path) -> Any:
         raise TrainError(f"trl.SFTConfig refused the trainer settings (train.sft on top of actune's): {e}") from e
 
 
+def _padding_free(args: Any) -> bool:
+    # TRL's rule: its best-fit packing batches padding-free too
+    return bool(args.padding_free or (args.packing and args.packing_strategy in {"bfd", "bfd_split"}))
+
+
 def _load_model(model_dir: Path, cfg: TrainConfig, dtype: str, args: Any) -> Any:
     import torch
     from accelerate import DistributedType
     from transformers import AutoModelForCausalLM
 
+    from actune.train.speed import register_varlen_sdpa
+
     kwargs = {"trust_remote_code": args.trust_remote_code, **(cfg.sft.get("model_init_kwargs") or {})}
+    if _padding_free(args):
+        # padding-free rows attended example by example, unless train.sft names an attention (flash-attention
+        # has its own varlen kernel; transformers' sdpa and eager mask the row block by block: exact, slower)
+        kwargs.setdefault("attn_implementation", register_varlen_sdpa())
     if cfg.load_in_4bit:
         from transformers import BitsAndBytesConfig
 
@@ -360,17 +379,66 @@ def _load_model(model_dir: Path, cfg: TrainConfig, dtype: str, args: Any) -> Any
     return AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype), **kwargs)
 
 
+def resolve_loss_head(setting: str, device_type: str) -> str:
+    """``trained`` or ``trl`` for a ``TrainConfig.loss_head`` setting; auto: ``trained`` on CPU (where TRL's
+    head projects every position), ``trl`` elsewhere (its Triton kernel projects only the trained ones)."""
+    return setting if setting != "auto" else "trained" if device_type == "cpu" else "trl"
+
+
+def make_trainer(cfg: TrainConfig, args: Any, dtype: str, model_dir: Path, tokenizer: Any, train_ds: Any,
+                 dev_ds: Any = None, *, callbacks: list[Any] | None = None) -> tuple[Any, dict[str, Any]]:
+    """Step 5 of the recipe: the base model in ``dtype`` with ``cfg.lora``, in actune's ``SFTTrainer``
+    (:mod:`actune.train.speed`), on tokenised ``input_ids`` + ``labels``; ``args`` from :func:`sft_args`.
+    Returns the trainer and what it runs with: ``{"padding_free", "padding_free_check", "attention",
+    "loss_head"}`` (the check: ``passed``, ``failed`` (then the batches are padded) or ``not run``)."""
+    from accelerate import DistributedType
+    from peft import LoraConfig
+
+    from actune.train.speed import ActuneSFTTrainer, padding_free_matches_padded
+
+    model = _load_model(model_dir, cfg, dtype, args)
+    check = "not run"
+    if _padding_free(args) and not cfg.load_in_4bit and args.distributed_state.distributed_type not in (
+            DistributedType.FSDP, DistributedType.DEEPSPEED):  # there the weights are sharded: no forward yet
+        check = "passed" if padding_free_matches_padded(model) else "failed"
+        if check == "failed" and not args.packing:
+            args.padding_free, args.max_length = False, cfg.max_length
+    lora = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
+                      target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
+    loss_head = resolve_loss_head(cfg.loss_head, args.device.type)
+    trainer = ActuneSFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=dev_ds,
+                               processing_class=tokenizer, peft_config=lora, callbacks=callbacks,
+                               loss_head=loss_head)
+    speed = {"padding_free": _padding_free(args), "padding_free_check": check,
+             "attention": model.config._attn_implementation, "loss_head": loss_head}
+    return trainer, speed
+
+
+def speed_line(speed: dict[str, Any]) -> str:
+    """The log line of :func:`make_trainer`'s settings."""
+    if speed["padding_free"]:
+        batches = (f"padding-free batches ({speed['attention']} attention; exactness check "
+                   f"{speed['padding_free_check']})")
+    elif speed["padding_free_check"] == "failed":
+        batches = ("padded batches (padding-free ones gave other logits than padded ones on this model: "
+                   f"{speed['attention']} attention)")
+    else:
+        batches = "padded batches"
+    head = ("loss on the trained positions only" if speed["loss_head"] == "trained"
+            else "TRL's loss head (entropy and token accuracy logged)")
+    return f"{batches}, {head}"
+
+
 def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> TrainResult:
     """Run the recipe (module docstring) and return what it did; the adapter lands in ``cfg.output_dir``.
 
     ``log`` gets the progress lines (default: the ``actune.train.run`` logger); only the main process of
     each node says them. Under a distributed launcher every process calls this and returns once the
     adapter is in place."""
-    from peft import LoraConfig
     from transformers import AutoTokenizer, TrainerCallback
-    from trl import SFTTrainer
 
     from actune.model_files import prepare_model
+    from actune.train.speed import set_torch_threads
 
     t0 = time.perf_counter()
     _check_optional_packages(cfg)
@@ -380,7 +448,7 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> Trai
     # Built first: it sets up the processes (rank, barrier) that the rest relies on, TRL checks the
     # settings before anything slow, and a ZeRO-3 config must exist before the model is loaded (the
     # weights are then partitioned as they load).
-    args = _sft_args(cfg, dtype, ckpt_dir)
+    args = sft_args(cfg, dtype, ckpt_dir)
     _check_trackers(args.report_to)
     state = args.distributed_state
     # One process writes the output folder, by the rule the Trainer saves its checkpoints by.
@@ -397,7 +465,9 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> Trai
         # a crash of an earlier run between its two renames left the old adapter aside: put it back even
         # if this run fails before its own swap
         recover_folder(out)
-    say(_hardware_line(dtype, cfg.dtype) + (f"; {args.world_size} processes" if args.world_size > 1 else ""))
+    threads = set_torch_threads(cfg.torch_threads) if args.device.type == "cpu" else None
+    say(_hardware_line(dtype, cfg.dtype) + (f"; {threads} torch threads" if threads else "")
+        + (f"; {args.world_size} processes" if args.world_size > 1 else ""))
     ds = _load_dataset(cfg)
     method = _steps_method(ds, cfg)
     if "task_id" not in ds.column_names or "question" not in ds.column_names:
@@ -439,17 +509,14 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> Trai
     dev_ds = tokenized.select(dev_idx).select_columns(columns) if dev_idx else None
     has_dev = dev_ds is not None
 
-    model = _load_model(model_dir, cfg, dtype, args)
-    lora = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
-                      target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
-
     class DevLossLog(TrainerCallback):
         def on_evaluate(self, args: Any, state: Any, control: Any, metrics: dict | None = None, **kw: Any) -> None:
             if metrics and "eval_loss" in metrics:
                 say(f"train: step {state.global_step} (epoch {state.epoch:.2f}): dev loss {metrics['eval_loss']:.4f}")
 
-    trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=dev_ds,
-                         processing_class=tokenizer, peft_config=lora, callbacks=[DevLossLog()])
+    trainer, speed = make_trainer(cfg, args, dtype, model_dir, tokenizer, train_ds, dev_ds, callbacks=[DevLossLog()])
+    say(f"train: {speed_line(speed)}")
+    model = trainer.model
     eval_steps = None
     if has_dev:
         # Packing changes the number of rows, so the epoch length is read from the prepared dataset.
@@ -508,6 +575,7 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> Trai
                 "base_model_path": str(model_dir),
                 "method": method,
                 "dtype": dtype,
+                "speed": {**speed, "torch_threads": threads},
                 "hardware": cpu_features.describe_cpu(),
                 "processes": args.world_size,
                 "examples": res.examples,

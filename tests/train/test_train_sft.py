@@ -18,12 +18,12 @@ from actune.train.run import TrainError, train
 def test_sft_settings_go_on_top_of_actunes(tmp_path, embedded_model):
     cfg = tiny_config(tmp_path, embedded_model, sft={"lr_scheduler_type": "constant", "weight_decay": 0.1,
                                                      "per_device_eval_batch_size": 8, "report_to": "none"})
-    args = train_run._sft_args(cfg, "float32", tmp_path / "ckpt")
+    args = train_run.sft_args(cfg, "float32", tmp_path / "ckpt")
     assert (args.lr_scheduler_type, args.weight_decay, args.per_device_eval_batch_size) == ("constant", 0.1, 8)
-    assert (args.learning_rate, args.max_steps, args.max_length, args.output_dir) == (
-        5e-3, 3, 128, str(tmp_path / "ckpt"))
+    assert (args.learning_rate, args.max_steps, args.output_dir) == (5e-3, 3, str(tmp_path / "ckpt"))
+    assert (args.padding_free, args.max_length) == (True, None)  # tokenize_dataset cut the examples to 128
     assert args.report_to == [] and args.save_total_limit == 2  # actune's own where sft says nothing
-    assert train_run._sft_args(tiny_config(tmp_path, embedded_model), "float32", tmp_path).lr_scheduler_type == "cosine"
+    assert train_run.sft_args(tiny_config(tmp_path, embedded_model), "float32", tmp_path).lr_scheduler_type == "cosine"
 
 
 def test_a_value_trl_refuses_fails_before_the_dataset_is_read(tmp_path, embedded_model):

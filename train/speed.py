@@ -1,0 +1,232 @@
+"""Training speed without changing what is learned: padding-free batches attended example by example, a
+loss that sends only the trained positions through the LM head, and torch's thread count on small CPUs.
+
+    trainer = ActuneSFTTrainer(model=..., args=SFTConfig(padding_free=True, max_length=None, ...),
+                               loss_head="trained", ...)
+
+Each piece computes what TRL's ``SFTTrainer`` with padded batches computes, to float rounding:
+
+- **Padding-free batches** (TRL's ``padding_free``): the examples of a batch are concatenated into one row
+  with position ids restarting at each example and the collator's sequence starts (``cu_seq_lens_q``).
+  :func:`varlen_sdpa_attention` attends each example alone with ``is_causal=True``, so every token sees
+  exactly the keys it sees in its padded row (right padding: its own example's earlier tokens), at the
+  same positions (the rotary angles come from the position ids); the other layers work token by token.
+  Nothing is computed for padding, and nothing for the block-diagonal mask that transformers' own SDPA
+  path builds from the position ids (SDPA computes every masked-out block of a (sum of lengths)^2 mask).
+  :func:`padding_free_matches_padded` checks a model at start (a model whose attention ignores the
+  sequence starts would let examples see each other); ``tests/train/test_speed.py`` checks per-example
+  losses and gradients against padded batches.
+- **The loss on the trained positions only** (``loss_head="trained"``): the loss is the mean negative
+  log-likelihood of the trained tokens, so the logits of every other position are never needed. The
+  model's own forward is asked for the logits of the positions whose next token is trained
+  (``logits_to_keep``) and the loss is taken on those. TRL 1.16's fused LM head does the same on a GPU
+  (Triton), but on a CPU it sends every position (prompt, observations, padding) through the
+  vocabulary-wide projection (twice: the backward recomputes it) and also computes each position's
+  entropy and top-1 accuracy, for the ``entropy`` and ``mean_token_accuracy`` it logs every step; TRL
+  has no setting to skip them. This loss logs neither.
+- **Threads** (:func:`cpu_threads`): torch counts the machine's cores, not the cores a container may
+  use (a CPU quota, an affinity mask) nor hyper-threads sharing one core; one thread per usable physical
+  core.
+
+This module imports torch, transformers and TRL only (no actune), so ``bench/train_gpu.py`` can load it
+by its path on a machine where actune is not installed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from transformers import AttentionInterface
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+from trl import SFTTrainer
+
+__all__ = ["VARLEN_SDPA", "varlen_sdpa_attention", "register_varlen_sdpa", "padding_free_matches_padded",
+           "ActuneSFTTrainer", "cpu_threads", "set_torch_threads", "LOSS_HEADS"]
+
+VARLEN_SDPA = "actune_sdpa_varlen"
+"""The ``attn_implementation`` name :func:`register_varlen_sdpa` registers."""
+LOSS_HEADS = ("trained", "trl")
+
+# The sequence starts of the last forwards, by tensor: every layer gets the same tensors, so their values
+# are copied to the host once a forward, not once a layer.
+_bounds: dict[int, tuple[torch.Tensor, list[int]]] = {}
+
+
+def _segment_bounds(cu_seq_lens: torch.Tensor) -> list[int]:
+    hit = _bounds.get(id(cu_seq_lens))
+    if hit is None or hit[0] is not cu_seq_lens:
+        if len(_bounds) >= 4:
+            _bounds.clear()
+        hit = _bounds[id(cu_seq_lens)] = (cu_seq_lens, cu_seq_lens.tolist())
+    return hit[1]
+
+
+def varlen_sdpa_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                          attention_mask: torch.Tensor | None, cu_seq_lens_q: torch.Tensor | None = None,
+                          cu_seq_lens_k: torch.Tensor | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
+    """transformers' SDPA attention; a padding-free row (batch of one, ``cu_seq_lens_q`` given by TRL's
+    collator, the same for keys) is attended sequence by sequence with ``is_causal=True``. Anything else
+    (padded batches, generation with a cache) goes to transformers' SDPA unchanged, with its mask."""
+    length = query.shape[2]
+    if cu_seq_lens_q is None or query.shape[0] != 1 or key.shape[2] != length:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+    bounds = _segment_bounds(cu_seq_lens_q)
+    if (bounds[0] != 0 or bounds[-1] != length
+            or (cu_seq_lens_k is not None and _segment_bounds(cu_seq_lens_k) != bounds)):
+        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+    kwargs.pop("is_causal", None)
+    parts = [sdpa_attention_forward(module, query[:, :, s:e], key[:, :, s:e], value[:, :, s:e], None,
+                                    is_causal=True, **kwargs)[0]
+             for s, e in zip(bounds, bounds[1:]) if e > s]
+    return torch.cat(parts, dim=1), None
+
+
+def register_varlen_sdpa() -> str:
+    """Make :data:`VARLEN_SDPA` an ``attn_implementation`` (its masks are SDPA's) and return the name."""
+    AttentionInterface.register(VARLEN_SDPA, varlen_sdpa_attention)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(VARLEN_SDPA, sdpa_mask)
+    return VARLEN_SDPA
+
+
+def _padded_and_free(sequences: list[torch.Tensor], pad_id: int) -> tuple[dict, dict]:
+    """The same sequences as TRL's collator batches them: padded (right) and padding-free."""
+    width = max(len(s) for s in sequences)
+    ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for i, s in enumerate(sequences):
+        ids[i, :len(s)], mask[i, :len(s)] = s, 1
+    lengths = torch.tensor([len(s) for s in sequences])
+    cu = torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)]).to(torch.int32)
+    positions = torch.cat([torch.arange(n) for n in lengths])[None]
+    free = {"input_ids": torch.cat(sequences)[None], "position_ids": positions, "cu_seq_lens_q": cu,
+            "cu_seq_lens_k": cu, "max_length_q": int(lengths.max()), "max_length_k": int(lengths.max())}
+    return {"input_ids": ids, "attention_mask": mask}, free
+
+
+def padding_free_matches_padded(model: Any, lengths: tuple[int, ...] = (7, 12, 4), seed: int = 0) -> bool:
+    """Whether ``model`` gives a padding-free row the logits it gives the same sequences padded (random
+    token ids; in the model's dtype, to its rounding), as in training (no cache: with one, transformers'
+    own attentions do not look for the sequence starts). False when its attention lets the sequences of
+    a row see each other."""
+    vocab = model.get_input_embeddings().weight.shape[0]
+    g = torch.Generator().manual_seed(seed)
+    sequences = [torch.randint(0, vocab, (n,), generator=g) for n in lengths]
+    padded, free = _padded_and_free(sequences, pad_id=0)
+    device = model.get_input_embeddings().weight.device
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            a = model(**{k: v.to(device) if torch.is_tensor(v) else v for k, v in padded.items()},
+                      use_cache=False).logits.float()
+            b = model(**{k: v.to(device) if torch.is_tensor(v) else v for k, v in free.items()},
+                      use_cache=False).logits.float()
+    finally:
+        model.train(was_training)
+    rows = torch.cat([a[i, :n] for i, n in enumerate(lengths)])
+    # bf16 rounding moved SmolLM2-135M's logits by up to 2% of the largest one (padded vs padding-free,
+    # either attention); a row whose sequences see each other moves them by about 80%
+    tol = 1e-4 if model.dtype == torch.float32 else 5e-2
+    return float((rows - b[0]).abs().max()) <= tol * (float(rows.abs().max()) or 1.0)
+
+
+class ActuneSFTTrainer(SFTTrainer):
+    """TRL's ``SFTTrainer`` whose training and dev loss (``loss_head="trained"``) take the logits of the
+    trained positions only (module docstring). Settings this loss does not cover (``loss_type="dft"``,
+    label smoothing, a ``compute_loss_func``, MoE auxiliary losses, sequence parallelism) and
+    ``loss_head="trl"`` use TRL's own loss."""
+
+    def __init__(self, *args: Any, loss_head: str = "trained", **kwargs: Any) -> None:
+        if loss_head not in LOSS_HEADS:
+            raise ValueError(f"loss_head must be one of {LOSS_HEADS}, not {loss_head!r}")
+        self.loss_head = loss_head
+        super().__init__(*args, **kwargs)
+
+    def _trl_loss(self) -> bool:
+        parallelism = getattr(self.accelerator, "parallelism_config", None)
+        return (self.loss_head == "trl" or self.args.loss_type != "nll" or self.compute_loss_func is not None
+                or self.label_smoother is not None or self.aux_loss_enabled
+                or bool(parallelism is not None and (parallelism.sp_enabled or parallelism.cp_enabled)))
+
+    def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False,
+                     num_items_in_batch: Any = None) -> Any:
+        if return_outputs or self._trl_loss():
+            return super().compute_loss(model, inputs, return_outputs=return_outputs,
+                                         num_items_in_batch=num_items_in_batch)
+        labels = inputs["labels"]
+        targets = labels[:, 1:]  # position p predicts token p + 1
+        positions = (targets != -100).any(0).nonzero().flatten()
+        forward = {k: v for k, v in inputs.items() if k != "labels"}
+        logits = model(**forward, use_cache=False, logits_to_keep=positions).logits
+        kept = targets[:, positions]
+        trained = kept != -100
+        nll = F.cross_entropy(logits[trained].float(), kept[trained], reduction="sum")
+        # as TRL's loss: a sum over the trained tokens divided by their count in the whole batch (every
+        # accumulation step and process: the Trainer's num_items_in_batch), or in this one when not given
+        count = trained.sum() if num_items_in_batch is None else num_items_in_batch
+        loss = nll / torch.as_tensor(count).clamp(min=1)
+        if self.args.average_tokens_across_devices and num_items_in_batch is not None:
+            loss = loss * (self.accelerator.num_processes // self.get_tp_size())
+        if self.model.training:  # TRL's num_tokens log: the tokens of the batch, padding excluded
+            if "attention_mask" in inputs:
+                local = inputs["attention_mask"].sum()
+            else:
+                local = torch.tensor(inputs["input_ids"].size(1), device=inputs["input_ids"].device)
+            self._total_train_tokens += self.accelerator.gather_for_metrics(local).sum().item() // self._tp_size
+            self._metrics["train"]["num_tokens"] = [self._total_train_tokens]
+        return loss
+
+
+def _physical_cores(cpus: set[int], cpuinfo: Path) -> int | None:
+    try:
+        blocks = cpuinfo.read_text(errors="replace").split("\n\n")
+    except OSError:
+        return None
+    cores = set()
+    for block in blocks:
+        fields = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in block.splitlines())}
+        if fields.get("processor", "").isdigit() and int(fields["processor"]) in cpus and "core id" in fields:
+            cores.add((fields.get("physical id", "0"), fields["core id"]))
+    return len(cores) or None
+
+
+def _cpu_quota(cgroup: Path) -> float | None:
+    try:  # cgroup v2: "max 100000" or "200000 100000"
+        quota, period = (cgroup / "cpu.max").read_text().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:  # cgroup v1
+        quota = int((cgroup / "cpu" / "cpu.cfs_quota_us").read_text())
+        period = int((cgroup / "cpu" / "cpu.cfs_period_us").read_text())
+        return quota / period if quota > 0 and period > 0 else None
+    except (OSError, ValueError):
+        return None
+
+
+def cpu_threads(cpuinfo: Path = Path("/proc/cpuinfo"), cgroup: Path = Path("/sys/fs/cgroup")) -> int:
+    """One thread per physical core this process may use: the cores of its CPU affinity (hyper-threads of
+    one core count once), at most its cgroup CPU quota (rounded up), shared among the processes of a
+    launcher on this node (``LOCAL_WORLD_SIZE``); at least 1."""
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+    n = _physical_cores(cpus, cpuinfo) or len(cpus)
+    quota = _cpu_quota(cgroup)
+    if quota:
+        n = min(n, math.ceil(quota))
+    return max(1, n // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
+
+
+def set_torch_threads(setting: int) -> int:
+    """Set torch's intra-op threads: ``setting`` when > 0; 0 (auto): :func:`cpu_threads`, unless
+    ``OMP_NUM_THREADS`` is set (a launcher's or the user's choice, which torch already follows). Returns
+    the number torch uses."""
+    n = setting or (None if os.environ.get("OMP_NUM_THREADS") else cpu_threads())
+    if n and n != torch.get_num_threads():
+        torch.set_num_threads(n)
+    return torch.get_num_threads()
