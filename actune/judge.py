@@ -25,7 +25,7 @@
 - reflection_problems: a ReflAct episode's reflections that lack one of their three parts (current state,
   latest discovery, goal relation; :func:`actune.agent.reflection_parts.reflection_part_problems`). Noted,
   not held against ``kept``: a small model often writes only the current state after its first
-  observation (SmolLM2-135M: 39 of 43 kept ReflAct episodes), so requiring every part would keep almost
+  observation (SmolLM2-135M: 64 of 69 kept ReflAct episodes), so requiring every part would keep almost
   nothing. A ReflAct-format export can leave those episodes out (``export.require_reflection_parts``), and
   the bootstrap summary counts them, so nobody trains on ReAct in disguise without knowing it.
 """
