@@ -267,5 +267,6 @@ async def collect(
             raise outcome
     if failure:
         e = failure[0]
-        raise CollectError(f"more than {max_failed} episodes failed; the last: {type(e).__name__}: {e}") from e
+        raise CollectError(f"more than {max_failed} episodes failed; the last: {type(e).__name__}: {e}; "
+                           "what finished is stored: rerun to continue") from e
     return result

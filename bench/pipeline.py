@@ -8,6 +8,7 @@ Everything runs with the full preset's settings (configs/quickstart/full.yaml: m
 training), at one concurrency, on one machine. In order:
 
 1. one vLLM server of the base model:
+   - warm-up: one episode per slot on other training questions, not measured;
    - **loop**: ``--episodes`` ReAct episodes (few-shot, T=0.4, one attempt per training question) in the
      bare agent loop (``run_episode`` under a semaphore, as bench/agent_loop.py); every request is recorded;
    - **engine**: the recorded requests replayed back to back at the same concurrency, with no environment
@@ -228,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="runs/bench-pipeline", help="working folder (replaced)")
     ap.add_argument("--world", help="a world folder (default: the full preset's world, generated)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--episodes", type=int, default=64, help="loop and bootstrap episodes (training questions)")
+    ap.add_argument("--episodes", type=int, default=96, help="loop and bootstrap episodes (training questions)")
     ap.add_argument("--eval-tasks", type=int, default=48, help="test questions per evaluated model")
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--train-steps", type=int, default=8, help="steps of each trainer in the training comparison")
@@ -255,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         write_world(cfg.world.model_copy(update={"seed": args.seed}), world)
     env_cfg = cfg.bootstrap.env.model_copy(update={"name": "wiki", "corpus": str(world / "corpus.jsonl")})
     train_tasks = load_tasks(TaskConfig(format="custom", path=str(world / "train.jsonl"), split="train",
-                                        limit=args.episodes))
+                                        limit=args.episodes + c))
+    train_tasks, warm_tasks = train_tasks[:args.episodes], train_tasks[args.episodes:]
     test_tasks = load_tasks(TaskConfig(format="custom", path=str(world / "test.jsonl"), split="test",
                                        limit=args.eval_tasks))
     boot_agent = cfg.bootstrap.agent.model_copy(update={"method": "react", "seed": args.seed})
@@ -267,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
         with _serve(cfg) as server:
             res.figures["server_start_s"] = round(time.perf_counter() - t0, 1)
             url, model = server.base_url, server.model
+            # warm-up: the engine's first batches are slow (first-use allocation, empty prefix cache); measured
+            # cold, the loop read 0.71 of the replay that followed it and 0.75 of the bootstrap after that
+            asyncio.run(_loop(url, model, warm_tasks, boot_agent, env_cfg, c))
             trajs, requests, wall = asyncio.run(_loop(url, model, train_tasks, boot_agent, env_cfg, c))
             gen = sum(t.usage.completion_tokens for t in trajs)
             res.figures["loop"] = {"episodes": len(trajs), "requests": len(requests), "wall_s": round(wall, 1),
