@@ -96,7 +96,11 @@ _RATES = {
     "cuda": {"episodes_h": 40000.0, "train_tok_s": 20000.0, "server_s": 90.0},
 }
 _TOKENS_PER_EXAMPLE = 335  # zero-shot world episode, prompt included (seed-1 run: 75.6k tokens / 226 examples)
-_KEEP_RATE = 0.2  # round-1 keep rate with type-matched exemplars (seed-1 run: 321 of 1,600)
+_KEEP_RATE = {"react": 0.2, "reflact": 0.09}
+"""Round-1 keep rate with type-matched exemplars (seed-1 runs: ReAct 321 of 1,600, ReflAct 69 of 800)."""
+_EPISODE_COST = {"react": 1.0, "reflact": 1.8}
+"""Time of an episode relative to ReAct's: ReflAct writes a three-part reflection every step (seed-1 run: 1,476
+bootstrap episodes an hour against ReAct's ~2,900, eval 2,530 against ~3,900)."""
 _EXPORTED = 0.7  # share of kept episodes left after near-duplicate removal and the per-task cap (226 of 321)
 
 
@@ -116,20 +120,23 @@ def hardware_kind() -> str:
 def estimate_seconds(cfg: QuickstartConfig, kind: str) -> dict[str, float]:
     """Rough wall time per stage kind (bootstrap, train, eval) of a whole run, from :data:`_RATES`."""
     rate = _RATES[kind]
-    n_methods = len(cfg.methods)
-    target = cfg.bootstrap.target_correct
-    boot_eps = min(target / _KEEP_RATE, cfg.world.n_train * cfg.bootstrap.attempts_per_task)
-    later = max(0, cfg.rounds - 1) * cfg.world.n_train * 0.5 * cfg.round_attempts  # about half unsolved
-    boot = n_methods * (boot_eps + later) / rate["episodes_h"] * 3600 + cfg.rounds * rate["server_s"]
-    examples = _EXPORTED * min(target, boot_eps * _KEEP_RATE)
-    epochs = cfg.train.num_train_epochs if cfg.train.max_steps <= 0 else (
-        cfg.train.max_steps * cfg.train.per_device_train_batch_size / max(examples, 1))
-    # each later round adds what it keeps (about a fifth of its episodes) to the retraining set
-    rounds_examples = sum(examples + r * _EXPORTED * _KEEP_RATE * cfg.world.n_train * 0.5 * cfg.round_attempts
-                          for r in range(cfg.rounds))
-    train = n_methods * rounds_examples * _TOKENS_PER_EXAMPLE * epochs / rate["train_tok_s"]
-    n_models = 1 + int(cfg.oracle_baseline) + cfg.rounds
-    evals = n_methods * (cfg.world.n_test * n_models / rate["episodes_h"] * 3600 + n_models * rate["server_s"])
+    boot = train = evals = 0.0
+    for method in cfg.methods:
+        keep, cost = _KEEP_RATE.get(method, 0.2), _EPISODE_COST.get(method, 1.0)
+        target = cfg.bootstrap.target_correct
+        boot_eps = min(target / keep, cfg.world.n_train * cfg.bootstrap.attempts_per_task)
+        later = max(0, cfg.rounds - 1) * cfg.world.n_train * 0.5 * cfg.round_attempts  # about half unsolved
+        boot += (boot_eps + later) * cost / rate["episodes_h"] * 3600
+        examples = _EXPORTED * min(target, boot_eps * keep)
+        epochs = cfg.train.num_train_epochs if cfg.train.max_steps <= 0 else (
+            cfg.train.max_steps * cfg.train.per_device_train_batch_size / max(examples, 1))
+        # each later round adds what it keeps to the retraining set
+        rounds_examples = sum(examples + r * _EXPORTED * keep * cfg.world.n_train * 0.5 * cfg.round_attempts
+                              for r in range(cfg.rounds))
+        train += rounds_examples * _TOKENS_PER_EXAMPLE * cost * epochs / rate["train_tok_s"]
+        n_models = 1 + int(cfg.oracle_baseline) + cfg.rounds
+        evals += cfg.world.n_test * n_models * cost / rate["episodes_h"] * 3600 + n_models * rate["server_s"]
+    boot += cfg.rounds * rate["server_s"]
     return {"bootstrap": boot, "train": train, "eval": evals}
 
 

@@ -158,3 +158,13 @@ def test_gpu_preset_is_the_papers_scale_on_one_gpu() -> None:
     assert gpu.bootstrap.target_correct == 3000  # the ReAct paper's ~3,000 kept trajectories
     assert gpu.world.n_train * gpu.bootstrap.attempts_per_task >= gpu.bootstrap.target_correct / 0.2 * 0.5
     assert gpu.world.n_test >= 300 and set(gpu.methods) == {"react", "reflact"}
+
+
+def test_estimate_counts_reflact_slower_and_sparser_than_react() -> None:
+    react = estimate_seconds(load_quickstart("full", ["methods=[react]", "rounds=1"]), "cpu-bf16")
+    reflact = estimate_seconds(load_quickstart("full", ["methods=[reflact]", "rounds=1"]), "cpu-bf16")
+    both = estimate_seconds(load_quickstart("full", ["methods=[react,reflact]", "rounds=1"]), "cpu-bf16")
+    assert reflact["eval"] > react["eval"] and reflact["bootstrap"] > react["bootstrap"]
+    server = 40.0  # one start per round, shared by every method's round-1 passes
+    assert both["bootstrap"] == pytest.approx(react["bootstrap"] + reflact["bootstrap"] - server)
+    assert both["train"] == pytest.approx(react["train"] + reflact["train"])
