@@ -164,12 +164,12 @@ class ActuneSFTTrainer(SFTTrainer):
         positions = (targets != -100).any(0).nonzero().flatten()
         forward = {k: v for k, v in inputs.items() if k != "labels"}
         logits = model(**forward, use_cache=False, logits_to_keep=positions).logits
-        kept = targets[:, positions]
-        trained = kept != -100
-        nll = F.cross_entropy(logits[trained].float(), kept[trained], reduction="sum")
+        kept = targets[:, positions]  # -100 where another row of a padded batch trains this position
+        # the log-probabilities in float32, as TRL's head computes them
+        nll = F.cross_entropy(logits.flatten(0, 1).float(), kept.flatten(), ignore_index=-100, reduction="sum")
         # as TRL's loss: a sum over the trained tokens divided by their count in the whole batch (every
         # accumulation step and process: the Trainer's num_items_in_batch), or in this one when not given
-        count = trained.sum() if num_items_in_batch is None else num_items_in_batch
+        count = (kept != -100).sum() if num_items_in_batch is None else num_items_in_batch
         loss = nll / torch.as_tensor(count).clamp(min=1)
         if self.args.average_tokens_across_devices and num_items_in_batch is not None:
             loss = loss * (self.accelerator.num_processes // self.get_tp_size())
