@@ -34,7 +34,8 @@ so training data and evaluation prompts cannot drift apart. Two layouts:
 Both carry ids and metadata columns (``episode_id``, ``task_id``, ``method`` and ``source_method``: the
 method that collected it, ``steps_method``: the step format, the same for every row, ``source_store``,
 ``env``, ``wire``...). The dataset folder is written whole or not at all (temp folder + rename), with an
-``export_summary.json`` (:class:`ExportSummary`: what each filter removed, per source method) inside.
+``export_summary.json`` (:class:`ExportSummary`: what each filter removed, per source method) and a dataset card
+``README.md`` (:mod:`actune.bootstrap.dataset_card`) inside.
 """
 
 from __future__ import annotations
@@ -515,6 +516,8 @@ def export_dataset(
     """
     from datasets import Dataset  # heavy import: only when exporting
 
+    from actune.bootstrap.dataset_card import CARD_FILE, card_settings, dataset_card, judge_counts
+
     # a crash of an earlier export between its two renames left the old dataset aside: put it back even
     # if this export fails before its own swap
     recover_folder(out_dir)
@@ -527,6 +530,9 @@ def export_dataset(
         ds.save_to_disk(str(tmp))
         # inside the folder before the swap: the dataset and its summary appear together or not at all
         (tmp / SUMMARY_FILE).write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
+        card = dataset_card(summary, rows, fmt="actune", data_files="data-*.arrow", judge=judge_counts(summary.stores),
+                            settings=card_settings(config))
+        (tmp / CARD_FILE).write_text(card, encoding="utf-8")
         replace_folder(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

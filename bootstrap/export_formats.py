@@ -18,7 +18,9 @@ dedupe, cap and shares) and hold the same text; only the layout changes:
   trains on). Observations are inside ``output``, so a trainer of this format trains on them (as FireAct's
   Alpaca data did): prefer ``openai`` where the trainer reads it.
 
-A file is written whole or not at all (temp file + rename).
+A file is written whole or not at all (temp file + rename), then its dataset card beside it
+(:func:`actune.hub_push.file_card_path`: ``X.jsonl`` -> ``X.README.md``; :mod:`actune.bootstrap.dataset_card`),
+which ``actune push`` uploads as the repo's ``README.md``.
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from actune.atomic_write import atomic_writer
+from actune.atomic_write import atomic_write_text, atomic_writer
 from actune.bootstrap.config import ExportConfig
+from actune.bootstrap.dataset_card import card_settings, dataset_card, judge_counts
 from actune.bootstrap.export import ExportSummary, export_rows
+from actune.hub_push import file_card_path
 
 __all__ = ["EXPORT_FORMATS", "FILE_FORMATS", "alpaca_example", "export_file", "openai_example", "sharegpt_example"]
 
@@ -109,4 +113,8 @@ def export_file(
             record, n = convert(row)
             unmasked += n
             f.write(_json_line(record))
+        # built before the file is in place: a card that cannot be written leaves no file without one
+        card = dataset_card(summary, rows, fmt=fmt, data_files=out.name, judge=judge_counts(summary.stores),
+                            settings=card_settings(config), unmasked=unmasked)
+    atomic_write_text(file_card_path(out), card)
     return summary, unmasked

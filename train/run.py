@@ -26,6 +26,7 @@ The recipe, in order:
    ``actune_prompt.json`` (method, zero-shot regime, wire format: how eval must prompt the tuned model),
    ``training_meta.json`` (config, sizes, token counts, losses, dev losses, best step),
    ``training_tasks.json`` (every task of the dataset, so eval can refuse a test set that overlaps it),
+   ``README.md`` (the Hub model card, :mod:`actune.train.model_card`; ``merged/`` gets its own),
    ``loss.png``, TensorBoard's ``runs/`` when it was a tracker and, with ``cfg.merge``, ``merged/`` (base +
    adapter as one plain model folder); then that folder replaces ``cfg.output_dir``: the folder is
    complete or absent.
@@ -61,6 +62,7 @@ from actune import cpu_features
 from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
 from actune.atomic_write import atomic_write_text, recover_folder, replace_folder
 from actune.train.config import TrainConfig
+from actune.train.model_card import write_model_card
 
 __all__ = ["TrainError", "TrainResult", "train", "tokenize_dataset", "dev_task_ids", "split_by_task",
            "resolve_dtype", "resolve_loss_head", "sft_args", "make_trainer", "speed_line", "merge_adapter",
@@ -605,6 +607,8 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> Trai
             for folder in (final, final / MERGED_DIR) if cfg.merge else (final,):
                 atomic_write_text(folder / TRAINING_META_FILE, meta_text)
                 atomic_write_text(folder / TRAINING_TASKS_FILE, tasks_text)
+                # replaces PEFT's template card (whose base_model is the local folder)
+                write_model_card(folder, merged=folder != final)
             title = (f"{Path(model_dir).name} + LoRA r={cfg.lora.r}, {dtype}: {len(train_idx)} train / "
                      f"{len(dev_idx)} dev examples")
             _plot_losses(final / LOSS_PLOT_FILE, train_points, [(e["step"], e["loss"]) for e in eval_losses],

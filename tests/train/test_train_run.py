@@ -100,13 +100,26 @@ def test_training_tasks_and_loss_plot(dev_run):
     assert struct.unpack(">II", png[16:24]) == (700, 400)
 
 
+def test_the_adapter_and_the_merged_model_carry_hub_model_cards(dev_run):
+    from huggingface_hub import ModelCard
+
+    adapter = ModelCard.load(dev_run.out / "README.md")
+    merged = ModelCard.load(dev_run.out / "merged" / "README.md")
+    assert adapter.data.base_model == merged.data.base_model == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    assert (adapter.data.library_name, merged.data.library_name) == ("peft", "transformers")
+    assert {"actune", "lora", "agent", "react"} <= set(adapter.data.tags)
+    assert "Model Card for Model ID" not in adapter.text  # PEFT's template card is replaced
+    assert f"Final training loss {dev_run.meta['final_loss']:.4f} after 3 steps." in adapter.text
+    assert f"The saved weights are those of step {dev_run.meta['best_step']}" in adapter.text
+
+
 def test_merged_model_is_the_base_with_the_best_adapter(dev_run, embedded_model):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     merged_dir = dev_run.out / "merged"
     assert sorted(p.name for p in merged_dir.iterdir()) == [
-        "actune_prompt.json", "chat_template.jinja", "config.json", "generation_config.json", "model.safetensors",
+        "README.md", "actune_prompt.json", "chat_template.jinja", "config.json", "generation_config.json", "model.safetensors",
         "tokenizer.json", "tokenizer_config.json", "training_meta.json", "training_tasks.json"]
     assert json.loads((merged_dir / "config.json").read_text())["dtype"] == "float32"  # trained in float32
     assert load_prompt_spec(merged_dir) == load_prompt_spec(dev_run.out)

@@ -1,0 +1,170 @@
+"""Upload what actune wrote to the Hugging Face Hub: an adapter folder, a merged model folder, an export.
+
+    result = push("runs/adapter", "org/name", private=True)        # ``actune push runs/adapter --repo org/name``
+
+What is pushed, told from the files (:func:`detect_kind`):
+
+- an export folder (``export_summary.json``, from ``actune export``): a dataset repo;
+- an export file (``actune export --format openai|sharegpt|alpaca``: ``X.jsonl`` with its card
+  ``X.README.md`` beside it, :func:`file_card_path`): a dataset repo holding ``X.jsonl`` and the card as
+  ``README.md``;
+- an adapter folder (``adapter_config.json``, from ``actune train``): a model repo, without its ``merged/``
+  (push that folder on its own: ``actune push runs/adapter/merged --repo org/name-merged``);
+- a model folder (``config.json`` and weights, e.g. ``merged/``): a model repo.
+
+Each must carry its card, ``README.md`` with YAML metadata (written by ``actune export`` and ``actune train``);
+a folder without one is refused, and so is a model card naming a local folder as its base model (the template
+card PEFT wrote before actune wrote its own). The repo is created if missing (``create_repo(exist_ok=True)``),
+a ``revision`` other than ``main`` is created as a branch, then ``upload_folder`` sends the files in one commit.
+
+The token is ``huggingface_hub``'s own: ``HF_TOKEN`` or the stored login (``hf auth login``), never an argument;
+it is masked in every error. The Hub client is made by ``api_factory`` (default :func:`make_api`), so tests
+run the same code against a fake.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = ["CARD_FILE", "PushError", "PushResult", "detect_kind", "file_card_path", "make_api", "push"]
+
+CARD_FILE = "README.md"
+EXPORT_MARKER = "export_summary.json"
+ADAPTER_MARKER = "adapter_config.json"
+MODEL_MARKER = "config.json"
+WEIGHT_SUFFIXES = (".safetensors", ".bin")
+ADAPTER_IGNORE = ["merged/**"]
+"""Left out of an adapter push: the merged model is its own repo."""
+
+Kind = Literal["export", "export_file", "adapter", "model"]
+REPO_TYPE: dict[str, str] = {"export": "dataset", "export_file": "dataset", "adapter": "model", "model": "model"}
+_REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+class PushError(RuntimeError):
+    """The folder cannot be pushed (not actune's, no card) or the Hub refused it; never holds the token."""
+
+
+@dataclass
+class PushResult:
+    """What :func:`push` sent, and where."""
+
+    kind: str
+    """``export``, ``export_file``, ``adapter`` or ``model`` (:func:`detect_kind`)."""
+    repo_type: str
+    repo_id: str
+    revision: str
+    files: list[str] = field(default_factory=list)
+    """The paths uploaded, relative to the repo root, sorted."""
+    commit_url: str = ""
+
+
+def file_card_path(path: str | Path) -> Path:
+    """The card of an export file: ``runs/dataset.openai.jsonl`` -> ``runs/dataset.openai.README.md``."""
+    p = Path(path)
+    return p.with_name(f"{p.stem}.{CARD_FILE}")
+
+
+def detect_kind(path: str | Path) -> Kind:
+    """What ``path`` holds (module docstring), or a :class:`PushError` naming it."""
+    p = Path(path)
+    if p.is_file():
+        if p.suffix == ".jsonl":
+            return "export_file"
+        raise PushError(f"{p}: a file, but not an export (actune export --format ... writes a .jsonl file)")
+    if not p.is_dir():
+        raise PushError(f"{p}: no such folder")
+    if (p / EXPORT_MARKER).is_file():
+        return "export"
+    if (p / ADAPTER_MARKER).is_file():
+        return "adapter"
+    if (p / MODEL_MARKER).is_file() and any(f.suffix in WEIGHT_SUFFIXES for f in p.iterdir()):
+        return "model"
+    raise PushError(f"{p}: neither an export ({EXPORT_MARKER}), an adapter ({ADAPTER_MARKER}) nor a model "
+                    f"folder ({MODEL_MARKER} and weights): nothing actune knows how to push")
+
+
+def _check_card(card: Path, kind: str, what: Path) -> None:
+    from huggingface_hub import metadata_load
+
+    redo = "re-export it with `actune export`" if kind.startswith("export") else "retrain it with `actune train`"
+    if not card.is_file():
+        raise PushError(f"{what}: no card ({card} is missing); {redo}")
+    meta = metadata_load(card)
+    if not meta:
+        raise PushError(f"{card}: the card has no YAML metadata; {redo}")
+    base = meta.get("base_model")
+    if kind in ("adapter", "model") and isinstance(base, str) and base.startswith(("/", ".", "~")):
+        raise PushError(f"{card}: the card names a local folder as base_model ({base}): not actune's card; {redo}")
+
+
+def _files(folder: Path, ignore: list[str]) -> list[str]:
+    skip = tuple(p.removesuffix("**") for p in ignore)
+    return sorted(rel for f in folder.rglob("*") if f.is_file()
+                  and not (rel := f.relative_to(folder).as_posix()).startswith(skip))
+
+
+def _secrets() -> list[str]:
+    found = [os.environ.get("HF_TOKEN") or ""]
+    try:
+        from huggingface_hub import get_token
+
+        found.append(get_token() or "")
+    except Exception:  # no stored login readable: nothing to mask from it
+        pass
+    return [s for s in found if len(s) >= 4]
+
+
+def _mask(text: str) -> str:
+    for secret in _secrets():
+        text = text.replace(secret, "***")
+    return text
+
+
+def make_api() -> Any:
+    """A ``huggingface_hub.HfApi`` using the token of ``HF_TOKEN`` or the stored login; a :class:`PushError`
+    when there is neither."""
+    from huggingface_hub import HfApi, get_token
+
+    if not get_token():
+        raise PushError("no Hugging Face token: set HF_TOKEN or log in with `hf auth login`")
+    return HfApi()  # reads the same token itself: it is never passed around
+
+
+def push(path: str | Path, repo_id: str, *, private: bool = False, revision: str = "main",
+         api_factory: Callable[[], Any] = make_api) -> PushResult:
+    """Upload ``path`` (an export folder or file, an adapter or model folder) to ``repo_id`` (module docstring)."""
+    p = Path(path)
+    if not _REPO_ID.fullmatch(repo_id):
+        raise PushError(f"--repo {repo_id!r}: expected org/name")
+    kind = detect_kind(p)
+    card = file_card_path(p) if kind == "export_file" else p / CARD_FILE
+    _check_card(card, kind, p)
+    repo_type = REPO_TYPE[kind]
+    ignore = ADAPTER_IGNORE if kind == "adapter" else []
+    with tempfile.TemporaryDirectory(prefix="actune-push-") as staging:
+        folder = p
+        if kind == "export_file":  # the repo holds the data file and its card as README.md
+            folder = Path(staging)
+            shutil.copyfile(p, folder / p.name)
+            shutil.copyfile(card, folder / CARD_FILE)
+        files = _files(folder, ignore)
+        api = api_factory()
+        try:
+            api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True)
+            if revision != "main":
+                api.create_branch(repo_id, repo_type=repo_type, branch=revision, exist_ok=True)
+            info = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type=repo_type,
+                                     revision=revision, ignore_patterns=ignore or None,
+                                     commit_message=f"actune push: {kind} {p.name}")
+        except Exception as e:
+            raise PushError(f"pushing {p} to {repo_id} ({repo_type}) failed: {_mask(f'{type(e).__name__}: {e}')}") \
+                from None
+    return PushResult(kind, repo_type, repo_id, revision, files, str(getattr(info, "commit_url", "") or ""))

@@ -1,0 +1,219 @@
+"""The dataset card (``README.md``, Hugging Face dataset-card YAML + body) of an ``actune export``.
+
+    text = dataset_card(summary, rows, fmt="actune", data_files="data-*.arrow", judge=judge_counts(stores))
+
+Every export gets one: the ``datasets`` folder holds it as ``README.md`` beside ``export_summary.json``; a
+``--format openai|sharegpt|alpaca`` JSONL file has it beside it (:func:`actune.hub_push.file_card_path`:
+``runs/dataset.openai.jsonl`` -> ``runs/dataset.openai.README.md``), and ``actune push`` uploads the two as
+``README.md`` + the JSONL file. The YAML names the data files the Hub loads (``configs``), the task, the tags
+and the size category; the body says where the examples came from (stores, per-method counts of
+:class:`~actune.bootstrap.export.ExportSummary`), the judge's rules and settings, the step and wire formats,
+which tokens carry loss, and how to load the data.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from actune.bootstrap.config import ExportConfig
+from actune.bootstrap.export import ExportSummary, kept_records
+from actune.judge import verdict_of
+
+__all__ = ["CARD_FILE", "card_settings", "dataset_card", "judge_counts", "size_category"]
+
+CARD_FILE = "README.md"
+
+_SIZES = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+          (10_000_000, "1M<n<10M")]
+
+_STEP_FORMATS = {
+    "react": ("ReAct", "`Thought i: ...` then `Action i: tool[argument]`, answered by the environment's "
+                       "`Observation i: ...`; the episode ends with the finish action, `Action i: finish[answer]`"),
+    "reflact": ("ReflAct", "`Reflection i: ...` (the current state, the latest discovery and how they relate to "
+                           "the goal) then `Action i: tool[argument]`, answered by `Observation i: ...`; the "
+                           "episode ends with a reflection saying the goal is reached and `FINAL ANSWER: answer`"),
+}
+
+_LOSS = {
+    "actune-text": "Each example's `segments` is a list of `{text, train}` whose concatenation is `text`. The prompt "
+                   "head (instruction and question), every observation and every plan critique have `train: false`; "
+                   "thoughts or reflections, actions and answers have `train: true`, except an action the loop's "
+                   "parser could not read (it was answered with a format hint). `actune train` puts the loss on "
+                   "exactly the `train: true` characters' tokens.",
+    "actune-chat": "Each example's `messages` are `{role, content, train}`: system (the instruction), user (the "
+                   "question, then one user turn per observation), assistant (thought and action lines). "
+                   "`train` is true on assistant turns, false on the others and on an assistant turn holding an "
+                   "action the parser could not read. `actune train` puts the loss on the `train: true` turns.",
+    "openai": "`{\"messages\": [...]}` as OpenAI chat fine-tuning and TRL's `SFTTrainer` read it: system (the "
+              "instruction), user (the question, then one user turn per observation), assistant (thought and action "
+              "lines). Each assistant turn has `weight`: 1 (trained) or 0 (it holds an action the parser could not "
+              "read); system and user turns are never trained.",
+    "sharegpt": "`{\"system\", \"conversations\": [{\"from\": \"human\" | \"gpt\", \"value\"}]}` (LLaMA-Factory). "
+                "Observations are `human` turns. The format has no per-turn loss flag: a trainer trains every `gpt` "
+                "turn, including {unmasked} that actune would not train (unreadable actions).",
+    "alpaca": "`{\"instruction\", \"input\": \"\", \"output\"}`: the prompt head (instruction and question) is "
+              "`instruction`, the steps are `output`. Observations are inside `output`, so a trainer of this format "
+              "trains on them ({unmasked} observation or unreadable-action segments here that actune would not "
+              "train); prefer the `openai` export where the trainer reads it.",
+}
+
+_COLUMNS = ("`episode_id`, `task_id`, `run_id`, `attempt`, `method` / `source_method` (the method that collected the "
+            "episode), `steps_method` (the step format, the same on every row), `env`, `wire`, `question`, `answer` "
+            "(the task's gold answer), `prediction`, `num_steps`, `source_store`")
+
+
+def size_category(n: int) -> str:
+    """The Hub's ``size_categories`` value for ``n`` examples."""
+    for bound, name in _SIZES:
+        if n < bound:
+            return name
+    return "n>10M"
+
+
+def card_settings(config: ExportConfig | None) -> dict[str, Any]:
+    """The export's filter settings as the card states them (the stores are listed apart)."""
+    return (config or ExportConfig()).model_dump(mode="json", exclude={"stores"})
+
+
+def judge_counts(stores: Sequence[str | Path]) -> dict[str, int]:
+    """How the kept records of ``stores`` were judged: kept, kept with grounding required, kept on correctness
+    alone (grounding not required, or not applicable to the method), and kept without a grounding check (the
+    task names no supporting pages)."""
+    out = Counter({"kept": 0, "grounding_required": 0, "grounding_not_required": 0, "grounding_not_applicable": 0,
+                   "grounding_unchecked": 0})
+    for store in stores:
+        for t in kept_records(store):
+            v = verdict_of(t)
+            assert v is not None  # kept_records keeps only records with a kept verdict
+            out["kept"] += 1
+            if not v.grounding_applies:
+                out["grounding_not_applicable"] += 1
+            elif v.require_grounded:
+                out["grounding_required"] += 1
+                out["grounding_unchecked"] += int(not v.grounding_checked)
+            else:
+                out["grounding_not_required"] += 1
+    return dict(out)
+
+
+def _front_matter(summary: ExportSummary, data_files: str, fmt: str) -> dict[str, Any]:
+    return {
+        "pretty_name": f"actune {summary.steps_method} agent trajectories" + ("" if fmt == "actune" else f" ({fmt})"),
+        "language": ["en"],
+        "task_categories": ["text-generation"],
+        "tags": ["agent", summary.steps_method, "actune", "trajectories"],
+        "size_categories": [size_category(summary.exported)],
+        "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": data_files}]}],
+    }
+
+
+def _counts_table(summary: ExportSummary) -> str:
+    cols = ["kept", "unconvertible", "incomplete_reflections", "duplicates", "capped", "shares", "exported"]
+    lines = ["| source method | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    for name, m in summary.methods.items():
+        lines.append(f"| {name} | " + " | ".join(str(getattr(m, c)) for c in cols) + " |")
+    total = [sum(getattr(m, c) for m in summary.methods.values()) for c in cols]
+    lines.append("| **total** | " + " | ".join(str(x) for x in total) + " |")
+    return "\n".join(lines)
+
+
+def _load_section(fmt: str, data_files: str) -> str:
+    if fmt == "actune":
+        return ("A `datasets` folder (`Dataset.save_to_disk`): `data-*.arrow`, `dataset_info.json`, `state.json`, "
+                "plus `export_summary.json` (what each filter removed, per source method) and this card.\n\n"
+                "```python\nfrom datasets import load_from_disk, load_dataset\n"
+                "ds = load_from_disk(\"path/to/this/folder\")                 # a local copy\n"
+                "ds = load_dataset(\"org/name\", split=\"train\")               # from the Hub (the arrow files)\n"
+                "```\n\n`actune train CONFIG train.dataset=path/to/this/folder` trains on the local folder.")
+    return (f"One JSON object a line: `{data_files}` (the `{fmt}` layout), and this card.\n\n"
+            "```python\nfrom datasets import load_dataset\n"
+            f"ds = load_dataset(\"json\", data_files=\"{data_files}\", split=\"train\")  # a local copy\n"
+            "ds = load_dataset(\"org/name\", split=\"train\")                         # from the Hub\n```")
+
+
+def dataset_card(summary: ExportSummary, rows: Sequence[dict[str, Any]], *, fmt: str, data_files: str,
+                 judge: dict[str, int] | None = None, settings: dict[str, Any] | None = None,
+                 unmasked: int = 0) -> str:
+    """The card text (YAML front matter + Markdown body) of an export.
+
+    ``fmt``: ``actune`` (the ``datasets`` folder, in ``summary.wire``) or ``openai``/``sharegpt``/``alpaca``;
+    ``data_files``: the path or glob of the data, relative to the card, that the Hub loads; ``rows``: the
+    exported rows (:func:`~actune.bootstrap.export.export_rows`), for the environments and tasks;
+    ``judge``: :func:`judge_counts` of the stores; ``settings``: the export's filter settings
+    (``ExportConfig`` fields); ``unmasked``: turns the format trains although actune would
+    not (from :func:`~actune.bootstrap.export_formats.export_file`)."""
+    front = yaml.safe_dump(_front_matter(summary, data_files, fmt), sort_keys=False, allow_unicode=True)
+    name, steps_text = _STEP_FORMATS.get(summary.steps_method, (summary.steps_method, f"{summary.steps_method} steps"))
+    envs = Counter(str(r.get("env", "")) for r in rows)
+    env_text = ", ".join(f"{e} ({n} examples)" for e, n in envs.items())
+    converted = [m for m in summary.methods if m != summary.steps_method]
+    loss_key = f"actune-{summary.wire}" if fmt == "actune" else fmt
+    wire = (f"`{summary.wire}`: " + ("the paper's plain-text episode (instruction, question, steps as one text)"
+                                     if summary.wire == "text" else "chat turns")
+            if fmt == "actune" else f"`{fmt}` JSONL, made from actune's "
+            + ("chat" if fmt in ("openai", "sharegpt") else "text") + " wire")
+    lines = [
+        f"---\n{front}---",
+        "",
+        f"# actune {name} agent trajectories",
+        "",
+        f"{summary.exported} agent episodes over {summary.tasks} tasks, bootstrapped and judged by "
+        "actune (an agent loop run on a model, episodes kept only when the judge keeps "
+        "them) and exported for supervised fine-tuning of a zero-shot agent: each example is the episode a "
+        "fine-tuned model sees and writes in the loop (instruction, question, steps), with no few-shot exemplars.",
+        "",
+        "## Source",
+        "",
+        "Trajectory stores (in order): " + ", ".join(f"`{s}`" for s in summary.stores) + ".",
+        f"Environments: {env_text or 'none'}.",
+        "",
+        "What happened to the kept records of each source method (`export_summary.json`): converted into the "
+        "step format (`unconvertible`: could not be), near-duplicates of an earlier episode of the same task "
+        "dropped, at most a fixed number of episodes per task (`capped`), method shares drawn (`shares`):",
+        "",
+        _counts_table(summary),
+        "",
+        f"Tasks covered: {summary.tasks}.",
+    ]
+    if settings:
+        lines += ["", "Export settings: " + ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in settings.items()) + "."]
+    lines += [
+        "",
+        "## Judge",
+        "",
+        "An episode was kept when it was **correct** (the task metric's flag on the final answer against the gold "
+        "answer) and **grounded** (every supporting page the task names was among the pages the episode actually "
+        "read; for FEVER, any one evidence set read in full), with no step-order problem. Methods that read no "
+        "pages (standard, CoT, CoT-SC) cannot be grounded and are kept on correctness alone; a task naming no "
+        "supporting pages counts as grounded (unchecked).",
+    ]
+    if judge:
+        lines += ["", f"Of the {judge['kept']} kept records in the stores: {judge['grounding_required']} judged "
+                  f"correct and grounded (for {judge['grounding_unchecked']} of them the task names no supporting "
+                  f"page, so grounding was not checked), {judge['grounding_not_required']} judged on correctness "
+                  "with grounding not required, "
+                  f"{judge['grounding_not_applicable']} from methods that read no pages."]
+    lines += [
+        "",
+        "## Step format",
+        "",
+        f"`{summary.steps_method}` ({name}): {steps_text}."
+        + (f" Records collected by {', '.join(converted)} were converted into it (a chain of thought becomes one "
+           "step and the answer)." if converted else ""),
+        "",
+        "## Wire format and loss",
+        "",
+        f"Wire format: {wire}.",
+        "",
+        _LOSS[loss_key].replace("{unmasked}", str(unmasked)),
+    ]
+    if fmt == "actune":
+        lines += ["", f"Metadata columns: {_COLUMNS}."]
+    lines += ["", "## Load it", "", _load_section(fmt, data_files), ""]
+    return "\n".join(lines)

@@ -1,0 +1,159 @@
+"""``actune push`` (:mod:`actune.hub_push`) against a fake Hub client: the same code path as a real push, with
+``FakeHfApi`` standing in for ``huggingface_hub.HfApi`` (injected through ``api_factory``). Checks the repo type
+told from the folder, the files uploaded (the Hub's own ignore-pattern matcher), the card check, and that the
+token never reaches the output or an error."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from actune.cli import build_parser
+from actune.hub_push import PushError, detect_kind, file_card_path, make_api, push
+
+TOKEN = "hf_SecretTokenNeverShown123"
+DATASET_CARD = "---\ntask_categories:\n- text-generation\ntags:\n- actune\n---\n\n# data\n"
+MODEL_CARD = "---\nbase_model: HuggingFaceTB/SmolLM2-135M-Instruct\nlibrary_name: peft\ntags:\n- actune\n---\n\n# m\n"
+
+
+class FakeHfApi:
+    """Records create_repo / create_branch / upload_folder calls; upload_folder lists the files it would send
+    (filtered by ``ignore_patterns`` with huggingface_hub's own matcher, as HfApi does) while the folder exists."""
+
+    def __init__(self, fail_with: str | None = None) -> None:
+        self.calls: list[tuple[str, dict]] = []
+        self.uploaded: list[str] = []
+        self.fail_with = fail_with
+
+    def create_repo(self, repo_id: str, **kw) -> str:
+        self.calls.append(("create_repo", {"repo_id": repo_id, **kw}))
+        if self.fail_with:
+            raise RuntimeError(self.fail_with)
+        return f"https://huggingface.co/{repo_id}"
+
+    def create_branch(self, repo_id: str, **kw) -> None:
+        self.calls.append(("create_branch", {"repo_id": repo_id, **kw}))
+
+    def upload_folder(self, *, folder_path: str, repo_id: str, **kw) -> SimpleNamespace:
+        from huggingface_hub.utils import filter_repo_objects
+
+        self.calls.append(("upload_folder", {"folder_path": folder_path, "repo_id": repo_id, **kw}))
+        root = Path(folder_path)
+        files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+        self.uploaded = sorted(filter_repo_objects(files, ignore_patterns=kw.get("ignore_patterns")))
+        return SimpleNamespace(commit_url=f"https://huggingface.co/{repo_id}/commit/abc")
+
+
+def factory(api: FakeHfApi):
+    return lambda: api
+
+
+def make_folder(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def adapter_folder(root: Path, card: str | None = MODEL_CARD) -> Path:
+    files = {"adapter_config.json": "{}", "adapter_model.safetensors": "w", "training_meta.json": "{}",
+             "merged/config.json": "{}", "merged/model.safetensors": "w", "merged/README.md": MODEL_CARD}
+    if card is not None:
+        files["README.md"] = card
+    return make_folder(root, files)
+
+
+def test_each_kind_of_folder_goes_to_its_repo_type(tmp_path):
+    export = make_folder(tmp_path / "ds", {"export_summary.json": "{}", "data-00000-of-00001.arrow": "x",
+                                           "state.json": "{}", "dataset_info.json": "{}", "README.md": DATASET_CARD})
+    adapter = adapter_folder(tmp_path / "adapter")
+    jsonl = make_folder(tmp_path, {"ds.openai.jsonl": "{}\n", "ds.openai.README.md": DATASET_CARD}) / "ds.openai.jsonl"
+    cases = [(export, "export", "dataset", ["README.md", "data-00000-of-00001.arrow", "dataset_info.json",
+                                            "export_summary.json", "state.json"]),
+             (adapter, "adapter", "model", ["README.md", "adapter_config.json", "adapter_model.safetensors",
+                                            "training_meta.json"]),  # merged/ is its own repo
+             (adapter / "merged", "model", "model", ["README.md", "config.json", "model.safetensors"]),
+             (jsonl, "export_file", "dataset", ["README.md", "ds.openai.jsonl"])]
+    for path, kind, repo_type, files in cases:
+        api = FakeHfApi()
+        res = push(path, "org/name", private=True, api_factory=factory(api))
+        assert detect_kind(path) == kind and (res.kind, res.repo_type) == (kind, repo_type)
+        assert res.files == files and api.uploaded == files  # what we report is what the Hub gets
+        assert [c for c, _ in api.calls] == ["create_repo", "upload_folder"]
+        assert api.calls[0][1] == {"repo_id": "org/name", "repo_type": repo_type, "private": True, "exist_ok": True}
+        assert api.calls[1][1]["repo_type"] == repo_type and api.calls[1][1]["revision"] == "main"
+        assert res.commit_url == "https://huggingface.co/org/name/commit/abc"
+    # the export file's card went up as README.md, its content unchanged
+    assert file_card_path(jsonl) == tmp_path / "ds.openai.README.md"
+
+
+def test_a_revision_other_than_main_is_created_as_a_branch(tmp_path):
+    api = FakeHfApi()
+    push(adapter_folder(tmp_path / "a"), "org/name", revision="v2", api_factory=factory(api))
+    assert [c for c, _ in api.calls] == ["create_repo", "create_branch", "upload_folder"]
+    assert api.calls[1][1] == {"repo_id": "org/name", "repo_type": "model", "branch": "v2", "exist_ok": True}
+    assert api.calls[2][1]["revision"] == "v2"
+
+
+def test_folders_that_cannot_be_pushed_are_refused_before_the_hub_is_asked(tmp_path):
+    api = FakeHfApi()
+    calls = factory(api)
+    other = make_folder(tmp_path / "notes", {"a.txt": "x"})
+    with pytest.raises(PushError, match=r"notes: neither an export \(export_summary.json\), an adapter"):
+        push(other, "org/name", api_factory=calls)
+    with pytest.raises(PushError, match="no such folder"):
+        push(tmp_path / "missing", "org/name", api_factory=calls)
+    with pytest.raises(PushError, match=r"no card \(.*README.md is missing\); retrain it"):
+        push(adapter_folder(tmp_path / "nocard", card=None), "org/name", api_factory=calls)
+    with pytest.raises(PushError, match="no YAML metadata"):
+        push(adapter_folder(tmp_path / "plain", card="# just text\n"), "org/name", api_factory=calls)
+    peft_template = "---\nbase_model: /root/.cache/actune/models/smollm2-135m\nlibrary_name: peft\n---\n# x\n"
+    with pytest.raises(PushError, match="names a local folder as base_model"):
+        push(adapter_folder(tmp_path / "old", card=peft_template), "org/name", api_factory=calls)
+    lone = make_folder(tmp_path, {"x.openai.jsonl": "{}\n"}) / "x.openai.jsonl"
+    with pytest.raises(PushError, match=r"x.openai.README.md is missing\); re-export it"):
+        push(lone, "org/name", api_factory=calls)
+    with pytest.raises(PushError, match="expected org/name"):
+        push(adapter_folder(tmp_path / "a"), "no slash", api_factory=calls)
+    assert api.calls == []
+
+
+def test_the_token_never_appears_in_output_or_errors(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    folder = adapter_folder(tmp_path / "adapter")
+    api = FakeHfApi(fail_with=f"401 Unauthorized: token {TOKEN} is invalid")
+    args = build_parser().parse_args(["push", str(folder), "--repo", "org/name"])
+    assert args.func(args, api_factory=factory(api)) == 2
+    out, err = capsys.readouterr()
+    assert "actune push: pushing" in err and "401 Unauthorized: token *** is invalid" in err
+    assert TOKEN not in out + err
+    ok = FakeHfApi()
+    assert args.func(args, api_factory=factory(ok)) == 0
+    out, err = capsys.readouterr()
+    assert out == (f"pushed adapter {folder} to model repo org/name@main: 4 files "
+                   "(https://huggingface.co/org/name/commit/abc)\n")
+    assert TOKEN not in out + err
+    assert all(TOKEN not in repr(kw) for _, kw in ok.calls)  # the token is never handed over: HfApi reads it
+
+
+def test_the_command_has_no_token_option_and_needs_a_repo():
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["push"]
+    options = {o for a in sub._actions for o in a.option_strings}
+    assert options == {"-h", "--help", "--repo", "--private", "--revision"}
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["push", "runs/adapter"])
+
+
+def test_make_api_needs_a_token_from_the_environment_or_the_login(monkeypatch):
+    from huggingface_hub import HfApi, get_token
+
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    assert isinstance(make_api(), HfApi)
+    monkeypatch.delenv("HF_TOKEN")
+    if get_token():
+        pytest.skip("this machine has a stored Hugging Face login")
+    with pytest.raises(PushError, match="no Hugging Face token: set HF_TOKEN or log in"):
+        make_api()

@@ -1,0 +1,168 @@
+"""The model card (``README.md``, Hugging Face model-card YAML + body) of an adapter folder and of its ``merged/``.
+
+    write_model_card(Path("runs/adapter"))                     # base model + LoRA: library_name peft
+    write_model_card(Path("runs/adapter/merged"), merged=True)  # one plain model: library_name transformers
+
+Built only from what the folder holds (``training_meta.json``, ``actune_prompt.json``) and the dataset's
+``export_summary.json`` when it is still where training read it, so a card can be rewritten for any adapter
+folder. It replaces the template card PEFT's ``save_pretrained`` writes (whose ``base_model`` is the local
+folder the base was loaded from). The YAML names the base model by its Hub id (``smollm2-135m`` is
+``HuggingFaceTB/SmolLM2-135M-Instruct``; a local base folder is named in the body only), the library and tags;
+the body gives the method and step format, the training data, the LoRA and trainer settings, the dev
+losses, the prompt spec and how to serve the model with vLLM and with ``actune serve``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from actune.agent.prompt_spec import load_prompt_spec
+from actune.atomic_write import atomic_write_text
+from actune.model_files import KNOWN_MODELS, MANIFEST
+
+__all__ = ["CARD_FILE", "hub_base_model", "model_card", "write_model_card"]
+
+CARD_FILE = "README.md"
+_EXPORT_SUMMARY = "export_summary.json"  # bootstrap's file name (a stage does not import another)
+
+_METHODS = {"react": ("ReAct", "Thought", "Action i: tool[argument] ... Action n: finish[answer]"),
+            "reflact": ("ReflAct", "Reflection", "Action i: tool[argument] ... FINAL ANSWER: answer")}
+
+
+def _known_name(name: str) -> str | None:
+    """The embedded model a ``train.base_model`` setting is: its name, or the folder actune built it in (whose
+    ``actune_model.json`` names it); None otherwise."""
+    if name in KNOWN_MODELS:
+        return name
+    try:
+        built = json.loads((Path(name) / MANIFEST).read_text(encoding="utf-8")).get("name")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return built if built in KNOWN_MODELS else None
+
+
+def hub_base_model(name: str) -> str | None:
+    """The Hub id of a ``train.base_model`` setting: an embedded model's source model (by name or by the folder
+    actune built it in), a Hub id as is, None for any other local folder."""
+    if (known := _known_name(name)) is not None:
+        return KNOWN_MODELS[known].hf_name
+    parts = name.split("/")
+    if len(parts) == 2 and all(parts) and not name.startswith((".", "/", "~")) and not Path(name).exists():
+        return name
+    return None
+
+
+def _export_summary(meta: dict[str, Any]) -> dict[str, Any] | None:
+    path = Path(str(meta.get("config", {}).get("dataset", ""))) / _EXPORT_SUMMARY
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _data_section(meta: dict[str, Any], summary: dict[str, Any] | None) -> list[str]:
+    lines = [f"- {meta['examples']} examples over {meta['task_ids']} tasks: {meta['train_examples']} trained on, "
+             f"{meta['dev_examples']} in the dev slice (held out by task: {len(meta.get('dev_task_ids') or [])} "
+             f"tasks), {meta.get('dropped_examples', 0)} dropped (no trained token).",
+             f"- {meta['tokens']} tokens, {meta['trained_tokens']} carrying loss ({meta['masked_fraction']:.1%} "
+             f"masked: the prompt head and observations), {meta.get('truncated_examples', 0)} examples truncated "
+             f"to {meta['config'].get('max_length')} tokens."]
+    if summary:
+        per = ", ".join(f"{m} {c.get('exported', 0)}" for m, c in summary.get("methods", {}).items())
+        lines.append(f"- Exported by `actune export` from {', '.join(f'`{s}`' for s in summary.get('stores', []))}: "
+                     f"{summary.get('exported')} kept episodes (per source method: {per}), each kept by actune's "
+                     "judge: correct and, for methods that read pages, grounded (every supporting page read).")
+    else:
+        lines.append(f"- Dataset: `{meta['config'].get('dataset')}` (an `actune export` of judged trajectories: "
+                     "correct and grounded episodes only).")
+    return lines
+
+
+def _loss_section(meta: dict[str, Any]) -> list[str]:
+    lines = [f"Final training loss {meta['final_loss']:.4f} after {meta['steps']} steps."]
+    evals = meta.get("eval_losses") or []
+    if evals:
+        lines += ["", "| step | epoch | dev loss |", "|---|---|---|"]
+        lines += [f"| {e['step']} | {e['epoch']:.2f} | {e['loss']:.4f} |" for e in evals]
+    if meta.get("best_step") is not None:
+        lines += ["", f"The saved weights are those of step {meta['best_step']}, the lowest dev loss "
+                      f"({meta['best_eval_loss']:.4f})."]
+    return lines
+
+
+def model_card(folder: Path, *, merged: bool = False) -> str:
+    """The card text of an adapter folder (``merged=False``) or of a merged model folder."""
+    meta = json.loads((folder / "training_meta.json").read_text(encoding="utf-8"))
+    spec = load_prompt_spec(folder)
+    cfg = meta["config"]
+    base_name = _known_name(str(cfg["base_model"])) or str(cfg["base_model"])
+    base_id = hub_base_model(base_name)
+    method = spec.method
+    name, label, ending = _METHODS.get(method, (method, "Thought", "Action i: ..."))
+    lora = cfg.get("lora", {})
+    front: dict[str, Any] = {}
+    if base_id:
+        front["base_model"] = base_id
+    front.update({"library_name": "transformers" if merged else "peft", "pipeline_tag": "text-generation",
+                  "language": ["en"], "tags": ["actune", "agent", method, "lora", "sft", "trl"]
+                  + (["merged"] if merged else [])})
+    what = ("the base model with an actune LoRA adapter merged into its weights (one plain model folder)"
+            if merged else "an actune LoRA adapter")
+    base_text = f"`{base_id}`" if base_id else f"a local model folder (`{base_name}`)"
+    if base_name in KNOWN_MODELS:
+        base_text += (f" (actune's `{base_name}`: {KNOWN_MODELS[base_name].description}; the adapter was trained "
+                      f"on those weights, which `actune serve --model {base_name}` serves)")
+    repo = "org/name"
+    serve = ["```bash"]
+    if merged:
+        serve += [f"vllm serve {repo}", f"actune serve --model {repo}            # the same, from actune"]
+    else:
+        serve += [f"vllm serve {base_id or base_name} --enable-lora --max-lora-rank {max(16, int(lora.get('r', 16)))} "
+                  f"\\\n    --lora-modules tuned={repo}",
+                  f"hf download {repo} --local-dir adapter",
+                  f"actune serve --model {base_name} --adapter tuned=adapter",
+                  "actune run --adapter adapter --env wiki --corpus CORPUS --question \"...\"  # the agent loop"]
+    serve.append("```")
+    lines = [
+        "---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip("\n"), "---", "",
+        f"# {name} agent, fine-tuned with actune", "",
+        f"This is {what}: base model {base_text}, fine-tuned with TRL's `SFTTrainer` on agent trajectories "
+        f"that actune bootstrapped and judged, to act zero-shot (no exemplars) in the {name} format.", "",
+        "## Method and step format", "",
+        f"`{method}`: each step is `{label} i: ...` then an action, answered by `Observation i: ...` "
+        f"(`{ending}`). "
+        + (f"Loss is on what the model writes ({label.lower()}s, actions, answers), never on the prompt or "
+           "observations (`mask_observations: true`)." if cfg.get("mask_observations", True) else
+           "Loss is on every token, prompt and observations included (`mask_observations: false`)."), "",
+        "## Training data", "", *_data_section(meta, _export_summary(meta)), "",
+        "## Training", "",
+        f"LoRA r={lora.get('r')}, alpha={lora.get('alpha')}, dropout={lora.get('dropout')}, target modules "
+        f"{lora.get('target_modules')}; learning rate {cfg.get('learning_rate')}, "
+        f"{cfg.get('per_device_train_batch_size')} sequences x {cfg.get('gradient_accumulation_steps')} "
+        f"accumulation x {meta.get('processes', 1)} processes, {cfg.get('num_train_epochs')} epochs "
+        f"(max_steps {cfg.get('max_steps')}), {meta['dtype']}, seed {cfg.get('seed')}."
+        + (f" Merged in {meta['merged']['dtype']}." if merged and meta.get("merged") else ""), "",
+        *_loss_section(meta), "",
+        "## Prompt", "",
+        f"`actune_prompt.json` says how the model must be prompted: method `{spec.method}`, regime `{spec.regime}`, "
+        f"wire `{spec.wire}` ("
+        + ("the paper's plain-text episode: instruction, `Question: ...`, then the steps, completed as text"
+           if spec.wire == "text" else "chat turns: system instruction, user question, observations as user turns")
+        + "). `actune eval` and `actune run --adapter` read it.", "",
+        "```json", spec.model_dump_json(indent=2), "```", "",
+        "## Serve it", "",
+        f"Replace `{repo}` with this repo's id.", "",
+        *serve, "",
+    ]
+    return "\n".join(lines)
+
+
+def write_model_card(folder: Path, *, merged: bool = False) -> Path:
+    """Write :func:`model_card` to ``folder/README.md`` (atomically) and return its path."""
+    path = folder / CARD_FILE
+    atomic_write_text(path, model_card(folder, merged=merged))
+    return path
