@@ -291,13 +291,11 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             summary = run_bootstrap(boot, cfg.serve, name="bench", show_progress=False)
             bwall = time.perf_counter() - t0
-            n = sum(1 for _ in read_trajectories(store))
-            kept = sum(1 for t in read_trajectories(store) if (t.info.get("verdict") or {}).get("kept"))
+            n, kept = summary["episodes"], summary["kept"]  # store-wide counts: the store is this run's alone
             res.figures["bootstrap"] = {
                 "episodes": n, "kept": kept, "wall_s": round(bwall, 1), "episodes_h": round(n / bwall * 3600),
                 "kept_h": round(kept / bwall * 3600),
                 "split": bootstrap_split(store, bwall, c, cfg.bootstrap.require_grounded)}
-            del summary
             res.figures["eval_prompted"] = asyncio.run(
                 _collect(url, model, test_tasks, eval_agent, env_cfg, out / "eval" / "prompted.jsonl", c))
 
