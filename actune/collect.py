@@ -25,7 +25,7 @@ from actune.envs.base import Environment
 from actune.judge import judge, record_verdict
 from actune.progress import Progress
 from actune.store import FINGERPRINT_KEY, StoreState, TrajectoryStore
-from actune.task import Task
+from actune.task_record import Task
 from actune.tasks.config import TaskConfig
 from actune.trajectory import ModelRecord
 

@@ -40,7 +40,7 @@ from actune.collect import collect, load_unique_tasks, make_run_id, pending_epis
 from actune.progress import Progress
 from actune.serve.config import ServeConfig
 from actune.store import TrajectoryStore
-from actune.task import Task
+from actune.task_record import Task
 from actune.trajectory import ModelRecord
 
 __all__ = ["run_bootstrap", "bootstrap_fingerprint"]

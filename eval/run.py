@@ -57,7 +57,7 @@ from actune.progress import Progress
 from actune.serve.adapters import adapter_name
 from actune.serve.config import ServeConfig
 from actune.store import StoreState, TrajectoryStore, read_state
-from actune.task import Task
+from actune.task_record import Task
 from actune.trajectory import ModelRecord, Trajectory, read_trajectories
 
 __all__ = ["PlannedModel", "ServerGroup", "TRAINING_TASKS_FILE", "adapter_name", "base_models", "served_names",

@@ -14,7 +14,7 @@ from actune.agent import AgentConfig
 from actune.collect import CollectError, collect, pending_episodes
 from actune.judge import verdict_of
 from actune.store import TrajectoryStore
-from actune.task import Task
+from actune.task_record import Task
 from actune.trajectory import Trajectory, read_trajectories
 
 AGENT = AgentConfig(method="react", temperature=0.4)

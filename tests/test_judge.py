@@ -13,7 +13,7 @@ from collect_fakes import FINISH, SEARCH
 from actune.agent import AgentConfig, run_episode
 from actune.agent.config import INTERACTIVE_METHODS, METHODS
 from actune.judge import NO_PAGE_METHODS, Verdict, judge, record_verdict, titles_read, verdict_of
-from actune.task import Task
+from actune.task_record import Task
 from actune.trajectory import Step, TaskRecord, Trajectory
 
 

@@ -210,7 +210,7 @@ async def _episode(args: argparse.Namespace, cfg: Any, endpoint: str, request_mo
     from actune.agent.loop import iter_episode
     from actune.envs.factory import make_env
     from actune.llm import ClientConfig, LLMClient
-    from actune.task import Task
+    from actune.task_record import Task
 
     env = make_env(_env_config(args))
     task = Task(id="cli", question=args.question, answer=args.answer, env=args.env, split="cli")

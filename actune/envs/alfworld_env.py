@@ -19,7 +19,7 @@ from typing import Any
 from actune.envs.base import Action, StepResult
 from actune.envs.config import EnvConfig
 from actune.envs.observation import clip_observation
-from actune.task import Task
+from actune.task_record import Task
 
 __all__ = ["AlfWorldEnv", "from_config"]
 

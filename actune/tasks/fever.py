@@ -17,7 +17,7 @@ from typing import Any
 
 from actune.atomic_write import atomic_writer
 from actune.jsonl import read_text
-from actune.task import Task
+from actune.task_record import Task
 from actune.tasks.sources import TaskFileError
 from actune.text import normalize_label, split_sentences
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from actune.alfworld_games import load_games
-from actune.task import Task
+from actune.task_record import Task
 from actune.tasks.config import TaskConfig
 from actune.tasks.custom import custom_task
 from actune.tasks.fever import fever_task

@@ -21,7 +21,7 @@ import httpx
 from actune.envs.base import Action, StepResult
 from actune.envs.corpus import WikiPage
 from actune.llm import Completion, Sampling, Usage
-from actune.task import Task
+from actune.task_record import Task
 
 
 @dataclass

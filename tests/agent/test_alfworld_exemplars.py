@@ -15,7 +15,7 @@ from actune.agent.render import build_prompt_context, render_exemplar, trajector
 from actune.agent.validate import step_order_problems
 from actune.envs.alfworld_env import VERBS
 from actune.envs.base import Action, StepResult
-from actune.task import Task
+from actune.task_record import Task
 
 from .fakes import ScriptedLLM
 

@@ -9,7 +9,7 @@ import pytest
 from actune.agent import AgentConfig, iter_episode, run_episode
 from actune.agent.episode import episode_seed, truncate_observation
 from actune.llm import ContextLengthError, ServerError
-from actune.task import Task
+from actune.task_record import Task
 from actune.trajectory import Trajectory
 
 from .fakes import FakeEnvironment, ScriptedLLM, exact_match_scorer

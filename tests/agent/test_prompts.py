@@ -18,7 +18,7 @@ from actune.agent.render import (
     resolve_exemplar_kinds,
 )
 from actune.config import ConfigError
-from actune.task import Task
+from actune.task_record import Task
 from actune.tasks.metrics import strip_citations
 
 from .fakes import FakeEnvironment, ScriptedLLM, exact_match_scorer

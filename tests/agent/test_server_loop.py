@@ -15,7 +15,7 @@ from actune.agent.validate import step_order_problems
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.llm import ClientConfig, LLMClient
-from actune.task import Task
+from actune.task_record import Task
 from actune.trajectory import FINISH_REASONS, ModelRecord, Trajectory
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "agent" / "corpus.jsonl"

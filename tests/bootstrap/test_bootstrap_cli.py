@@ -167,7 +167,7 @@ def test_an_edited_task_file_is_refused(boot, tmp_path: Path) -> None:
     """Tasks without ids are numbered by position: a task inserted at the top gives every stored record's id
     another question."""
     from actune.store import StoreMixError
-    from actune.task import Task
+    from actune.task_record import Task
 
     store = boot()
     write_tasks(tmp_path / "tasks.jsonl", [Task("new", "Who designed the Walkman?", "Kozo Ohsone"), *walkman_tasks()])

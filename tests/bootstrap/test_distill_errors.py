@@ -28,7 +28,7 @@ from actune.cli import main
 from actune.judge import judge, record_verdict
 from actune.llm import ClientConfig, LLMClient, ServerError
 from actune.store import TrajectoryStore
-from actune.task import Task
+from actune.task_record import Task
 from actune.trajectory import Trajectory
 
 WALKMAN = Task(id="t1", question="Who makes the Walkman?", answer="Sony", meta={"supporting_titles": ["Walkman"]})

@@ -14,7 +14,7 @@ from actune.agent.render import render_messages, trajectory_prompt_context
 from actune.bootstrap.export import ExportError, chat_example, export_dataset, kept_records, text_example
 from actune.judge import judge, record_verdict
 from actune.store import TrajectoryStore
-from actune.task import Task
+from actune.task_record import Task
 
 TASK = Task(id="t1", question="Who makes the Walkman?", answer="Sony")
 TASK2 = Task(id="t2", question="How long is the Danube?", answer="2,850 km")

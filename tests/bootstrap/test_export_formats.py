@@ -19,7 +19,7 @@ from actune.bootstrap.importers import import_set
 from actune.cli import main, stages
 from actune.judge import judge, record_verdict
 from actune.store import TrajectoryStore
-from actune.task import Task
+from actune.task_record import Task
 from actune.trajectory import read_trajectories
 
 TASK = Task(id="t1", question="Who makes the Walkman?", answer="Sony")

@@ -9,7 +9,7 @@ from actune.envs.base import Action
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.envs.mediawiki import MediaWikiClient, MediaWikiError, extract_sentences
-from actune.task import Task
+from actune.task_record import Task
 
 from .fake_mediawiki import FakeMediaWikiServer
 

@@ -35,7 +35,7 @@ from actune.eval.run import (
 from actune.judge import judge, record_verdict
 from actune.serve.config import ServeConfig
 from actune.store import TrajectoryStore
-from actune.task import Task
+from actune.task_record import Task
 from actune.trajectory import read_trajectories
 
 

@@ -16,7 +16,7 @@ from actune import trajectory
 from actune.eval.run import _records_for
 from actune.judge import judge, record_verdict
 from actune.store import StoreError, TrajectoryStore, read_state
-from actune.task import Task
+from actune.task_record import Task
 from actune.trajectory import TaskRecord, Trajectory, TrajectoryFormatError, read_trajectories
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import AsyncIterator, Callable
 
 from actune.agent.episode import Episode, Event, approx_tokens, truncate_observation
@@ -18,7 +19,7 @@ from actune.agent.render import REFLECTION_FORMATS
 from actune.envs.base import Action
 from actune.trajectory import Step
 
-__all__ = ["run_interactive", "final_answer_now"]
+__all__ = ["run_interactive", "final_answer_now", "ActingState", "dispatch_step", "observe"]
 
 _LEAD_ACTION = re.compile(r"^\s*action\s*\d*\s*:\s*", re.IGNORECASE)
 
@@ -125,22 +126,50 @@ def observation_events(ep: Episode, action: Action, i: int) -> tuple[list[Event]
     return events, False, False
 
 
+@dataclass
+class ActingState:
+    """What a loop that acts carries from step to step: unusable actions in a row, how often each action
+    was issued (the repetition check), and whether the last step (:func:`dispatch_step`, :func:`observe`)
+    ended the episode."""
+
+    errors_in_row: int = 0
+    seen: Counter[tuple[str, str]] = field(default_factory=Counter)
+    ended: bool = False
+
+
 def dispatch_step(ep: Episode, parsed: ParsedStep, i: int, tokens: int, latency: float, meta: dict,
-                  errors_in_row: int, seen: Counter[tuple[str, str]], action_names: tuple[str, ...] | None,
-                  format_hint: Callable[[Episode, str | None], str]) -> tuple[list[Event], str, int]:
-    """The outcome of one parsed step: (events, outcome, errors in a row). ``outcome`` is ``"end"``
-    (answered, too many unusable actions in a row, or a repetition), ``"retry"`` (an unusable action got
-    a format hint) or ``"act"`` (``parsed.action`` is recorded and the environment should see it).
-    An action is usable when it parsed and, if ``action_names`` is given, is one of them."""
+                  state: ActingState, action_names: tuple[str, ...] | None,
+                  format_hint: Callable[[Episode, str | None], str]) -> tuple[list[Event], bool]:
+    """Record the outcome of one parsed step: (events, act). ``state.ended`` is set when the episode ends
+    here (answered, too many unusable actions in a row, or a repetition); ``act`` is true when
+    ``parsed.action`` is recorded and the environment should see it (:func:`observe`); neither, an unusable
+    action got a format hint and the loop goes on to the next step. An action is usable when it parsed and,
+    if ``action_names`` is given, is one of them."""
     if parsed.answer is not None and (ep.env.finish_action or parsed.action is None):
-        return answer_events(ep, parsed, i, tokens, latency, meta), "end", errors_in_row
+        state.ended = True
+        return answer_events(ep, parsed, i, tokens, latency, meta), False
     if parsed.action is None or (action_names and parsed.action.name not in action_names):
-        errors_in_row += 1
-        events, ended = parse_error_events(ep, parsed, i, tokens, latency, meta, errors_in_row,
-                                           format_hint(ep, parsed.error))
-        return events, "end" if ended else "retry", errors_in_row
-    events, ended = action_events(ep, parsed.action, parsed.action_text, i, tokens, latency, meta, seen)
-    return events, "end" if ended else "act", 0
+        state.errors_in_row += 1
+        events, state.ended = parse_error_events(ep, parsed, i, tokens, latency, meta, state.errors_in_row,
+                                                 format_hint(ep, parsed.error))
+        return events, False
+    state.errors_in_row = 0
+    events, state.ended = action_events(ep, parsed.action, parsed.action_text, i, tokens, latency, meta,
+                                        state.seen)
+    return events, not state.ended
+
+
+async def observe(ep: Episode, method: str, action: Action, i: int, state: ActingState) -> AsyncIterator[Event]:
+    """Step the environment with ``action`` and yield the observation (:func:`observation_events`); on the
+    adaptive early exit, the final answer asked at once (:func:`final_answer_now`). Sets ``state.ended``
+    when the episode ended here."""
+    events, ended, answer_now = observation_events(ep, action, i)
+    for ev in events:
+        yield ev
+    if answer_now:
+        async for ev in final_answer_now(ep, method, i + 1):
+            yield ev
+    state.ended = ended or answer_now
 
 
 async def run_interactive(ep: Episode, method: str, budget: int | None = None) -> AsyncIterator[Event]:
@@ -154,8 +183,7 @@ async def run_interactive(ep: Episode, method: str, budget: int | None = None) -
     # Stop at a made-up observation, at a blank line (the end of an exemplar: the model is about to
     # invent a new one) and at the next step's label (running ahead without an action).
     stop = ["\nObservation", "\n\n"] + ([f"\n{label}"] if label else [])
-    errors_in_row = 0
-    seen: Counter[tuple[str, str]] = Counter()
+    state = ActingState()
     traj.info.setdefault("parse_errors", 0)
     for i in range(1, budget + 1):
         yield Event("iteration", i, {"goal": traj.task.question, "max_iterations": budget})
@@ -180,22 +208,13 @@ async def run_interactive(ep: Episode, method: str, budget: int | None = None) -
             tokens, latency = c2.usage.completion_tokens, c2.latency_s
             reprompted = True
         meta = {"reprompted": True} if reprompted else {}
-        events, outcome, errors_in_row = dispatch_step(ep, parsed, i, tokens, latency, meta, errors_in_row, seen,
-                                                       env.action_names, _format_hint)
+        events, act = dispatch_step(ep, parsed, i, tokens, latency, meta, state, env.action_names, _format_hint)
         for ev in events:
             yield ev
-        if outcome == "end":
-            return
-        if outcome == "retry":
-            continue
-        events, ended, answer_now = observation_events(ep, parsed.action, i)
-        for ev in events:
-            yield ev
-        if answer_now:
-            async for ev in final_answer_now(ep, method, i + 1):
+        if act:
+            async for ev in observe(ep, method, parsed.action, i, state):
                 yield ev
-            return
-        if ended:
+        if state.ended:
             return
     yield Event("max_iterations_reached", budget, {})
     traj.finish_reason = "max_steps"

@@ -25,12 +25,11 @@ Plans, critiques, revisions, re-plans and the budget are PreFlect's, from the sa
 from __future__ import annotations
 
 import re
-from collections import Counter
 from typing import AsyncIterator
 
 from actune.agent.critique import REFLECTOR_PREFILL, Critique, parse_critique, reflector_request, retry_note
 from actune.agent.episode import Episode, Event
-from actune.agent.methods.interactive import dispatch_step, final_answer_now, observation_events
+from actune.agent.methods.interactive import ActingState, dispatch_step, observe
 from actune.agent.methods.live import open_step, thought_rest
 from actune.agent.parser import ParsedStep, parse_step
 from actune.agent.planning_errors import PlanningErrorCatalog, load_catalog
@@ -153,8 +152,7 @@ async def run_preflect(ep: Episode, method: str = "preflect") -> AsyncIterator[E
     step_stop = ["\nObservation", "\n\n", f"\n{label}"]
     every = cfg.preflect_force_replan_every
     last_forced = every * cfg.preflect_force_replan_windows
-    errors_in_row = 0
-    seen: Counter[tuple[str, str]] = Counter()
+    state = ActingState()
     last_replan = 0  # the step of the latest re-plan (0: none yet; the first plan is not a re-plan)
     traj.info.setdefault("parse_errors", 0)
     for i in range(1, budget + 1):
@@ -185,30 +183,20 @@ async def run_preflect(ep: Episode, method: str = "preflect") -> AsyncIterator[E
             parsed = ParsedStep(parsed.thought, parsed2.action_text, parsed2.action, parsed2.answer, parsed2.error)
             tokens, latency = c2.usage.completion_tokens, c2.latency_s
             meta = {"reprompted": True}
-        events, outcome, errors_in_row = dispatch_step(ep, parsed, i, tokens, latency, meta, errors_in_row, seen,
-                                                       _action_names(ep), _format_hint)
+        events, act = dispatch_step(ep, parsed, i, tokens, latency, meta, state, _action_names(ep), _format_hint)
         for ev in events:
             yield ev
-        if outcome == "end":
-            return
-        if outcome == "retry":
-            continue
         action = parsed.action
-        if action.name == REPLAN_ACTION:
+        if act and action.name == REPLAN_ACTION:
             yield Event("re_plan", i, {"reason": action.argument, "forced": False})
             async for ev in _plan_block(ep, prompt, catalog, i, {"reason": action.argument}, plan_stop):
                 yield ev
             last_replan = i
             traj.info["preflect"]["re_plans"] += 1
-            continue
-        events, ended, answer_now = observation_events(ep, action, i)
-        for ev in events:
-            yield ev
-        if answer_now:  # before a forced re-plan could spend calls on a step that will not come
-            async for ev in final_answer_now(ep, method, i + 1):
+        elif act:  # an early exit answers here, before a forced re-plan could spend calls on a step that will not come
+            async for ev in observe(ep, method, action, i, state):
                 yield ev
-            return
-        if ended:
+        if state.ended:
             return
     yield Event("max_iterations_reached", budget, {})
     traj.finish_reason = "max_steps"
