@@ -122,7 +122,7 @@ def measure(corpus: Path, index_root: Path, n_queries: int, seed: int = 0) -> di
     from actune.envs.base import Action
     from actune.envs.corpus import LocalCorpus
     from actune.envs.wiki_env import WikiEnv
-    from actune.task import Task
+    from actune.task_record import Task
 
     rss0 = current_rss_mb()
     t = time.perf_counter()

@@ -8,6 +8,7 @@ vllm:prefix_cache_queries_total in vLLM 0.32), as the change over each level.
     python bench/serve_throughput.py                      # starts the embedded model itself (CPU: ~40 s)
     python bench/serve_throughput.py --endpoint http://127.0.0.1:8000/v1
     python bench/serve_throughput.py --enable-lora        # what a LoRA-enabled server costs
+    python bench/serve_throughput.py --dtype float32      # bf16 vs float32 on this CPU
 
 Starting a server takes /tmp/actune-vllm.lock, like the tests (one server at a time on small machines).
 """
@@ -111,6 +112,9 @@ def main() -> None:
     p.add_argument("--prefix-tokens", type=int, default=1500)
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--enable-lora", action="store_true", help="start the server with LoRA enabled")
+    p.add_argument("--dtype", default="auto", help="dtype of the started server (auto: bf16 only where the CPU has "
+                   "native bf16; compare with --dtype float32 / bfloat16)")
+    p.add_argument("--kv-cache-gib", type=float, default=2, help="CPU KV cache of the started server (GiB)")
     args = p.parse_args()
     if args.endpoint:
         asyncio.run(bench(args.endpoint.rstrip("/"), args.model, args))
@@ -121,7 +125,8 @@ def main() -> None:
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(exclusive_server_lock())
-        cfg = ServeConfig(model=args.model, port=free_port(), enable_lora=args.enable_lora)
+        cfg = ServeConfig(model=args.model, port=free_port(), enable_lora=args.enable_lora, dtype=args.dtype,
+                          cpu_kv_cache_gib=args.kv_cache_gib)
         t0 = time.perf_counter()
         server = stack.enter_context(vllm_server(cfg))
         print(f"server ready in {time.perf_counter() - t0:.0f} s ({server.device}; log {server.log_path})", flush=True)

@@ -33,7 +33,7 @@ KINDS = ("single", "bridge", "comparison")
 
 
 def _pick_tasks(world: Path, split: str, per_kind: int, seed: int, kinds=KINDS):
-    from actune.task import Task
+    from actune.task_record import Task
 
     records = [json.loads(line) for line in (world / f"{split}.jsonl").read_text().splitlines()]
     rng = random.Random(seed)
