@@ -18,7 +18,8 @@ A hosted teacher (any OpenAI-compatible API): ``ClientConfig(endpoints=["https:/
 model="teacher", api_key_env="TEACHER_API_KEY")`` sends ``Authorization: Bearer <$TEACHER_API_KEY>``. The config
 names the environment variable, never the key; :func:`read_api_key` reads it (a missing variable is a
 :class:`actune.config.ConfigError` naming the option and the variable), and no error message, log line or repr
-shows the key. 429 and 408 are retried, waiting at least what ``Retry-After`` asks.
+shows the key. 429 and 408 are retried, waiting at least what ``Retry-After`` asks (up to ``max_backoff_s``);
+how often and how long is :class:`RetryPolicy` (``max_retries``, ``backoff_s``, ``max_backoff_s``).
 
 Streaming: ``complete(..., on_delta=print)`` (and ``chat``) sends ``stream: true`` with ``stream_options:
 {include_usage: true}`` and calls ``on_delta(text)`` with each piece of text as the server-sent events arrive; it
@@ -44,6 +45,8 @@ import random
 import re
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from typing import Annotated, Any, Callable
 
 import httpx
@@ -77,8 +80,34 @@ def read_api_key(env: str, option: str = "api_key_env") -> str:
     return key
 
 
-class ClientConfig(StrictModel):
-    """How to reach the model server(s)."""
+class RetryPolicy(StrictModel):
+    """How a request the server did not answer is tried again: connection errors, timeouts, 5xx, 429 (rate limit)
+    and 408, never another 4xx. The client's own fields (``ClientConfig`` is one), and the ``retries`` section of
+    ``bootstrap``, ``eval`` and each ``eval.models[i]``, which are handed to the client as they are.
+
+    The pause before retry n is ``backoff_s * 2**(n-1)`` (plus up to 10% jitter), at least what the server asked
+    for (``Retry-After`` / ``retry-after-ms``), at most ``max_backoff_s``. A hosted API's long rate-limit window is
+    survived by configuration: ``max_retries: 30`` and ``max_backoff_s: 120`` keep a request trying for about an
+    hour before its episode fails."""
+
+    max_retries: int = Field(4, ge=0)
+    """Retries after the first try (0: one try only). Past them the request fails (a :class:`ServerError`) and its
+    episode is counted toward the stage's ``max_failed_episodes``."""
+    backoff_s: float = Field(0.5, ge=0)
+    """Pause before the first retry, in seconds; it doubles each retry, up to ``max_backoff_s``."""
+    max_backoff_s: float = Field(60.0, gt=0)
+    """Longest pause between two tries, in seconds: the doubling stops at it, and a ``Retry-After`` asking for
+    longer is cut to it (a bad header cannot stall a run). Raise it above what a rate-limited API asks for."""
+
+    def pause_s(self, retry: int, asked_s: float | None = None, jitter: float = 0.0) -> float:
+        """Seconds to wait before retry number ``retry`` (1 for the first): the doubled backoff times
+        ``1 + jitter``, at least ``asked_s`` (the server's ``Retry-After``), at most ``max_backoff_s``."""
+        backoff = self.backoff_s * 2.0 ** min(retry - 1, 64) * (1 + jitter)
+        return min(max(backoff, asked_s or 0.0), self.max_backoff_s)
+
+
+class ClientConfig(RetryPolicy):
+    """How to reach the model server(s), and how requests are retried (:class:`RetryPolicy`'s fields)."""
 
     # a validation error shows no input: api_key is a key, and api_key_env may hold one pasted by mistake
     model_config = ConfigDict(**StrictModel.model_config, hide_input_in_errors=True)
@@ -96,11 +125,6 @@ class ClientConfig(StrictModel):
     """Most requests in flight at once, over all endpoints."""
     timeout_s: float = Field(300.0, gt=0)
     """Per-request timeout in seconds."""
-    max_retries: int = Field(4, ge=0)
-    """Retries on connection errors, 5xx, 429 and 408 (never on other 4xx), with exponential backoff (at least
-    what a ``Retry-After`` header asks)."""
-    backoff_s: float = Field(0.5, ge=0)
-    """First backoff delay; doubles each retry."""
 
     @model_validator(mode="after")
     def _one_key_source(self) -> "ClientConfig":
@@ -183,8 +207,8 @@ class LLMClient:
     """Async client for one or more OpenAI-compatible endpoints (see the module docstring).
 
     Requests go to the endpoint with the fewest requests in flight (ties: round-robin), at most
-    ``max_concurrency`` at once over all endpoints. Connection errors, timeouts and 5xx answers are
-    retried with exponential backoff (possibly on another endpoint); 4xx answers are not.
+    ``max_concurrency`` at once over all endpoints. Connection errors, timeouts, 5xx, 429 and 408 answers are
+    retried with exponential backoff (:class:`RetryPolicy`; possibly on another endpoint); other 4xx are not.
     """
 
     def __init__(self, config: ClientConfig, *, transport: httpx.AsyncBaseTransport | None = None):
@@ -209,6 +233,7 @@ class LLMClient:
         """Token usage summed over every successful request of this client."""
         self.requests = 0
         """Successful requests so far."""
+        self._sleep = asyncio.sleep  # the pause between tries (tests record it)
 
     async def __aenter__(self) -> "LLMClient":
         return self
@@ -341,10 +366,8 @@ class LLMClient:
             wait_s: float | None = None  # what a 429 / 408 asked for (Retry-After)
             for attempt in range(self.config.max_retries + 1):
                 if attempt:
-                    delay = self.config.backoff_s * 2 ** (attempt - 1)
-                    if wait_s is not None:
-                        delay, wait_s = max(delay, wait_s), None
-                    await asyncio.sleep(delay * (1 + 0.1 * random.random()))
+                    await self._sleep(self.config.pause_s(attempt, wait_s, 0.1 * random.random()))
+                    wait_s = None
                 endpoint = self._pick_endpoint()
                 self._in_flight[endpoint] += 1
                 started = time.perf_counter()
@@ -481,13 +504,26 @@ def _error_text(chunk: Any) -> str:
     return str(error)[:500]
 
 
-def _retry_after_s(resp: httpx.Response) -> float | None:
-    """``Retry-After`` in seconds (a number; an HTTP date is not worth parsing here), capped at a minute so a
-    bad header cannot stall a run."""
+def _retry_after_s(resp: httpx.Response, now: datetime | None = None) -> float | None:
+    """How long the server asked to wait, in seconds: ``retry-after-ms`` (OpenAI's), else ``Retry-After`` as
+    seconds or as an HTTP date (from ``now``); None without a readable one. The client cuts it to
+    ``max_backoff_s``."""
     try:
-        return min(max(float(resp.headers.get("retry-after", "")), 0.0), 60.0)
+        return max(float(resp.headers["retry-after-ms"]) / 1000, 0.0)
+    except (KeyError, ValueError):
+        pass
+    value = resp.headers.get("retry-after", "").strip()
+    try:
+        return max(float(value), 0.0)
     except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
         return None
+    if when.tzinfo is None:  # an HTTP date is in GMT
+        when = when.replace(tzinfo=timezone.utc)
+    return max((when - (now or datetime.now(timezone.utc))).total_seconds(), 0.0)
 
 
 def _first_choice(data: dict, endpoint: str) -> dict:

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 from actune.agent.config import METHODS, AgentConfig, Method, StepsMethod
 from actune.config import StrictModel
 from actune.envs.config import EnvConfig
-from actune.llm import EnvVarName
+from actune.llm import EnvVarName, RetryPolicy
 from actune.tasks.config import TaskConfig
 
 #: Methods whose records can never be in a ReAct or ReflAct step format (Act has no thoughts, PreFlect
@@ -87,6 +87,10 @@ class BootstrapConfig(StrictModel):
     """Name of the environment variable holding the API key of ``endpoints`` (a hosted teacher's), sent as
     ``Authorization: Bearer``; the key itself never goes in a config. Needs ``endpoints`` and ``model``. Unset:
     requests carry ``serve.api_key`` (a keyed server of your own), or no key."""
+    retries: RetryPolicy = Field(default_factory=RetryPolicy)
+    """How a request the server did not answer (5xx, connection, a hosted API's 429) is retried: ``max_retries``,
+    ``backoff_s``, ``max_backoff_s``. For a hosted teacher's long rate-limit window raise both, e.g.
+    ``bootstrap.retries.max_retries=30 bootstrap.retries.max_backoff_s=120`` (about an hour of trying)."""
     concurrency: int = Field(32, ge=1)
     """Episodes in flight at once (vLLM batches their requests)."""
     attempts_per_task: int = Field(4, ge=1)

@@ -16,7 +16,8 @@ Top to bottom, :func:`run_bootstrap` does:
 2. list what is left: attempt 0 of every task, then attempt 1, ... (breadth first, so stopping at the
    target leaves kept episodes spread over many tasks rather than many attempts of a few);
 3. use ``bootstrap.endpoints`` (a hosted teacher's: its key read from the variable ``bootstrap.api_key_env``
-   names, checked before anything runs; 429 answers are retried after their ``Retry-After``), or start a
+   names, checked before anything runs; 429 answers are retried after their ``Retry-After``, as often and as
+   long as ``bootstrap.retries`` allows), or start a
    vLLM server from the ``serve`` section for the run;
 4. :func:`actune.collect.collect`: ``concurrency`` episodes in flight, each with its own environment (wiki envs on
    one corpus share its opened index), judged (:mod:`actune.judge`) and appended to the
@@ -107,7 +108,7 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
                     # serve section's (a keyed server, started here or not, refuses requests without it)
                     client = ClientConfig(endpoints=endpoints, model=model_name, max_concurrency=cfg.concurrency,
                                           api_key=None if cfg.api_key_env else serve.api_key,
-                                          api_key_env=cfg.api_key_env)
+                                          api_key_env=cfg.api_key_env, **cfg.retries.model_dump())
                     async with LLMClient(client) as llm:
                         # done: this run's episodes, not store.records (the store may also hold other
                         # methods' and tasks' episodes)

@@ -11,7 +11,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from actune.agent.config import AgentConfig
 from actune.config import StrictModel
 from actune.envs.config import EnvConfig
-from actune.llm import EnvVarName
+from actune.llm import EnvVarName, RetryPolicy
 from actune.tasks.config import TaskConfig
 
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -37,6 +37,10 @@ class EvalModel(StrictModel):
     api_key_env: EnvVarName | None = None
     """Name of the environment variable holding the API key of this model's ``endpoints`` (sent as ``Authorization:
     Bearer``; never the key itself). Read when its episodes are about to run, before any server starts."""
+    retries: RetryPolicy | None = None
+    """How this model's requests are retried (:class:`actune.llm.RetryPolicy`: ``max_retries``, ``backoff_s``,
+    ``max_backoff_s``), e.g. a hosted teacher's long rate-limit window: ``{max_retries: 30, max_backoff_s:
+    120}``. The fields it leaves out take RetryPolicy's defaults, not ``eval.retries``'. None: ``eval.retries``."""
     adapter: Path | None = None
     """LoRA adapter folder; its saved prompt spec (``actune_prompt.json``: method, regime, wire format) is
     applied to ``agent`` automatically, and requests go to the adapter's served name."""
@@ -84,6 +88,9 @@ class EvalConfig(StrictModel):
     models with their own ``endpoints`` use their ``model``).
     With several base models it cannot name them all: leave it empty, and each base is served under
     ``serve.served_model_name`` when it is ``serve.model``, else under its own ``model``."""
+    retries: RetryPolicy = Field(default_factory=RetryPolicy)
+    """How requests are retried (5xx, connection, a hosted API's 429): ``max_retries``, ``backoff_s``,
+    ``max_backoff_s`` (:class:`actune.llm.RetryPolicy`), for every model without ``retries`` of its own."""
     concurrency: int = Field(16, ge=1)
     """Episodes in flight at once."""
     attempts: int = Field(1, ge=1)

@@ -53,6 +53,7 @@ from actune.config import ConfigError
 from actune.eval.config import EvalConfig, EvalModel, model_agent
 from actune.eval.report import ModelResult, build_report, write_report
 from actune.eval.stats import HEADLINE
+from actune.llm import RetryPolicy
 from actune.progress import Progress
 from actune.serve.adapters import adapter_name
 from actune.serve.config import ServeConfig
@@ -95,6 +96,8 @@ class PlannedModel:
     others."""
     api_key_env: str | None = None
     """The variable holding its own endpoints' key (``eval.models[i].api_key_env``)."""
+    retries: RetryPolicy = field(default_factory=RetryPolicy)
+    """How its requests are retried: ``eval.models[i].retries``, else ``eval.retries``."""
 
     def spec_note(self) -> dict[str, Any] | None:
         """What its records say about the prompt spec (``info["prompt_spec"]``), None without one."""
@@ -171,7 +174,7 @@ def _plan_one(cfg: EvalConfig, i: int, served: str) -> PlannedModel:
         agent = load_prompt_spec(merged).apply(agent)
         spec_file, source = merged / PROMPT_SPEC_FILE, "merged"
     common = {"base": m.model, "agent_overrides": dict(m.agent), "endpoints": list(m.endpoints),
-              "api_key_env": m.api_key_env}
+              "api_key_env": m.api_key_env, "retries": m.retries or cfg.retries}
     if m.adapter is None:
         return PlannedModel(m.label, agent, served, ModelRecord(name=served), prompt_spec=spec_file,
                             prompt_spec_source=source, **common)
@@ -387,7 +390,8 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
         # its own endpoints' key from the variable it names (none without one: the serve section's key is for
         # our servers, never sent elsewhere), else the serve section's (a keyed server's)
         client = ClientConfig(endpoints=endpoints, model=p.request_model, max_concurrency=cfg.concurrency,
-                              api_key=None if p.endpoints else serve.api_key, api_key_env=p.api_key_env)
+                              api_key=None if p.endpoints else serve.api_key, api_key_env=p.api_key_env,
+                              **p.retries.model_dump())
         async with LLMClient(client) as llm:
             total = len(tasks) * cfg.attempts
             # done: this run's episodes already stored (the store may hold other methods' too)

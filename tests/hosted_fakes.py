@@ -51,12 +51,15 @@ class FakeHostedAPI:
     def transport(self) -> httpx.MockTransport:
         return httpx.MockTransport(self.handler)
 
-    def client_class(self) -> type[LLMClient]:
-        """An LLMClient that talks to this fake, to stand in for ``actune.llm.LLMClient`` in a stage."""
+    def client_class(self, configs: list | None = None) -> type[LLMClient]:
+        """An LLMClient that talks to this fake, to stand in for ``actune.llm.LLMClient`` in a stage; the
+        ClientConfig of each client made is appended to ``configs`` when given."""
         fake = self
 
         class FakeTransportClient(LLMClient):
             def __init__(self, config, **_: object) -> None:
+                if configs is not None:
+                    configs.append(config)
                 super().__init__(config, transport=fake.transport())
 
         return FakeTransportClient

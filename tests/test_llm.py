@@ -21,9 +21,12 @@ from actune.config import ConfigError
 from actune.llm import (
     AuthError,
     ClientConfig,
+    Completion,
     ContextLengthError,
     LLMClient,
+    LLMError,
     RequestError,
+    RetryPolicy,
     Sampling,
     ServerError,
     Usage,
@@ -341,6 +344,70 @@ def test_a_rate_limited_hosted_api_is_retried_with_the_key_each_time(monkeypatch
         hosted_complete(fake, ClientConfig(endpoints=[HOSTED], model="m", api_key_env="TEACHER_API_KEY",
                                            max_retries=1, backoff_s=0.0))
     assert KEY not in str(e.value)
+
+
+def test_the_pause_doubles_up_to_the_cap_and_waits_what_the_server_asks():
+    policy = RetryPolicy(backoff_s=0.5, max_backoff_s=3.0)
+    assert [policy.pause_s(n) for n in (1, 2, 3, 4, 5)] == [0.5, 1.0, 2.0, 3.0, 3.0]
+    assert policy.pause_s(2, jitter=0.1) == 1.1
+    assert policy.pause_s(1, asked_s=0.8) == 0.8  # Retry-After longer than the backoff: waited
+    assert policy.pause_s(3, asked_s=0.8) == 2.0  # shorter: the backoff
+    assert policy.pause_s(1, asked_s=500.0) == 3.0  # longer than the cap: cut to it
+    assert policy.pause_s(10_000) == 3.0  # no overflow however many retries
+    assert RetryPolicy().model_dump() == {"max_retries": 4, "backoff_s": 0.5, "max_backoff_s": 60.0}
+    with pytest.raises(ValidationError, match="max_backoff_s"):
+        RetryPolicy(max_backoff_s=0)
+
+
+def test_retry_after_is_read_as_seconds_milliseconds_or_an_http_date():
+    from datetime import datetime, timezone
+
+    from actune.llm import _retry_after_s
+
+    now = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
+
+    def asked(**headers: str) -> float | None:
+        return _retry_after_s(httpx.Response(429, headers=headers), now)
+
+    assert asked(**{"Retry-After": "7"}) == 7.0
+    assert asked(**{"Retry-After": "-3"}) == 0.0
+    assert asked(**{"retry-after-ms": "1500", "Retry-After": "9"}) == 1.5  # OpenAI's, more precise, first
+    assert asked(**{"Retry-After": "Mon, 30 Nov 2026 12:02:30 GMT"}) == 150.0
+    assert asked(**{"Retry-After": "Mon, 30 Nov 2026 11:00:00 GMT"}) == 0.0  # already past
+    assert asked(**{"Retry-After": "soon"}) is None and asked() is None
+
+
+def rate_limited_pauses(fake: FakeHostedAPI, cfg: ClientConfig) -> tuple[list[float], Completion | Exception]:
+    """The pauses the client took (recorded, not slept) and what the request gave."""
+    pauses: list[float] = []
+
+    async def record(seconds: float) -> None:
+        pauses.append(seconds)
+
+    async def go():
+        async with LLMClient(cfg, transport=fake.transport()) as client:
+            client._sleep = record
+            try:
+                return await client.complete("Question: q\nThought 1:")
+            except LLMError as e:
+                return e
+
+    return pauses, run(go())
+
+
+def test_a_long_rate_limit_window_is_survived_by_configuration(monkeypatch):
+    """An API that says "come back in 2 minutes" five times: the default policy (4 retries, pauses cut to 60 s)
+    fails the request; 5 retries with max_backoff_s 150 wait exactly what it asks and get the answer."""
+    monkeypatch.setenv("TEACHER_API_KEY", KEY)
+    keyed = {"endpoints": [HOSTED], "model": "m", "api_key_env": "TEACHER_API_KEY", "backoff_s": 0.0}
+    fake = FakeHostedAPI(keys={"api.teacher.example": KEY}, rate_limits=5, retry_after="120")
+    pauses, result = rate_limited_pauses(fake, ClientConfig(**keyed))
+    assert pauses == [60.0] * 4 and len(fake.requests) == 5
+    assert isinstance(result, ServerError) and "after 5 attempts; last error:" in str(result)
+    fake = FakeHostedAPI(keys={"api.teacher.example": KEY}, rate_limits=5, retry_after="120")
+    pauses, result = rate_limited_pauses(fake, ClientConfig(**keyed, max_retries=5, max_backoff_s=150.0))
+    assert pauses == [120.0] * 5 and len(fake.requests) == 6
+    assert isinstance(result, Completion) and result.finish_reason == "stop"
 
 
 def test_a_server_echoing_the_key_in_any_error_is_masked(monkeypatch):

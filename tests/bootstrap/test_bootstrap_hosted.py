@@ -86,3 +86,22 @@ def test_api_key_env_needs_endpoints_and_a_model_and_never_shows_a_key(tmp_path:
     path.write_text(yaml.safe_dump({"bootstrap": {"api_key_env": "TEACHER_API_KEY", "endpoints": [HOSTED],
                                                   "model": "gpt-teacher"}}))
     assert load_config(RunConfig, path).bootstrap.api_key_env == "TEACHER_API_KEY"
+
+
+def test_bootstrap_retries_reach_the_client(teacher, monkeypatch, tmp_path: Path) -> None:
+    """``bootstrap.retries`` (loaded from the YAML) is the client's retry policy: a 2-minute Retry-After is cut
+    to the configured cap, so the run goes on at once."""
+    import actune.llm
+
+    cfg, fake = teacher
+    fake.retry_after = "120"
+    configs: list[actune.llm.ClientConfig] = []
+    monkeypatch.setattr(actune.llm, "LLMClient", fake.client_class(configs))
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump({"bootstrap": {"retries": {"max_retries": 9, "max_backoff_s": 0.01}}}))
+    loaded = load_config(RunConfig, path).bootstrap.retries
+    assert loaded.model_dump() == {"max_retries": 9, "backoff_s": 0.5, "max_backoff_s": 0.01}
+    summary = run_bootstrap(cfg.model_copy(update={"retries": loaded}), ServeConfig(), show_progress=False)
+    assert summary["episodes"] == 4 and len(fake.sent("api.teacher.example")) == 2 + 8
+    assert [(c.max_retries, c.backoff_s, c.max_backoff_s, c.api_key_env) for c in configs] == [
+        (9, 0.5, 0.01, "TEACHER_API_KEY")]

@@ -21,6 +21,7 @@ from actune.collect import CollectError
 from actune.config import ConfigError
 from actune.eval.config import EvalConfig, EvalModel
 from actune.eval.run import adapter_name, run_eval, store_path
+from actune.llm import RetryPolicy
 from actune.serve.config import ServeConfig
 from actune.tasks.config import TaskConfig
 from actune.trajectory import read_trajectories
@@ -141,3 +142,22 @@ def test_a_refused_key_fails_the_teacher_without_showing_it(stage, monkeypatch, 
     text = str(e.value) + out.out + out.err
     assert "HTTP 401" in text and "environment variable TEACHER_API_KEY" in text
     assert KEY[::-1] not in text and started == []
+
+
+def test_each_model_gets_its_retries_or_evals(stage, monkeypatch) -> None:
+    """``eval.models[i].retries`` for that model's client (a rate-limited teacher), ``eval.retries`` for the
+    others; a 2-minute Retry-After from the teacher is cut to its configured cap."""
+    import actune.llm
+
+    cfg, fake, started = stage
+    fake.rate_limits, fake.retry_after = 2, "120"
+    configs: list[actune.llm.ClientConfig] = []
+    monkeypatch.setattr(actune.llm, "LLMClient", fake.client_class(configs))
+    teacher = cfg.models[2].model_copy(update={"retries": RetryPolicy(max_retries=30, max_backoff_s=0.01)})
+    # the teacher first: its requests meet the fake's 429s
+    cfg = cfg.model_copy(update={"models": [teacher, cfg.models[0]], "retries": RetryPolicy(max_retries=1)})
+    report = run_eval(cfg, ServeConfig(), show_progress=False, run_id="r1")
+    assert [m["episodes"] for m in report["models"]] == [4, 4]
+    assert [(c.model, c.max_retries, c.backoff_s, c.max_backoff_s) for c in configs] == [
+        ("gpt-teacher", 30, 0.5, 0.01), ("smollm2-135m", 1, 0.5, 60.0)]
+    assert fake.rate_limits == 0 and len(fake.sent("api.teacher.example")) == 2 + 8

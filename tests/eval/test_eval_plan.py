@@ -333,3 +333,8 @@ def test_the_shipped_teacher_student_config_plans_one_server_for_the_students(tm
         ("gpt-4o-mini", ["teacher"], ["https://api.openai.com/v1"])]
     teacher = groups[1].models[0]
     assert (teacher.agent.wire, teacher.agent.chat_prefill, teacher.api_key_env) == ("chat", False, "TEACHER_API_KEY")
+    # the hosted teacher's long rate-limit windows: about an hour of retries, in bootstrap and in eval
+    assert [p.retries.model_dump() for p in (*groups[0].models, teacher)] == [
+        {"max_retries": 4, "backoff_s": 0.5, "max_backoff_s": 60.0}] * 2 + [
+        {"max_retries": 30, "backoff_s": 0.5, "max_backoff_s": 120.0}]
+    assert cfg.bootstrap.retries == teacher.retries
