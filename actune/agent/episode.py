@@ -47,7 +47,8 @@ class Event:
     Types: starting, iteration, thought, reflection, action, observation, parse_error, reprompt,
     adaptive_iteration, max_iterations_reached, repetition, sample, backoff, re_plan (PreFlect),
     plan, critique, critique_retry (PreFlect: the reflector's answer was unreadable, asked again),
-    final_answer, done.
+    final_answer, done; with ``AgentConfig.stream_events`` also thinking, reflecting, thought_delta,
+    reflection_delta, action_delta, observation_delta, delta, adaptive_response (see :mod:`actune.agent.loop`).
     ``done`` carries the finished record in ``data["trajectory"]``.
     """
 

@@ -2,13 +2,15 @@
 
     actune run --env wiki --method react --model smollm2-135m --corpus corpus.jsonl --question "..."
 
-Without ``--endpoint`` it starts a vLLM server for ``--model`` (and stops it afterwards). With
+Without ``--endpoint`` it starts a vLLM server for ``--model`` (and stops it afterwards); ``--endpoint URL
+--model NAME --api-key-env VAR`` runs against a hosted API, its key read from the variable VAR names. With
 ``--adapter FOLDER`` the LoRA adapter is served too and requested, and the loop is configured from the
 folder's ``actune_prompt.json`` (the method, regime and wire format it was trained with); explicit
 ``--method/--regime/--wire/--set`` still win. The command takes no machine-wide lock: two may run at once.
 
-The live view streams: thoughts, reflections and answers appear token by token as the server sends them
-(``AgentConfig.stream_events``, LLARS' event stream); ``--no-stream`` prints each step whole once it is read.
+The live view streams: thoughts, reflections, actions and answers appear token by token as the server sends
+them, observations as the environment answers (``AgentConfig.stream_events``, LLARS' event stream);
+``--no-stream`` prints each step whole once it is read.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="base model to serve (default smollm2-135m), or with --endpoint the served model name "
                    "to request (with --adapter: the adapter's served name; required then)")
     p.add_argument("--endpoint", help="base URL of a running OpenAI-compatible server (…/v1)")
+    p.add_argument("--api-key-env", metavar="NAME",
+                   help="with --endpoint: the NAME of the environment variable holding its API key (a hosted API; "
+                   "sent as Authorization: Bearer), never the key itself")
     p.add_argument("--adapter", metavar="PATH",
                    help="LoRA adapter folder: served with the base model (or, with --endpoint, requested as "
                    "--model) and its actune_prompt.json configures the loop")
@@ -143,7 +148,8 @@ class LiveView:
     STYLES = {"thought": "cyan", "reflection": "magenta", "action": "yellow", "observation": "dim",
               "answer": "bold green"}
     #: The delta events and the step each one streams.
-    DELTAS = {"thought_delta": "thought", "reflection_delta": "reflection", "delta": "answer"}
+    DELTAS = {"thought_delta": "thought", "reflection_delta": "reflection", "action_delta": "action",
+              "observation_delta": "observation", "delta": "answer"}
     STARTS = {"thinking": "thought", "reflecting": "reflection"}
 
     def __init__(self) -> None:
@@ -218,7 +224,8 @@ async def _episode(args: argparse.Namespace, cfg: Any, endpoint: str, request_mo
     if view is not None and not args.no_stream:
         cfg = cfg.model_copy(update={"stream_events": True})
     traj = None
-    async with LLMClient(ClientConfig(endpoints=[endpoint], model=request_model)) as llm:
+    client = ClientConfig(endpoints=[endpoint], model=request_model, api_key_env=args.api_key_env)
+    async with LLMClient(client) as llm:
         async for ev in iter_episode(task, env, llm, cfg, model=record, run_id="cli"):
             if view is not None:
                 view(ev)
@@ -231,12 +238,18 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio
 
     from actune.config import ConfigError
+    from actune.llm import LLMError, env_var_name, read_api_key
     from actune.serve.errors import ServeError
     from actune.trajectory import ModelRecord
 
     if args.endpoint and args.adapter and not args.model:
         raise ConfigError("--adapter with --endpoint needs --model NAME: the name the server serves the adapter "
                           "under (e.g. the NAME of `actune serve --adapter NAME=PATH`)")
+    if args.api_key_env:
+        if not args.endpoint:
+            raise ConfigError("--api-key-env is the key of --endpoint (a server actune starts needs none); "
+                              "give --endpoint URL too")
+        read_api_key(env_var_name(args.api_key_env, "--api-key-env"), "--api-key-env")  # before anything runs
     args.model = args.model or DEFAULT_MODEL
     cfg, note = resolve_agent_config(args)  # fail fast on a bad config, before starting a server
     if note:
@@ -258,7 +271,7 @@ def _run(args: argparse.Namespace) -> int:
                 adapter = next(iter(serve_cfg.adapters), None)
                 record = ModelRecord(name=server.model, adapter=adapter)
                 traj = asyncio.run(_episode(args, cfg, server.base_url, adapter or server.model, record))
-    except ServeError as e:
+    except (ServeError, LLMError) as e:  # an LLMError: a refused key, say (its message never holds the key)
         print(f"actune run: {e}", file=sys.stderr)
         return 2
     if args.json:

@@ -186,9 +186,15 @@ def test_live_view_prints_deltas_on_one_line():
     view.console = Console(record=True, width=40, force_terminal=False)
     for ev in [Event("reflecting", 1), Event("reflection_delta", 1, {"delta": "A long reflection [with]"}),
                Event("reflection_delta", 1, {"delta": " brackets that wraps past forty columns."}),
-               Event("delta", 1, {"delta": "1946"}), Event("delta", 1, {"delta": " [1]"}),
+               Event("action_delta", 1, {"delta": "search[Sony]"}),
                Event("reflection", 1, {"text": "A long reflection [with] brackets that wraps past forty columns."}),
-               Event("answer", 1, {"text": "FINAL ANSWER: 1946 [1]"})]:
+               Event("action", 1, {"text": "search[Sony]", "action_name": "search", "action_arg": "Sony"}),
+               Event("observation_delta", 1, {"delta": "Sony [1] was founded in 1946."}),
+               Event("observation", 1, {"text": "Sony [1] was founded in 1946."}),
+               Event("iteration", 2, {"max_iterations": 7}),
+               Event("delta", 2, {"delta": "1946"}), Event("delta", 2, {"delta": " [1]"}),
+               Event("answer", 2, {"text": "FINAL ANSWER: 1946 [1]"})]:
         view(ev)
     assert view.console.export_text() == ("Reflection: A long reflection [with] brackets that wraps past forty "
-                                          "columns.\nAnswer: 1946 [1]\n")
+                                          "columns.\nAction: search[Sony]\nObservation: Sony [1] was founded in "
+                                          "1946.\n— step 2/7\nAnswer: 1946 [1]\n")

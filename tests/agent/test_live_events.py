@@ -35,6 +35,8 @@ def brief(events) -> list[tuple]:
 
 
 GOAL = TASK.question
+#: PreFlect's reflector passing the plan (its answer after the prefilled '{"analysis": "').
+PASS = 'fine.", "verdict": "PASS", "errors": []}'
 
 
 def test_react_event_sequence():
@@ -52,14 +54,18 @@ def test_react_event_sequence():
         ("thinking", 1, {}),
         ("thought_delta", 1, {"delta": "I need the maker"}),
         ("thought_delta", 1, {"delta": " of the Walkman."}),
+        ("action_delta", 1, {"delta": "Search[Walkman]"}),  # once its bracket closes
         ("thought", 1, {"text": "I need the maker of the Walkman."}),
         ("action", 1, {"text": "Search[Walkman]", "action_name": "search", "action_arg": "Walkman"}),
+        ("observation_delta", 1, {"delta": walkman}),  # the environment answers whole
         ("observation", 1, {"text": walkman}),
         ("iteration", 2, {"goal": GOAL, "max_iterations": 7}),
         ("thinking", 2, {}),
         ("thought_delta", 2, {"delta": "It is made by Sony."}),
+        ("action_delta", 2, {"delta": "search[Sony]"}),
         ("thought", 2, {"text": "It is made by Sony."}),
         ("action", 2, {"text": "search[Sony]", "action_name": "search", "action_arg": "Sony"}),
+        ("observation_delta", 2, {"delta": sony}),
         ("observation", 2, {"text": sony}),
         ("iteration", 3, {"goal": GOAL, "max_iterations": 7}),
         ("thinking", 3, {}),
@@ -86,8 +92,10 @@ def test_reflact_event_sequence():
         ("reflection_delta", 1, {"delta": "The Walkman is made"}),
         ("reflection_delta", 1, {"delta": " by Sony; its founding"}),
         ("reflection_delta", 1, {"delta": " year is still missing."}),
+        ("action_delta", 1, {"delta": "search[Sony]"}),
         ("reflection", 1, {"text": "The Walkman is made by Sony; its founding year is still missing."}),
         ("action", 1, {"text": "search[Sony]", "action_name": "search", "action_arg": "Sony"}),
+        ("observation_delta", 1, {"delta": "Sony is a Japanese company. It was founded in 1946."}),
         ("observation", 1, {"text": "Sony is a Japanese company. It was founded in 1946."}),
         ("iteration", 2, {"goal": GOAL, "max_iterations": 7}),
         ("reflecting", 2, {}),
@@ -119,7 +127,8 @@ def test_adaptive_response_after_the_early_exit_answer():
     env = FakeEnvironment(retrieval_scores={"Sony": 0.95})
     llm = ScriptedLLM([" Sony makes it.\nACTION: search[Sony]", [" 19", "46 [1]"]])
     events = events_of(AgentConfig(method="reflact", early_exit=True, stream_events=True), llm, env)
-    assert brief(events)[-8:-1] == [
+    assert brief(events)[-9:-1] == [
+        ("observation_delta", 1, {"delta": "Sony is a Japanese company. It was founded in 1946."}),
         ("observation", 1, {"text": "Sony is a Japanese company. It was founded in 1946."}),
         ("adaptive_iteration", 1, {"retrieval_score": 0.95}),
         ("delta", 2, {"delta": "19"}),
@@ -141,12 +150,14 @@ def joined_per_step(events) -> dict[tuple[str, int], str]:
 
 
 def recorded(traj) -> dict[tuple[str, int], str]:
+    """Each recorded step's text as its deltas carry it (an answer: its action_arg); empty texts stream nothing,
+    nor do PreFlect's plans and critiques (LLARS has no such steps)."""
     out = {}
     for s in traj.steps:
-        if s.type in ("thought", "reflection") and s.text:
-            out[(s.type, s.iteration)] = s.text
-        if s.type == "answer":
-            out[("answer", s.iteration)] = s.action_arg
+        text = s.action_arg if s.type == "answer" else s.text
+        if text and s.type not in ("plan", "critique"):
+            assert (s.type, s.iteration) not in out  # one step of each type per iteration
+            out[(s.type, s.iteration)] = text
     return out
 
 
@@ -178,14 +189,128 @@ def test_deltas_of_every_step_join_to_its_recorded_text(method, size):
         replies = [pieces, " and then\nAction 2: finish[1946]", " x\nAction 3: finish[1946]"]
         if method.startswith("preflect"):
             plan = " Search the maker, then its founding year."
-            replies = [plan, '"analysis": "fine", "verdict": "PASS", "errors": []}', *replies]
+            replies = [plan, PASS, *replies]
         llm = ScriptedLLM(replies + ["finish[1946]"] * 6)
         events = events_of(AgentConfig(method=method, stream_events=True), llm)
         traj = events[-1].data["trajectory"]
         got = joined_per_step(events)
         want = recorded(traj)
-        # every recorded thought/reflection and answer streamed, in full, and nothing else did
+        # every recorded thought/reflection, action, observation and answer streamed, in full, and nothing else
         assert got == want, (text, size)
+
+
+# Free-text commands (ALFWorld's form: no finish action, a verb and its words).
+FREE_TEXT = [
+    " I look around.\nAction 1: go to cabinet 1\nObservation 1: made up",
+    " The key is here.\nAction: take key from drawer 2",
+    " thinking about going\nAction 1: think: the key must be in a drawer",
+    " The task is done.\nFINAL ANSWER: 1946 [1]",
+    " go to the cabinet\nand more",
+]
+
+
+@pytest.mark.parametrize("method", ["react", "reflact", "act"])
+@pytest.mark.parametrize("size", [1, 3])
+def test_deltas_of_free_text_commands_join_to_their_steps(method, size):
+    for text in FREE_TEXT + HARD:
+        pieces = [text[i:i + size] for i in range(0, len(text), size)]
+        llm = ScriptedLLM([pieces] + [" done\nFINAL ANSWER: 1946"] * 8)
+        env = FakeEnvironment(action_names=("go", "take", "think"), finish_action=None)
+        events = events_of(AgentConfig(method=method, stream_events=True), llm, env)
+        assert joined_per_step(events) == recorded(events[-1].data["trajectory"]), (text, size)
+
+
+def test_a_free_text_command_streams_word_by_word():
+    env = FakeEnvironment(action_names=("go", "take"), finish_action=None)
+    llm = ScriptedLLM([[" I look.", "\nAction 1:", " go", " to", " cab", "inet", " 1 "], " done\nFINAL ANSWER: 1946"])
+    events = events_of(AgentConfig(method="react", stream_events=True), llm, env)
+    assert brief(events)[2:11] == [
+        ("thinking", 1, {}),
+        ("thought_delta", 1, {"delta": "I look."}),
+        ("action_delta", 1, {"delta": "go to"}),  # "go" alone might still grow into another command's name
+        ("action_delta", 1, {"delta": " cab"}),
+        ("action_delta", 1, {"delta": "inet"}),
+        ("action_delta", 1, {"delta": " 1"}),
+        ("thought", 1, {"text": "I look."}),
+        ("action", 1, {"text": "go to cabinet 1", "action_name": "go", "action_arg": "to cabinet 1"}),
+        ("observation_delta", 1, {"delta": "Invalid action: go[to cabinet 1]"}),
+    ]
+
+
+def test_an_inline_action_is_sent_when_the_step_is_read():
+    # a later "Action:" line would replace an inline ACTION, so it is not streamed before the step is read
+    llm = ScriptedLLM([[" The state:", " nothing yet.", " ACTION:", " search[", "Sony]", "\nObserv"],
+                       " Done.\nFINAL ANSWER: 1946"])
+    events = events_of(AgentConfig(method="reflact", stream_events=True), llm)
+    assert brief(events)[2:9] == [
+        ("reflecting", 1, {}),
+        ("reflection_delta", 1, {"delta": "The state:"}),
+        ("reflection_delta", 1, {"delta": " nothing yet."}),
+        ("reflection", 1, {"text": "The state: nothing yet."}),
+        ("action_delta", 1, {"delta": "search[Sony]"}),
+        ("action", 1, {"text": "search[Sony]", "action_name": "search", "action_arg": "Sony"}),
+        ("observation_delta", 1, {"delta": "Sony is a Japanese company. It was founded in 1946."}),
+    ]
+
+
+@pytest.mark.parametrize("method", ["react", "preflect"])
+def test_a_reprompted_action_streams(method):
+    head = []
+    if method == "preflect":
+        head = [" Search the maker.", PASS]
+    llm = ScriptedLLM([*head, " I should look.", [" search", "[Son", "y]"], " Done.\nAction 2: finish[1946]"])
+    events = brief(events_of(AgentConfig(method=method, stream_events=True), llm))
+    at = events.index(("reprompt", 1, {"prefix": "Action 1:"}))
+    assert events[at - 1:at + 5] == [
+        ("thought", 1, {"text": "I should look."}),
+        ("reprompt", 1, {"prefix": "Action 1:"}),
+        ("action_delta", 1, {"delta": "search[Sony]"}),
+        ("action", 1, {"text": "search[Sony]", "action_name": "search", "action_arg": "Sony"}),
+        ("observation_delta", 1, {"delta": "Sony is a Japanese company. It was founded in 1946."}),
+        ("observation", 1, {"text": "Sony is a Japanese company. It was founded in 1946."}),
+    ]
+    assert llm.streamed[-3:] == [True, True, True]
+
+
+def test_a_format_hint_streams_as_the_observation():
+    llm = ScriptedLLM([" I think.\nAction 1: think more", " Done.\nAction 2: finish[1946]"])
+    events = brief(events_of(AgentConfig(method="react", stream_events=True), llm))
+    error = ("Invalid action: 'think more' is not of the form name[argument]. Valid actions: search[...], "
+             "lookup[...], finish[...].")
+    hint = error + (" Write exactly one action per step as 'Action i: name[argument]' with name one of: "
+                    "search[...], lookup[...], finish[...].")
+    assert events[2:12] == [
+        ("thinking", 1, {}),
+        ("thought_delta", 1, {"delta": "I"}),
+        ("thought_delta", 1, {"delta": " think."}),
+        ("action_delta", 1, {"delta": "think"}),
+        ("action_delta", 1, {"delta": " more"}),
+        ("thought", 1, {"text": "I think."}),
+        ("action", 1, {"text": "think more", "action_name": None, "action_arg": None}),  # unusable, recorded
+        ("parse_error", 1, {"error": error, "consecutive": 1}),
+        ("observation_delta", 1, {"delta": hint}),
+        ("observation", 1, {"text": hint}),
+    ]
+
+
+def _record_bytes(traj) -> str:
+    traj.timings.started_at = traj.timings.wall_s = traj.timings.llm_s = traj.timings.env_s = 0.0  # the clock's
+    return traj.to_json()
+
+
+@pytest.mark.parametrize("method", ["react", "reflact", "act", "preflect", "preflect_reflact"])
+def test_the_record_is_the_same_bytes_with_and_without_the_stream(method):
+    for text in HARD:
+        replies = [[text[i:i + 3] for i in range(0, len(text), 3)], " and then\nAction 2: finish[1946]",
+                   " x\nAction 3: finish[1946]"]
+        if method.startswith("preflect"):
+            replies = [" Search the maker.", PASS, *replies]
+        records = []
+        for stream in (False, True):
+            llm = ScriptedLLM([r if isinstance(r, str) else list(r) for r in replies] + ["finish[1946]"] * 6)
+            events = events_of(AgentConfig(method=method, stream_events=stream), llm)
+            records.append(_record_bytes(events[-1].data["trajectory"]))
+        assert records[0] == records[1], text
 
 
 def test_stable_end_holds_what_may_still_change():
@@ -224,6 +349,8 @@ def test_a_streamed_episode_records_what_the_plain_one_does(wire):
         (b.usage.prompt_tokens, b.usage.completion_tokens, b.usage.cached_prompt_tokens)
     assert b.correct and all(body.get("stream") for _, body in fake.requests)
     assert joined_per_step(streamed) == {("reflection", 1): "The Walkman is made by Sony.",
+                                         ("action", 1): "search[Sony]",
+                                         ("observation", 1): "Sony is a Japanese company. It was founded in 1946.",
                                          ("reflection", 2): "Sony was founded in 1946.", ("answer", 2): "1946"}
 
 

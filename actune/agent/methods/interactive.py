@@ -9,11 +9,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 from typing import AsyncIterator, Callable
 
 from actune.agent.episode import Episode, Event, approx_tokens, truncate_observation
 from actune.agent.exemplars import SPARSE_THINK
-from actune.agent.methods.live import answer_rest, open_step, thought_rest
+from actune.agent.methods.live import open_step, record_step
 from actune.agent.parser import ParsedStep, parse_step
 from actune.agent.render import REFLECTION_FORMATS
 from actune.envs.base import Action
@@ -62,9 +63,8 @@ def answer_events(ep: Episode, parsed: ParsedStep, i: int, tokens: int, latency:
     env, traj = ep.env, ep.traj
     if env.finish_action:
         ep.env_step(Action(env.finish_action, parsed.answer))
-    events = answer_rest(ep, parsed.answer, i)
-    events.append(ep.add(Step("answer", parsed.action_text or "", i, action_name=env.finish_action or "answer",
-                              action_arg=parsed.answer, tokens=tokens, latency_s=latency, meta=meta)))
+    events = record_step(ep, Step("answer", parsed.action_text or "", i, action_name=env.finish_action or "answer",
+                                  action_arg=parsed.answer, tokens=tokens, latency_s=latency, meta=meta))
     traj.prediction = parsed.answer
     traj.finish_reason = "answered"
     return events
@@ -77,9 +77,9 @@ def parse_error_events(ep: Episode, parsed: ParsedStep, i: int, tokens: int, lat
     traj = ep.traj
     traj.info["parse_errors"] += 1
     events = [
-        ep.add(Step("action", parsed.action_text or "", i, tokens=tokens, latency_s=latency, meta=meta)),
+        *record_step(ep, Step("action", parsed.action_text or "", i, tokens=tokens, latency_s=latency, meta=meta)),
         Event("parse_error", i, {"error": parsed.error, "consecutive": errors_in_row}),
-        ep.add(Step("observation", hint, i, tokens=approx_tokens(hint), meta={"format_hint": True})),
+        *record_step(ep, Step("observation", hint, i, tokens=approx_tokens(hint), meta={"format_hint": True})),
     ]
     if errors_in_row >= ep.cfg.max_parse_errors:
         traj.finish_reason = "parse_errors"
@@ -90,8 +90,8 @@ def parse_error_events(ep: Episode, parsed: ParsedStep, i: int, tokens: int, lat
 def action_events(ep: Episode, action: Action, action_text: str | None, i: int, tokens: int, latency: float,
                   meta: dict, seen: Counter[tuple[str, str]]) -> tuple[list[Event], bool]:
     """Record a valid action; the episode ends (``repetition``) when it is issued ``repeat_limit`` times."""
-    events = [ep.add(Step("action", action_text or str(action), i, action_name=action.name,
-                          action_arg=action.argument, tokens=tokens, latency_s=latency, meta=meta))]
+    events = record_step(ep, Step("action", action_text or str(action), i, action_name=action.name,
+                                  action_arg=action.argument, tokens=tokens, latency_s=latency, meta=meta))
     key = (action.name, " ".join(action.argument.lower().split()))
     seen[key] += 1
     if seen[key] >= ep.cfg.repeat_limit:
@@ -111,8 +111,8 @@ def observation_events(ep: Episode, action: Action, i: int) -> tuple[list[Event]
     obs = truncate_observation(res.observation, cfg.observation_max_tokens, ep.count_tokens)
     obs = " ".join(obs.split("\n"))  # one line per observation keeps the text format parseable
     truncated = obs.endswith(" ...") and not res.observation.endswith(" ...")
-    events = [ep.add(Step("observation", obs, i, tokens=ep.count_tokens(obs),
-                          meta={"truncated": True} if truncated else {}))]
+    events = record_step(ep, Step("observation", obs, i, tokens=ep.count_tokens(obs),
+                                  meta={"truncated": True} if truncated else {}))
     if res.done:
         answer = (res.info or {}).get("answer")
         traj.prediction = answer
@@ -194,16 +194,18 @@ async def run_interactive(ep: Episode, method: str, budget: int | None = None) -
         c = await ep.generate(traj.steps, prefix, stop + (["\n"] if label is None else []), prompt=prompt)
         parsed = _read(ep, method, step_format, c.text, i)
         if label:
-            for ev in thought_rest(ep, parsed.thought):
+            for ev in record_step(ep, Step(thought_type, parsed.thought, i, tokens=c.usage.completion_tokens,
+                                           latency_s=c.latency_s)):
                 yield ev
-            yield ep.add(Step(thought_type, parsed.thought, i, tokens=c.usage.completion_tokens, latency_s=c.latency_s))
         tokens, latency = (0, 0.0) if label else (c.usage.completion_tokens, c.latency_s)
         reprompted = False
         if parsed.action_text is None and label and cfg.reprompt_action:
             # The ReAct code's fix for a thought without an action: ask for the action line alone.
             yield Event("reprompt", i, {"prefix": f"Action {i}:"})
+            read_action = partial(_parse, ep, "act", i=i)
+            open_step(ep, None, i, read_action)  # its action streams
             c2 = await ep.generate(traj.steps, f"Action {i}:", ["\n"], prompt=prompt)
-            parsed2 = _parse(ep, "act", c2.text, i)
+            parsed2 = read_action(c2.text)
             parsed = ParsedStep(parsed.thought, parsed2.action_text, parsed2.action, parsed2.answer, parsed2.error)
             tokens, latency = c2.usage.completion_tokens, c2.latency_s
             reprompted = True
@@ -236,10 +238,9 @@ async def final_answer_now(ep: Episode, method: str, i: int) -> AsyncIterator[Ev
     if env.finish_action:
         ep.env_step(Action(env.finish_action, answer))
     text = f"FINAL ANSWER: {answer}" if labelled else f"{finish}[{answer}]"
-    for ev in answer_rest(ep, answer, i):
+    for ev in record_step(ep, Step("answer", text, i, action_name=finish, action_arg=answer,
+                                   tokens=c.usage.completion_tokens, latency_s=c.latency_s, meta={"early_exit": True})):
         yield ev
-    yield ep.add(Step("answer", text, i, action_name=finish, action_arg=answer,
-                      tokens=c.usage.completion_tokens, latency_s=c.latency_s, meta={"early_exit": True}))
     traj.prediction = answer
     traj.finish_reason = "answered"
     if ep.cfg.stream_events:

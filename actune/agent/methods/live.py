@@ -1,19 +1,26 @@
-"""LLARS' live event stream: the text of the step being generated, as its tokens arrive.
+"""LLARS' live event stream: the step being generated, as its tokens arrive, and what the environment answers.
 
 With ``AgentConfig.stream_events`` the loop wraps the model client in a :class:`LiveLLM` and runs the method
 with it. A method *opens* a step before asking for it (:func:`open_step`: the ``thinking`` / ``reflecting``
 event); that one request is then streamed, and each piece of text is read the way the method will read the
 whole completion (its own ``read`` function), so a ``thought_delta`` / ``reflection_delta`` carries only text
-of the thought or reflection and a ``delta`` only text of the answer (LLARS' name for the answer's tokens).
+of the thought or reflection, an ``action_delta`` only text of the action and a ``delta`` only text of the
+answer (LLARS' name for the answer's tokens).
 Text that may still change its meaning is held back: a line that may become a label (``Action 1:``,
-``FINAL ANSWER:``, ``Observation``...), an action call not closed yet (``search[Wal``), trailing spaces.
-When the completion is read, the method sends the rest (:func:`thought_rest`, :func:`answer_rest`) before
-recording the step, so the deltas of a step, joined, are exactly the recorded text (the thought or
-reflection step's ``text``; the answer step's ``action_arg``, which is the prediction).
+``FINAL ANSWER:``, ``Observation``...), an action call not closed yet (``search[Wal``), trailing spaces, and
+an action a later line could still replace (one written inline or as a bare call: a later ``Action:`` line
+wins, so it is sent when the step is read).
+When the completion is read, the method records each step with :func:`record_step`, which sends the rest of
+its deltas first, so the deltas of a step, joined, are exactly the recorded text (the thought or reflection
+step's ``text``, the action step's ``text``, the answer step's ``action_arg``, which is the prediction). An
+action asked for again (the re-prompt) streams too. The environment answers whole: its observation comes as
+one ``observation_delta`` before the ``observation`` step, and so does a format hint recorded as one.
+PreFlect's plans and critiques are not streamed (LLARS has no such steps).
 
 A request fails mid-stream (the server drops it): the client raises, the episode ends ``server_error`` as
 for any failed request, and the step whose deltas were sent is not recorded. Without ``stream_events``
-none of this runs: :func:`open_step` and the rest return no events and requests are not streamed.
+none of this runs: :func:`open_step` returns no events, :func:`record_step` only the step's, and requests are
+not streamed.
 """
 
 from __future__ import annotations
@@ -26,13 +33,16 @@ from typing import Any, Callable
 from actune.agent.episode import Episode, Event
 from actune.agent.parser import ParsedStep
 from actune.llm import Completion, Sampling
+from actune.trajectory import Step
 
-__all__ = ["LiveLLM", "open_step", "thought_rest", "answer_rest", "stable_end", "DELTA_EVENT", "START_EVENT"]
+__all__ = ["LiveLLM", "open_step", "record_step", "stable_end", "DELTA_EVENT", "START_EVENT"]
 
 log = logging.getLogger(__name__)
 
-#: The event each streamed part's tokens come in (LLARS: reflection_delta; its answer tokens: delta).
-DELTA_EVENT = {"thought": "thought_delta", "reflection": "reflection_delta", "answer": "delta"}
+#: The event each streamed part's tokens come in (LLARS: reflection_delta, action_delta, observation_delta; its
+#: answer tokens: delta).
+DELTA_EVENT = {"thought": "thought_delta", "reflection": "reflection_delta", "action": "action_delta",
+               "observation": "observation_delta", "answer": "delta"}
 #: The event that says a thought or reflection is being generated (LLARS: reflecting).
 START_EVENT = {"thought": "thinking", "reflection": "reflecting"}
 
@@ -42,6 +52,9 @@ _LINE_LABELS = ("thought", "reflection", "think", "action", "observation", "goal
                 "claim")
 _INLINE_LABELS = ("final answer", "action")
 _DIGITS_COLON = re.compile(r"[ \t]*(?:\d+[ \t]*)?:?$")
+# A later action line, appended to the text so far as a probe: when the parser then reads another action,
+# the action so far (inline or a bare call) may still be replaced, and it is held back.
+_LATER_ACTION = "\nAction: later_action[]"
 
 
 def _may_become_label(s: str, labels: tuple[str, ...]) -> bool:
@@ -103,7 +116,7 @@ def stable_end(text: str, names: tuple[str, ...] = ()) -> int:
 
 
 class _StepStream:
-    """One streamed request: what of its thought and answer has been sent so far."""
+    """One streamed request: what of each part of its step has been sent so far."""
 
     def __init__(self, kind: str | None, iteration: int, read: Callable[[str], ParsedStep],
                  names: tuple[str, ...], put: Callable[[Event], None]):
@@ -113,24 +126,27 @@ class _StepStream:
         self.names = names
         self.put = put
         self.text = ""
-        self.sent = {"thought": "", "answer": ""}
+        self.sent: dict[str, str] = {}
 
     def feed(self, piece: str) -> None:
         self.text += piece
-        parsed = self.read(self.text[: stable_end(self.text, self.names)])
+        stable = self.text[: stable_end(self.text, self.names)]
+        parsed = self.read(stable)
         if self.kind is not None:
-            self._extend("thought", parsed.thought)
+            self._extend(self.kind, parsed.thought)
         if parsed.answer is not None:
             self._extend("answer", parsed.answer)
+        elif parsed.action_text and self.read(stable + _LATER_ACTION).action_text == parsed.action_text:
+            self._extend("action", parsed.action_text)
 
     def _extend(self, part: str, text: str) -> None:
-        sent = self.sent[part]
+        sent = self.sent.get(part, "")
         if len(text) > len(sent) and text.startswith(sent):
             self.put(self._event(part, text[len(sent):]))
             self.sent[part] = text
 
     def rest(self, part: str, final: str) -> list[Event]:
-        sent = self.sent[part]
+        sent = self.sent.get(part, "")
         self.sent[part] = final
         if not final.startswith(sent):
             # a bug in stable_end: it let through text the whole completion reads otherwise
@@ -139,8 +155,7 @@ class _StepStream:
         return [self._event(part, final[len(sent):])] if len(final) > len(sent) else []
 
     def _event(self, part: str, delta: str) -> Event:
-        kind = self.kind if part == "thought" and self.kind else part
-        return Event(DELTA_EVENT[kind], self.iteration, {"delta": delta})
+        return Event(DELTA_EVENT[part], self.iteration, {"delta": delta})
 
 
 def _accepts(fn: Callable[..., Any], name: str) -> bool:
@@ -188,7 +203,7 @@ def _live(ep: Episode) -> LiveLLM | None:
 def open_step(ep: Episode, kind: str | None, iteration: int, read: Callable[[str], ParsedStep]) -> list[Event]:
     """Stream the episode's next request as step ``iteration``, reading its text with ``read`` (the method's
     own reading of a whole completion). ``kind``: ``thought`` or ``reflection`` (its start event is returned),
-    or None when the request writes no thought (Act's action, the early exit's answer)."""
+    or None when the request writes no thought (Act's action, a re-prompted action, the early exit's answer)."""
     live = _live(ep)
     if live is None:
         return []
@@ -197,20 +212,18 @@ def open_step(ep: Episode, kind: str | None, iteration: int, read: Callable[[str
     return [Event(START_EVENT[kind], iteration, {})] if kind else []
 
 
-def thought_rest(ep: Episode, thought: str) -> list[Event]:
-    """The thought or reflection deltas not sent yet, before the step is recorded with text ``thought``."""
-    live = _live(ep)
-    if live is None or live.current is None or live.current.kind is None:
-        return []
-    return live.current.rest("thought", thought)
+def record_step(ep: Episode, step: Step) -> list[Event]:
+    """Record ``step`` (:meth:`Episode.add`): its event, after the deltas of it not sent yet: the rest of what
+    its streamed request sent, or the whole text when nothing of it streamed (an observation, a format hint).
+    The deltas carry the step's ``text``, an answer's its ``action_arg``."""
+    return _rest(ep, step) + [ep.add(step)]
 
 
-def answer_rest(ep: Episode, answer: str | None, iteration: int) -> list[Event]:
-    """The answer deltas not sent yet, before the answer step (``action_arg`` = ``answer``) is recorded; the
-    whole answer when none of it streamed (it came from a re-prompt, say)."""
+def _rest(ep: Episode, step: Step) -> list[Event]:
     live = _live(ep)
-    if live is None or answer is None:
+    text = step.action_arg if step.type == "answer" else step.text
+    if live is None or text is None or step.type not in DELTA_EVENT:
         return []
-    if live.current is None or live.current.iteration != iteration:
-        live.current = _StepStream(None, iteration, lambda text: ParsedStep(), (), live.put)
-    return live.current.rest("answer", answer)
+    if live.current is None or live.current.iteration != step.iteration:
+        live.current = _StepStream(None, step.iteration, lambda text: ParsedStep(), (), live.put)
+    return live.current.rest(step.type, text)

@@ -25,12 +25,13 @@ Plans, critiques, revisions, re-plans and the budget are PreFlect's, from the sa
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import AsyncIterator
 
 from actune.agent.critique import REFLECTOR_PREFILL, Critique, parse_critique, reflector_request, retry_note
 from actune.agent.episode import Episode, Event
 from actune.agent.methods.interactive import ActingState, dispatch_step, observe
-from actune.agent.methods.live import open_step, thought_rest
+from actune.agent.methods.live import open_step, record_step
 from actune.agent.parser import ParsedStep, parse_step
 from actune.agent.planning_errors import PlanningErrorCatalog, load_catalog
 from actune.agent.render import REFLECTION_FORMATS, REPLAN_ACTION, PromptContext, step_label
@@ -68,6 +69,11 @@ def _read(ep: Episode, method: str, text: str) -> ParsedStep:
     if parsed.action_text is None and method not in REFLECTION_FORMATS:
         parsed.thought = parsed.thought.strip().split("\n", 1)[0].strip()  # as ReAct: first line only
     return parsed
+
+
+def _read_action(ep: Episode, method: str, i: int, text: str) -> ParsedStep:
+    """The re-prompted action (the completion after ``Action i:``)."""
+    return _parse(ep, method, f"Action {i}: " + text)
 
 
 def _format_hint(ep: Episode, error: str | None) -> str:
@@ -170,16 +176,17 @@ async def run_preflect(ep: Episode, method: str = "preflect") -> AsyncIterator[E
             yield ev
         c = await ep.generate(traj.steps, f"{label} {i}:", step_stop, prompt=prompt)
         parsed = _read(ep, method, c.text)
-        for ev in thought_rest(ep, parsed.thought):
+        for ev in record_step(ep, Step("reflection" if reflects else "thought", parsed.thought, i,
+                                       tokens=c.usage.completion_tokens, latency_s=c.latency_s)):
             yield ev
-        yield ep.add(Step("reflection" if reflects else "thought", parsed.thought, i,
-                          tokens=c.usage.completion_tokens, latency_s=c.latency_s))
         tokens, latency = 0, 0.0
         meta: dict = {}
         if parsed.action_text is None and cfg.reprompt_action:
             yield Event("reprompt", i, {"prefix": f"Action {i}:"})
+            read_action = partial(_read_action, ep, method, i)
+            open_step(ep, None, i, read_action)  # its action streams
             c2 = await ep.generate(traj.steps, f"Action {i}:", ["\n"], prompt=prompt)
-            parsed2 = _parse(ep, method, f"Action {i}: " + c2.text)
+            parsed2 = read_action(c2.text)
             parsed = ParsedStep(parsed.thought, parsed2.action_text, parsed2.action, parsed2.answer, parsed2.error)
             tokens, latency = c2.usage.completion_tokens, c2.latency_s
             meta = {"reprompted": True}
