@@ -70,6 +70,15 @@ EnvVarName = Annotated[str, AfterValidator(_env_name)]
 """The name of an environment variable (``api_key_env`` of the client, bootstrap and eval models)."""
 
 
+def env_var_name(value: str, option: str) -> str:
+    """``value`` when it can name an environment variable, else a :class:`ConfigError` naming ``option`` (a
+    command-line flag, say) and never the value: a key given there by mistake must not be shown."""
+    try:
+        return _env_name(value)
+    except ValueError as e:
+        raise ConfigError(f"{option}: {e}") from None
+
+
 def read_api_key(env: str, option: str = "api_key_env") -> str:
     """The API key held by environment variable ``env``; a :class:`ConfigError` naming ``option`` (the config key
     that named the variable, e.g. ``bootstrap.api_key_env``) and the variable when it is unset or empty."""

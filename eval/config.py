@@ -83,6 +83,11 @@ class EvalConfig(StrictModel):
     model without endpoints of its own must name the same ``model``. Empty: start one server per base model
     from ``serve`` (its ``model``, ``served_model_name`` and ``adapters`` set per base), with that base's
     adapters loaded. Models with their own ``endpoints`` use those instead."""
+    api_key_env: EnvVarName | None = None
+    """Name of the environment variable holding the API key of ``endpoints`` (sent as ``Authorization: Bearer``;
+    never the key itself), for every model without endpoints of its own (those use their own ``api_key_env``).
+    Needs ``endpoints``. Unset: requests to ``endpoints`` carry ``serve.api_key`` (a keyed server of yours), or
+    no key."""
     served_model: str | None = None
     """Name of the base model in requests (default: ``serve.served_model_name``, else the models' ``model``;
     models with their own ``endpoints`` use their ``model``).
@@ -128,6 +133,14 @@ class EvalConfig(StrictModel):
                 raise ValueError(f"label {m.label!r} appears twice; each model needs its own label")
             seen.add(m.label)
         return v
+
+    @model_validator(mode="after")
+    def _key_names_the_endpoints(self) -> EvalConfig:
+        if self.api_key_env is not None and not self.endpoints:
+            raise ValueError("api_key_env: is the key of eval.endpoints, and none are given (without endpoints eval "
+                             "starts its own servers, keyed by serve.api_key; a model's own endpoints take "
+                             "eval.models[i].api_key_env)")
+        return self
 
     @model_validator(mode="after")
     def _model_agents_valid(self) -> EvalConfig:

@@ -21,7 +21,8 @@ Top to bottom, :func:`run_eval` does:
 4. group the models by base model (:func:`group_by_base`, in order of first appearance; a model with its own
    endpoints is grouped with those endpoints, whatever its base) and, per group with episodes left, use the
    models' own endpoints (their keys read from the variables ``api_key_env`` names, all checked before any
-   server starts), else ``eval.endpoints`` (one base only; adapters they do not serve yet are loaded), else
+   server starts), else ``eval.endpoints`` (one base only, keyed by ``eval.api_key_env``'s variable when set;
+   adapters they do not serve yet are loaded), else
    start one server from the ``serve`` section with that base and its adapters loaded, stopped before the
    next group's starts;
 5. per model, :func:`actune.collect.collect` runs ``concurrency`` episodes at once, each judged (the
@@ -95,7 +96,9 @@ class PlannedModel:
     """Its own endpoints (``eval.models[i].endpoints``): no server is started for it. Empty: served like the
     others."""
     api_key_env: str | None = None
-    """The variable holding its own endpoints' key (``eval.models[i].api_key_env``)."""
+    """The variable holding the key of the endpoints it runs against: its own endpoints'
+    (``eval.models[i].api_key_env``), else ``eval.endpoints``' (``eval.api_key_env``). None: no key from the
+    environment (``serve.api_key`` for a server of ours)."""
     retries: RetryPolicy = field(default_factory=RetryPolicy)
     """How its requests are retried: ``eval.models[i].retries``, else ``eval.retries``."""
 
@@ -174,7 +177,7 @@ def _plan_one(cfg: EvalConfig, i: int, served: str) -> PlannedModel:
         agent = load_prompt_spec(merged).apply(agent)
         spec_file, source = merged / PROMPT_SPEC_FILE, "merged"
     common = {"base": m.model, "agent_overrides": dict(m.agent), "endpoints": list(m.endpoints),
-              "api_key_env": m.api_key_env, "retries": m.retries or cfg.retries}
+              "api_key_env": m.api_key_env if m.endpoints else cfg.api_key_env, "retries": m.retries or cfg.retries}
     if m.adapter is None:
         return PlannedModel(m.label, agent, served, ModelRecord(name=served), prompt_spec=spec_file,
                             prompt_spec_source=source, **common)
@@ -379,18 +382,19 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
         with TrajectoryStore.open(store_path(cfg, p.label)) as store:
             todo[p.label] = pending_episodes(tasks, cfg.attempts, store, p.agent.method)
     total_left = sum(len(v) for v in todo.values())
-    # the keys of models with their own endpoints and episodes left: a missing variable fails before any server
-    for i, m in enumerate(cfg.models):
-        if m.api_key_env and todo[m.label]:
-            read_api_key(m.api_key_env, f"eval.models[{i}].api_key_env")
+    # the keys of the models with episodes left: a missing variable fails before any server
+    for i, p in enumerate(plans):
+        if p.api_key_env and todo[p.label]:
+            read_api_key(p.api_key_env, f"eval.models[{i}].api_key_env" if p.endpoints else "eval.api_key_env")
 
     # 5. the episodes of one model
     async def _collect(p: PlannedModel, endpoints: list[str], store: _NotingStore,
                        left: list[tuple[Task, int]]) -> None:
-        # its own endpoints' key from the variable it names (none without one: the serve section's key is for
-        # our servers, never sent elsewhere), else the serve section's (a keyed server's)
+        # the key from the variable it names (its own endpoints' or eval.endpoints'); else none for its own
+        # endpoints (the serve section's key is for our servers, never sent elsewhere), else the serve section's
         client = ClientConfig(endpoints=endpoints, model=p.request_model, max_concurrency=cfg.concurrency,
-                              api_key=None if p.endpoints else serve.api_key, api_key_env=p.api_key_env,
+                              api_key=None if p.endpoints or p.api_key_env else serve.api_key,
+                              api_key_env=p.api_key_env,
                               **p.retries.model_dump())
         async with LLMClient(client) as llm:
             total = len(tasks) * cfg.attempts
@@ -419,11 +423,10 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
                     continue
                 if g.endpoints:
                     serving = contextlib.nullcontext((g.endpoints, g.served_name))
-                    key = read_api_key(g.api_key_env) if g.api_key_env else None
                 else:
                     group_serve = group_serve_config(g, serve, len(local))
                     serving = endpoints_or_server(cfg.endpoints, g.served_name, group_serve)
-                    key = serve.api_key
+                key = read_api_key(g.api_key_env) if g.api_key_env else (None if g.endpoints else serve.api_key)
                 with serving as (endpoints, _):
                     if (g.endpoints or cfg.endpoints) and any(p.adapter is not None for p in busy):
                         for name in ensure_adapters(endpoints, busy, key):

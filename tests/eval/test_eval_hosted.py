@@ -18,7 +18,7 @@ from hosted_fakes import KEY, FakeHostedAPI
 
 from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
 from actune.collect import CollectError
-from actune.config import ConfigError
+from actune.config import ConfigError, load_config
 from actune.eval.config import EvalConfig, EvalModel
 from actune.eval.run import adapter_name, run_eval, store_path
 from actune.llm import RetryPolicy
@@ -161,3 +161,45 @@ def test_each_model_gets_its_retries_or_evals(stage, monkeypatch) -> None:
     assert [(c.model, c.max_retries, c.backoff_s, c.max_backoff_s) for c in configs] == [
         ("gpt-teacher", 30, 0.5, 0.01), ("smollm2-135m", 1, 0.5, 60.0)]
     assert fake.rate_limits == 0 and len(fake.sent("api.teacher.example")) == 2 + 8
+
+
+SHARED = "https://api.shared.example/v1"
+SHARED_KEY = "sk-fake-shared-9876543210abcdef"
+"""A made-up key of the shared eval.endpoints."""
+
+
+def test_eval_endpoints_take_the_key_eval_api_key_env_names(stage, monkeypatch, capsys) -> None:
+    """``eval.api_key_env`` keys ``eval.endpoints`` for the models without endpoints of their own; a model with
+    its own keeps its own key; no server starts; the records name the variable, never the key."""
+    cfg, fake, started = stage
+    fake.keys["api.shared.example"] = SHARED_KEY
+    monkeypatch.setenv("SHARED_API_KEY", SHARED_KEY)
+    cfg = cfg.model_copy(update={"models": [cfg.models[0], cfg.models[2]], "endpoints": [SHARED],
+                                 "api_key_env": "SHARED_API_KEY"})
+    serve = ServeConfig(api_key="local-server-key")  # a key of our servers: never sent to eval.endpoints
+    report = run_eval(cfg, serve, show_progress=False, run_id="r1")
+    assert started == [] and [m["episodes"] for m in report["models"]] == [4, 4]
+    assert set(fake.sent("api.shared.example")) == {("/v1/completions", f"Bearer {SHARED_KEY}", "smollm2-135m")}
+    assert set(fake.sent("api.teacher.example")) == {("/v1/completions", f"Bearer {KEY}", "gpt-teacher")}
+    assert [m["endpoint"] for m in report["models"]] == [
+        {"kind": "eval_endpoints", "endpoints": [SHARED], "api_key_env": "SHARED_API_KEY"},
+        {"kind": "model_endpoints", "endpoints": [HOSTED], "api_key_env": "TEACHER_API_KEY"}]
+    out = capsys.readouterr()
+    assert "key from $SHARED_API_KEY" in out.err
+    written = b"".join(p.read_bytes() for p in cfg.out_dir.rglob("*") if p.is_file())
+    for secret in (SHARED_KEY, KEY, "local-server-key"):
+        assert secret not in out.out + out.err and secret.encode() not in written
+
+
+def test_a_missing_eval_key_variable_fails_before_any_request(stage, monkeypatch) -> None:
+    cfg, fake, started = stage
+    monkeypatch.delenv("SHARED_API_KEY", raising=False)
+    cfg = cfg.model_copy(update={"models": cfg.models[:1], "endpoints": [SHARED], "api_key_env": "SHARED_API_KEY"})
+    with pytest.raises(ConfigError, match=r"^eval.api_key_env: environment variable SHARED_API_KEY is not set"):
+        run_eval(cfg, ServeConfig(), show_progress=False, run_id="r1")
+    assert started == [] and fake.requests == []
+    with pytest.raises(ConfigError, match="api_key_env: is the key of eval.endpoints, and none are given"):
+        load_config(EvalConfig, overrides=["api_key_env=SHARED_API_KEY"])
+    with pytest.raises(ConfigError, match="api_key_env: Value error, must be the NAME of an environment") as e:
+        load_config(EvalConfig, overrides=[f"endpoints=[{SHARED}]", f"api_key_env={SHARED_KEY}"])
+    assert SHARED_KEY not in str(e.value)
