@@ -14,8 +14,9 @@ What is pushed, told from the files (:func:`detect_kind`):
 
 Each must carry its card, ``README.md`` with YAML metadata (written by ``actune export`` and ``actune train``);
 a folder without one is refused, and so is a model card naming a local folder as its base model (the template
-card PEFT wrote before actune wrote its own). The repo is created if missing (``create_repo(exist_ok=True)``),
-a ``revision`` other than ``main`` is created as a branch, then ``upload_folder`` sends the files in one commit.
+card PEFT wrote before actune wrote its own): ``actune card PATH`` writes an adapter's or model folder's card.
+The repo is created if missing (``create_repo(exist_ok=True)``), a ``revision`` other than ``main`` is created as
+a branch, then ``upload_folder`` sends the files in one commit.
 
 The token is ``huggingface_hub``'s own: ``HF_TOKEN`` or the stored login (``hf auth login``), never an argument;
 it is masked in every error. The Hub client is made by ``api_factory`` (default :func:`make_api`), so tests
@@ -94,7 +95,8 @@ def detect_kind(path: str | Path) -> Kind:
 def _check_card(card: Path, kind: str, what: Path) -> None:
     from huggingface_hub import metadata_load
 
-    redo = "re-export it with `actune export`" if kind.startswith("export") else "retrain it with `actune train`"
+    redo = ("re-export it with `actune export`" if kind.startswith("export") else
+            f"write actune's card with `actune card {what}` (from the folder's own files)")
     if not card.is_file():
         raise PushError(f"{what}: no card ({card} is missing); {redo}")
     meta = metadata_load(card)

@@ -106,12 +106,14 @@ def test_folders_that_cannot_be_pushed_are_refused_before_the_hub_is_asked(tmp_p
         push(other, "org/name", api_factory=calls)
     with pytest.raises(PushError, match="no such folder"):
         push(tmp_path / "missing", "org/name", api_factory=calls)
-    with pytest.raises(PushError, match=r"no card \(.*README.md is missing\); retrain it"):
+    with pytest.raises(PushError, match=r"no card \(.*README.md is missing\); write actune's card with `actune card "
+                                        r".*nocard` \(from the folder's own files\)"):
         push(adapter_folder(tmp_path / "nocard", card=None), "org/name", api_factory=calls)
     with pytest.raises(PushError, match="no YAML metadata"):
         push(adapter_folder(tmp_path / "plain", card="# just text\n"), "org/name", api_factory=calls)
     peft_template = "---\nbase_model: /root/.cache/actune/models/smollm2-135m\nlibrary_name: peft\n---\n# x\n"
-    with pytest.raises(PushError, match="names a local folder as base_model"):
+    with pytest.raises(PushError, match=r"names a local folder as base_model .*: not actune's card; write actune's "
+                                        r"card with `actune card .*old`"):
         push(adapter_folder(tmp_path / "old", card=peft_template), "org/name", api_factory=calls)
     lone = make_folder(tmp_path, {"x.openai.jsonl": "{}\n"}) / "x.openai.jsonl"
     with pytest.raises(PushError, match=r"x.openai.README.md is missing\); re-export it"):

@@ -5,8 +5,11 @@
 
 Built only from what the folder holds (``training_meta.json``, ``actune_prompt.json``) and the dataset's
 ``export_summary.json`` when it is still where training read it, so a card can be rewritten for any adapter
-folder. It replaces the template card PEFT's ``save_pretrained`` writes (whose ``base_model`` is the local
-folder the base was loaded from). The YAML names the base model by its Hub id (``smollm2-135m`` is
+folder (``actune card PATH``: :func:`write_folder_card`). An adapter folder without ``training_meta.json`` gets
+a shorter card from ``adapter_config.json`` (base model, LoRA settings) and, when there is one, the Trainer's
+``trainer_state.json`` (losses, dev losses); what neither records is said to be unrecorded. The card replaces
+the template card PEFT's ``save_pretrained`` writes (whose ``base_model`` is the local folder the base was
+loaded from). The YAML names the base model by its Hub id (``smollm2-135m`` is
 ``HuggingFaceTB/SmolLM2-135M-Instruct``; a local base folder is named in the body only), the library and tags;
 the body gives the method and step format, the training data, the LoRA and trainer settings, the dev
 losses, the prompt spec and how to serve the model with vLLM and with ``actune serve``.
@@ -20,14 +23,23 @@ from typing import Any
 
 import yaml
 
-from actune.agent.prompt_spec import load_prompt_spec
+from actune.agent.prompt_spec import PROMPT_SPEC_FILE, load_prompt_spec
 from actune.atomic_write import atomic_write_text
 from actune.model_files import KNOWN_MODELS, MANIFEST
 
-__all__ = ["CARD_FILE", "hub_base_model", "model_card", "write_model_card"]
+__all__ = ["CARD_FILE", "CardError", "hub_base_model", "model_card", "write_folder_card", "write_model_card"]
 
 CARD_FILE = "README.md"
 _EXPORT_SUMMARY = "export_summary.json"  # bootstrap's file name (a stage does not import another)
+_META = "training_meta.json"  # actune.train.run.TRAINING_META_FILE (that module needs the training stack)
+_ADAPTER_CONFIG = "adapter_config.json"
+_TRAINER_STATE = "trainer_state.json"
+_PEFT_TEMPLATE = "# Model Card for Model ID"
+"""The heading of the template card PEFT's ``save_pretrained`` writes."""
+
+
+class CardError(ValueError):
+    """A card cannot be written for this folder (no prompt spec, a card of someone else's in the way...)."""
 
 _METHODS = {"react": ("ReAct", "Thought", "Action i: tool[argument] ... Action n: finish[answer]"),
             "reflact": ("ReflAct", "Reflection", "Action i: tool[argument] ... FINAL ANSWER: answer")}
@@ -64,7 +76,52 @@ def _export_summary(meta: dict[str, Any]) -> dict[str, Any] | None:
         return None
 
 
+def _json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _trainer_state(folder: Path) -> dict[str, Any] | None:
+    """The Trainer's ``trainer_state.json``: the folder's own, else its last ``checkpoint-N/``'s."""
+    steps = {p: p.parent.name.removeprefix("checkpoint-") for p in folder.glob(f"checkpoint-*/{_TRAINER_STATE}")}
+    checkpoints = sorted((p for p, n in steps.items() if n.isdigit()), key=lambda p: int(steps[p]), reverse=True)
+    for path in [folder / _TRAINER_STATE, *checkpoints]:
+        if (state := _json(path)) is not None:
+            return state
+    return None
+
+
+def _meta_from_adapter_files(folder: Path) -> dict[str, Any]:
+    """What an adapter folder without ``training_meta.json`` says of its training, in ``training_meta.json``'s
+    keys: the base model and LoRA settings of ``adapter_config.json``, the losses of ``trainer_state.json``."""
+    adapter = _json(folder / _ADAPTER_CONFIG)
+    if adapter is None:
+        raise CardError(f"{folder}: neither {_META} nor a readable {_ADAPTER_CONFIG}: nothing to write a card from")
+    meta: dict[str, Any] = {"config": {
+        "base_model": adapter.get("base_model_name_or_path") or "an unrecorded base model",
+        "lora": {"r": adapter.get("r"), "alpha": adapter.get("lora_alpha"), "dropout": adapter.get("lora_dropout"),
+                 "target_modules": adapter.get("target_modules")}}}
+    state = _trainer_state(folder)
+    if state is not None:
+        history = [h for h in state.get("log_history") or [] if isinstance(h, dict)]
+        losses = [h for h in history if "loss" in h]
+        meta["eval_losses"] = [{"step": int(h["step"]), "epoch": float(h.get("epoch") or 0),
+                                "loss": float(h["eval_loss"])} for h in history if "eval_loss" in h and "step" in h]
+        if losses:
+            steps = state.get("global_step") or losses[-1].get("step") or 0
+            meta.update(final_loss=float(losses[-1]["loss"]), steps=int(steps))
+        if state.get("best_global_step") is not None and state.get("best_metric") is not None:
+            meta.update(best_step=int(state["best_global_step"]), best_eval_loss=float(state["best_metric"]))
+    return meta
+
+
 def _data_section(meta: dict[str, Any], summary: dict[str, Any] | None) -> list[str]:
+    if "examples" not in meta:
+        return [f"Not recorded: the folder has no {_META} (which `actune train` writes), so the examples, tokens "
+                "and dataset it was trained on are unknown here."]
     lines = [f"- {meta['examples']} examples over {meta['task_ids']} tasks: {meta['train_examples']} trained on, "
              f"{meta['dev_examples']} in the dev slice (held out by task: {len(meta.get('dev_task_ids') or [])} "
              f"tasks), {meta.get('dropped_examples', 0)} dropped (no trained token).",
@@ -83,6 +140,8 @@ def _data_section(meta: dict[str, Any], summary: dict[str, Any] | None) -> list[
 
 
 def _loss_section(meta: dict[str, Any]) -> list[str]:
+    if "final_loss" not in meta:
+        return [f"Losses: not recorded (no {_META} or {_TRAINER_STATE} in the folder)."]
     lines = [f"Final training loss {meta['final_loss']:.4f} after {meta['steps']} steps."]
     evals = meta.get("eval_losses") or []
     if evals:
@@ -95,8 +154,15 @@ def _loss_section(meta: dict[str, Any]) -> list[str]:
 
 
 def model_card(folder: Path, *, merged: bool = False) -> str:
-    """The card text of an adapter folder (``merged=False``) or of a merged model folder."""
-    meta = json.loads((folder / "training_meta.json").read_text(encoding="utf-8"))
+    """The card text of an adapter folder (``merged=False``) or of a merged model folder. A folder without
+    ``training_meta.json``: an adapter's card from its ``adapter_config.json`` (module docstring), a
+    :class:`CardError` for a merged one."""
+    meta = _json(folder / _META)
+    if meta is None:
+        if merged:
+            raise CardError(f"{folder}: no {_META}: the merged model's card is written from it (`actune train` "
+                            "writes it in merged/ as in the adapter folder)")
+        meta = _meta_from_adapter_files(folder)
     spec = load_prompt_spec(folder)
     cfg = meta["config"]
     base_name = _known_name(str(cfg["base_model"])) or str(cfg["base_model"])
@@ -121,7 +187,8 @@ def model_card(folder: Path, *, merged: bool = False) -> str:
     if merged:
         serve += [f"vllm serve {repo}", f"actune serve --model {repo}            # the same, from actune"]
     else:
-        serve += [f"vllm serve {base_id or base_name} --enable-lora --max-lora-rank {max(16, int(lora.get('r', 16)))} "
+        rank = max(16, int(lora.get("r") or 16))
+        serve += [f"vllm serve {base_id or base_name} --enable-lora --max-lora-rank {rank} "
                   f"\\\n    --lora-modules tuned={repo}",
                   f"hf download {repo} --local-dir adapter",
                   f"actune serve --model {base_name} --adapter tuned=adapter",
@@ -135,16 +202,19 @@ def model_card(folder: Path, *, merged: bool = False) -> str:
         "## Method and step format", "",
         f"`{method}`: each step is `{label} i: ...` then an action, answered by `Observation i: ...` "
         f"(`{ending}`). "
-        + (f"Loss is on what the model writes ({label.lower()}s, actions, answers), never on the prompt or "
-           "observations (`mask_observations: true`)." if cfg.get("mask_observations", True) else
-           "Loss is on every token, prompt and observations included (`mask_observations: false`)."), "",
+        + {True: f"Loss is on what the model writes ({label.lower()}s, actions, answers), never on the prompt or "
+                 "observations (`mask_observations: true`).",
+           False: "Loss is on every token, prompt and observations included (`mask_observations: false`).",
+           None: "Which tokens carried loss is not recorded."}[cfg.get("mask_observations")], "",
         "## Training data", "", *_data_section(meta, _export_summary(meta)), "",
         "## Training", "",
         f"LoRA r={lora.get('r')}, alpha={lora.get('alpha')}, dropout={lora.get('dropout')}, target modules "
-        f"{lora.get('target_modules')}; learning rate {cfg.get('learning_rate')}, "
-        f"{cfg.get('per_device_train_batch_size')} sequences x {cfg.get('gradient_accumulation_steps')} "
-        f"accumulation x {meta.get('processes', 1)} processes, {cfg.get('num_train_epochs')} epochs "
-        f"(max_steps {cfg.get('max_steps')}), {meta['dtype']}, seed {cfg.get('seed')}."
+        f"{lora.get('target_modules')}; "
+        + (f"learning rate {cfg.get('learning_rate')}, "
+           f"{cfg.get('per_device_train_batch_size')} sequences x {cfg.get('gradient_accumulation_steps')} "
+           f"accumulation x {meta.get('processes', 1)} processes, {cfg.get('num_train_epochs')} epochs "
+           f"(max_steps {cfg.get('max_steps')}), {meta['dtype']}, seed {cfg.get('seed')}."
+           if "dtype" in meta else f"the trainer settings are not recorded (no {_META}).")
         + (f" Merged in {meta['merged']['dtype']}." if merged and meta.get("merged") else ""), "",
         *_loss_section(meta), "",
         "## Prompt", "",
@@ -166,3 +236,42 @@ def write_model_card(folder: Path, *, merged: bool = False) -> Path:
     path = folder / CARD_FILE
     atomic_write_text(path, model_card(folder, merged=merged))
     return path
+
+
+def _card_owner(card: Path) -> str | None:
+    """Whose card ``card`` is: ``actune`` (its tags say so), ``peft`` (the template PEFT writes), None (someone
+    else's, hand-written say)."""
+    from huggingface_hub import metadata_load
+
+    text = card.read_text(encoding="utf-8", errors="replace")
+    try:
+        tags = (metadata_load(card) or {}).get("tags") or []
+    except Exception:  # YAML that does not parse: not actune's, not PEFT's
+        tags = []
+    if "actune" in tags:
+        return "actune"
+    return "peft" if _PEFT_TEMPLATE in text else None
+
+
+def write_folder_card(folder: str | Path, *, force: bool = False) -> tuple[Path, str]:
+    """Write the card of an adapter folder (``adapter_config.json``) or a merged model folder (``config.json``)
+    from its own files (``actune card PATH``); return (its path, what it replaced: ``nothing``, ``actune's card``,
+    ``PEFT's template card`` or ``a card of its own``). A card that is neither actune's nor PEFT's template is
+    replaced only with ``force``."""
+    path = Path(folder)
+    merged = not (path / _ADAPTER_CONFIG).is_file()
+    if merged and not (path / "config.json").is_file():
+        raise CardError(f"{path}: neither an adapter folder ({_ADAPTER_CONFIG}) nor a model folder (config.json)")
+    if not (path / PROMPT_SPEC_FILE).is_file():
+        raise CardError(f"{path}: no {PROMPT_SPEC_FILE}, so the card cannot say how the model is prompted (the "
+                        "method, regime and wire format it was trained in); `actune train` writes it, or write one "
+                        "with actune.agent.prompt_spec.save_prompt_spec")
+    card = path / CARD_FILE
+    replaced = "nothing"
+    if card.is_file():
+        owner = _card_owner(card)
+        if owner is None and not force:
+            raise CardError(f"{card}: a card that is neither actune's nor PEFT's template is there; --force "
+                            "replaces it")
+        replaced = {"actune": "actune's card", "peft": "PEFT's template card", None: "a card of its own"}[owner]
+    return write_model_card(path, merged=merged), replaced

@@ -19,6 +19,7 @@ SUBCOMMAND_MODULES = [
     "actune.cli.stages",
     "actune.cli.distill_errors",
     "actune.cli.quickstart",
+    "actune.cli.card",
     "actune.cli.push",
 ]
 

@@ -3,7 +3,8 @@
 PATH is what actune wrote: an export folder (``actune export``) or export file (``--format openai|sharegpt|alpaca``,
 with its ``X.README.md`` card beside it), pushed as a dataset repo; an adapter folder (``actune train``, without its
 ``merged/``) or a model folder (``merged/``), pushed as a model repo. Each carries its card (``README.md``); a folder
-without one is refused. The repo is created when missing; ``--revision`` other than ``main`` is created as a branch.
+without one is refused (``actune card PATH`` writes an adapter's or model folder's). The repo is created when
+missing; ``--revision`` other than ``main`` is created as a branch.
 
 The token is huggingface_hub's: the ``HF_TOKEN`` environment variable or the stored login (``hf auth login``).
 There is no token option, and the token is never printed. See ``actune.hub_push``.

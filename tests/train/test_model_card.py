@@ -5,13 +5,16 @@ folder's own files and checked with huggingface_hub's ``ModelCard``; the adapter
 from __future__ import annotations
 
 import json
+import re
 
+import pytest
 from huggingface_hub import ModelCard
 from test_hub_push import FakeHfApi, factory
 
 from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
-from actune.hub_push import push
-from actune.train.model_card import hub_base_model, write_model_card
+from actune.cli import main
+from actune.hub_push import PushError, push
+from actune.train.model_card import CardError, hub_base_model, write_folder_card, write_model_card
 
 META = {
     "config": {"base_model": "smollm2-135m", "dataset": "", "max_length": 1024, "mask_observations": True,
@@ -96,3 +99,89 @@ def test_the_adapter_and_merged_model_push_as_model_repos(tmp_path):
     assert api.uploaded == ["README.md", "actune_prompt.json", "adapter_config.json", "training_meta.json"]
     push(folder / "merged", "org/agent-merged", api_factory=factory(api))
     assert "config.json" in api.uploaded and "README.md" in api.uploaded
+
+
+PEFT_TEMPLATE = ("---\nbase_model: /root/.cache/actune/models/smollm2-135m\nlibrary_name: peft\n---\n\n"
+                 "# Model Card for Model ID\n\n<!-- Provide a quick summary of what the model is/does. -->\n")
+
+
+def test_actune_card_makes_an_old_adapter_pushable(tmp_path, capsys):
+    """An adapter trained before actune wrote cards holds PEFT's template: push refuses it and names `actune
+    card`, which writes actune's card from the folder's files; then the push goes through."""
+    folder = adapter(tmp_path)
+    (folder / "README.md").write_text(PEFT_TEMPLATE)
+    api = FakeHfApi()
+    with pytest.raises(PushError, match=rf"write actune's card with `actune card {re.escape(str(folder))}`"):
+        push(folder, "org/agent", api_factory=factory(api))
+    assert main(["card", str(folder)]) == 0
+    assert capsys.readouterr().out == f"wrote {folder / 'README.md'} (replacing PEFT's template card)\n"
+    card = ModelCard.load(folder / "README.md")
+    assert card.data.base_model == "HuggingFaceTB/SmolLM2-135M-Instruct" and card.data.library_name == "peft"
+    assert card.text == ModelCard.load(write_model_card(folder)).text  # the card actune train writes
+    push(folder, "org/agent", api_factory=factory(api))
+    assert "README.md" in api.uploaded
+    assert main(["card", str(folder)]) == 0  # rewriting actune's own card is fine
+    assert capsys.readouterr().out == f"wrote {folder / 'README.md'} (replacing actune's card)\n"
+    assert main(["card", str(folder / "merged")]) == 0  # a model folder: the merged card
+    assert capsys.readouterr().out == f"wrote {folder / 'merged' / 'README.md'}\n"
+    assert ModelCard.load(folder / "merged" / "README.md").data.library_name == "transformers"
+
+
+def adapter_without_meta(tmp_path, *states: dict):
+    """An adapter folder with no training_meta.json: adapter_config.json naming a base folder actune built,
+    the prompt spec, and a checkpoint-N/trainer_state.json per state (the Trainer's log)."""
+    base = tmp_path / "models" / "smollm2-135m"
+    base.mkdir(parents=True)
+    (base / "actune_model.json").write_text('{"name": "smollm2-135m"}')
+    folder = tmp_path / "old-adapter"
+    save_prompt_spec(PromptSpec(method="react", regime="zero_shot", wire="text"), folder)
+    (folder / "adapter_config.json").write_text(json.dumps({
+        "base_model_name_or_path": str(base), "r": 8, "lora_alpha": 16, "lora_dropout": 0.05,
+        "target_modules": ["q_proj", "v_proj"], "peft_type": "LORA"}))
+    for state in states:
+        (folder / f"checkpoint-{state['global_step']}").mkdir()
+        (folder / f"checkpoint-{state['global_step']}" / "trainer_state.json").write_text(json.dumps(state))
+    return folder
+
+
+def test_a_card_from_adapter_config_and_the_trainer_log(tmp_path):
+    log = [{"loss": 1.5, "step": 10, "epoch": 0.5}, {"eval_loss": 0.9, "step": 10, "epoch": 0.5},
+           {"loss": 0.8, "step": 20, "epoch": 1.0}, {"eval_loss": 0.7, "step": 20, "epoch": 1.0}]
+    early = {"global_step": 10, "log_history": log[:2]}
+    last = {"global_step": 20, "log_history": log, "best_global_step": 20, "best_metric": 0.7}
+    folder = adapter_without_meta(tmp_path, last, early)  # checkpoint-20's log is the latest: it is read
+    path, replaced = write_folder_card(folder)
+    card = ModelCard.load(path)
+    assert replaced == "nothing" and card.data.base_model == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    text = card.text
+    assert ("LoRA r=8, alpha=16, dropout=0.05, target modules ['q_proj', 'v_proj']; the trainer settings are not "
+            "recorded (no training_meta.json).") in text
+    assert "Final training loss 0.8000 after 20 steps." in text
+    assert "| 10 | 0.50 | 0.9000 |\n| 20 | 1.00 | 0.7000 |" in text
+    assert "The saved weights are those of step 20, the lowest dev loss (0.7000)." in text
+    assert "Not recorded: the folder has no training_meta.json (which `actune train` writes)" in text
+    assert "Which tokens carried loss is not recorded." in text
+    assert "actune serve --model smollm2-135m --adapter tuned=adapter" in text
+    bare = adapter_without_meta(tmp_path / "bare")
+    assert "Losses: not recorded (no training_meta.json or trainer_state.json in the folder)." in (
+        ModelCard.load(write_folder_card(bare)[0]).text)
+
+
+def test_a_card_is_not_written_over_someone_elses_or_without_a_spec(tmp_path, capsys):
+    folder = adapter(tmp_path)
+    mine = "---\nlicense: mit\n---\n\n# My adapter\n"
+    (folder / "README.md").write_text(mine)
+    assert main(["card", str(folder)]) == 2
+    assert capsys.readouterr().err == (f"actune card: {folder / 'README.md'}: a card that is neither actune's nor "
+                                       "PEFT's template is there; --force replaces it\n")
+    assert (folder / "README.md").read_text() == mine
+    assert main(["card", str(folder), "--force"]) == 0
+    assert capsys.readouterr().out == f"wrote {folder / 'README.md'} (replacing a card of its own)\n"
+    (folder / "actune_prompt.json").unlink()
+    assert main(["card", str(folder)]) == 2
+    assert f"actune card: {folder}: no actune_prompt.json, so the card cannot say how" in capsys.readouterr().err
+    (folder / "merged" / "training_meta.json").unlink()
+    with pytest.raises(CardError, match=r"merged: no training_meta.json: the merged model's card is written from"):
+        write_folder_card(folder / "merged")
+    assert main(["card", str(tmp_path / "missing")]) == 2
+    assert "neither an adapter folder (adapter_config.json) nor a model folder" in capsys.readouterr().err
