@@ -9,7 +9,11 @@ What is pushed, told from the files (:func:`detect_kind`):
   ``X.README.md`` beside it, :func:`file_card_path`): a dataset repo holding ``X.jsonl`` and the card as
   ``README.md``;
 - an adapter folder (``adapter_config.json``, from ``actune train``): a model repo, without its ``merged/``
-  (push that folder on its own: ``actune push runs/adapter/merged --repo org/name-merged``);
+  (push that folder on its own: ``actune push runs/adapter/merged --repo org/name-merged``). Its
+  ``adapter_config.json`` names the local folder the base model was loaded from; the repo gets a copy naming the
+  card's ``base_model`` (the Hub id the card code maps the base to) instead, so
+  ``AutoPeftModelForCausalLM.from_pretrained("org/name")`` finds the base on the Hub. The local folder is not
+  changed;
 - a model folder (``config.json`` and weights, e.g. ``merged/``): a model repo.
 
 Each must carry its card, ``README.md`` with YAML metadata (written by ``actune export`` and ``actune train``);
@@ -25,6 +29,7 @@ run the same code against a fake.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -65,6 +70,9 @@ class PushResult:
     files: list[str] = field(default_factory=list)
     """The paths uploaded, relative to the repo root, sorted."""
     commit_url: str = ""
+    hub_base_model: str | None = None
+    """The Hub id the uploaded ``adapter_config.json`` names as ``base_model_name_or_path`` in place of the local
+    folder's value (None: uploaded as it is)."""
 
 
 def file_card_path(path: str | Path) -> Path:
@@ -92,7 +100,8 @@ def detect_kind(path: str | Path) -> Kind:
                     f"folder ({MODEL_MARKER} and weights): nothing actune knows how to push")
 
 
-def _check_card(card: Path, kind: str, what: Path) -> None:
+def _check_card(card: Path, kind: str, what: Path) -> dict[str, Any]:
+    """The card's YAML metadata, or a :class:`PushError` saying why ``what`` cannot be pushed with it."""
     from huggingface_hub import metadata_load
 
     redo = ("re-export it with `actune export`" if kind.startswith("export") else
@@ -105,6 +114,35 @@ def _check_card(card: Path, kind: str, what: Path) -> None:
     base = meta.get("base_model")
     if kind in ("adapter", "model") and isinstance(base, str) and base.startswith(("/", ".", "~")):
         raise PushError(f"{card}: the card names a local folder as base_model ({base}): not actune's card; {redo}")
+    return meta
+
+
+def _hub_adapter_config(folder: Path, base_model: Any) -> str | None:
+    """``adapter_config.json`` of ``folder`` with ``base_model_name_or_path`` set to ``base_model`` (the card's Hub
+    id), as text; None when there is no Hub id or the file names it already."""
+    if not isinstance(base_model, str) or not base_model:
+        return None
+    path = folder / ADAPTER_MARKER
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise PushError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(config, dict) or config.get("base_model_name_or_path") == base_model:
+        return None
+    return json.dumps({**config, "base_model_name_or_path": base_model}, indent=2, sort_keys=True) + "\n"
+
+
+def _mirror(folder: Path, files: list[str], staging: Path) -> Path:
+    """``staging`` holding ``files`` of ``folder`` as links to them (copies where links cannot be made): a folder
+    to upload in which one file can be replaced without touching ``folder``."""
+    for rel in files:
+        target = staging / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            target.symlink_to((folder / rel).resolve())
+        except OSError:
+            shutil.copyfile(folder / rel, target)
+    return staging
 
 
 def _files(folder: Path, ignore: list[str]) -> list[str]:
@@ -148,15 +186,19 @@ def push(path: str | Path, repo_id: str, *, private: bool = False, revision: str
         raise PushError(f"--repo {repo_id!r}: expected org/name")
     kind = detect_kind(p)
     card = file_card_path(p) if kind == "export_file" else p / CARD_FILE
-    _check_card(card, kind, p)
+    meta = _check_card(card, kind, p)
     repo_type = REPO_TYPE[kind]
     ignore = ADAPTER_IGNORE if kind == "adapter" else []
+    hub_config = _hub_adapter_config(p, meta.get("base_model")) if kind == "adapter" else None
     with tempfile.TemporaryDirectory(prefix="actune-push-") as staging:
         folder = p
         if kind == "export_file":  # the repo holds the data file and its card as README.md
             folder = Path(staging)
             shutil.copyfile(p, folder / p.name)
             shutil.copyfile(card, folder / CARD_FILE)
+        elif hub_config is not None:  # the adapter as it is, but its config naming the base by Hub id
+            folder = _mirror(p, [f for f in _files(p, ignore) if f != ADAPTER_MARKER], Path(staging))
+            (folder / ADAPTER_MARKER).write_text(hub_config, encoding="utf-8")
         files = _files(folder, ignore)
         api = api_factory()
         try:
@@ -169,4 +211,5 @@ def push(path: str | Path, repo_id: str, *, private: bool = False, revision: str
         except Exception as e:
             raise PushError(f"pushing {p} to {repo_id} ({repo_type}) failed: {_mask(f'{type(e).__name__}: {e}')}") \
                 from None
-    return PushResult(kind, repo_type, repo_id, revision, files, str(getattr(info, "commit_url", "") or ""))
+    return PushResult(kind, repo_type, repo_id, revision, files, str(getattr(info, "commit_url", "") or ""),
+                      meta.get("base_model") if hub_config is not None else None)

@@ -6,6 +6,7 @@ token never reaches the output or an error."""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,11 +22,14 @@ MODEL_CARD = "---\nbase_model: HuggingFaceTB/SmolLM2-135M-Instruct\nlibrary_name
 
 class FakeHfApi:
     """Records create_repo / create_branch / upload_folder calls; upload_folder lists the files it would send
-    (filtered by ``ignore_patterns`` with huggingface_hub's own matcher, as HfApi does) while the folder exists."""
+    (filtered by ``ignore_patterns`` with huggingface_hub's own matcher, as HfApi does) and reads their bytes
+    while the folder exists."""
 
     def __init__(self, fail_with: str | None = None) -> None:
         self.calls: list[tuple[str, dict]] = []
         self.uploaded: list[str] = []
+        self.contents: dict[str, bytes] = {}
+        """What each uploaded file held, as the Hub would get it."""
         self.fail_with = fail_with
 
     def create_repo(self, repo_id: str, **kw) -> str:
@@ -44,6 +48,7 @@ class FakeHfApi:
         root = Path(folder_path)
         files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
         self.uploaded = sorted(filter_repo_objects(files, ignore_patterns=kw.get("ignore_patterns")))
+        self.contents = {rel: (root / rel).read_bytes() for rel in self.uploaded}
         return SimpleNamespace(commit_url=f"https://huggingface.co/{repo_id}/commit/abc")
 
 
@@ -136,7 +141,9 @@ def test_the_token_never_appears_in_output_or_errors(tmp_path, monkeypatch, caps
     assert args.func(args, api_factory=factory(ok)) == 0
     out, err = capsys.readouterr()
     assert out == (f"pushed adapter {folder} to model repo org/name@main: 4 files "
-                   "(https://huggingface.co/org/name/commit/abc)\n")
+                   "(https://huggingface.co/org/name/commit/abc)\nits adapter_config.json names the base model "
+                   "HuggingFaceTB/SmolLM2-135M-Instruct (the Hub id of its card) in place of the local folder; the "
+                   "folder's own copy is unchanged\n")
     assert TOKEN not in out + err
     assert all(TOKEN not in repr(kw) for _, kw in ok.calls)  # the token is never handed over: HfApi reads it
 
@@ -159,3 +166,39 @@ def test_make_api_needs_a_token_from_the_environment_or_the_login(monkeypatch):
         pytest.skip("this machine has a stored Hugging Face login")
     with pytest.raises(PushError, match="no Hugging Face token: set HF_TOKEN or log in"):
         make_api()
+
+
+LOCAL_BASE = "/root/.cache/actune/models/smollm2-135m"
+HUB_BASE = "HuggingFaceTB/SmolLM2-135M-Instruct"
+
+
+def test_the_pushed_adapter_config_names_the_base_by_hub_id_and_the_folder_is_left_alone(tmp_path):
+    config = {"base_model_name_or_path": LOCAL_BASE, "peft_type": "LORA", "r": 16, "target_modules": ["q_proj"]}
+    folder = adapter_folder(tmp_path / "adapter")
+    (folder / "adapter_config.json").write_text(json.dumps(config))
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    api = FakeHfApi()
+    res = push(folder, "org/name", api_factory=factory(api))
+    assert json.loads(api.contents["adapter_config.json"]) == {**config, "base_model_name_or_path": HUB_BASE}
+    assert res.hub_base_model == HUB_BASE and api.calls[1][1]["folder_path"] != str(folder)
+    assert res.files == api.uploaded == ["README.md", "adapter_config.json", "adapter_model.safetensors",
+                                         "training_meta.json"]
+    assert {rel: data for rel, data in api.contents.items() if rel != "adapter_config.json"} == {
+        "README.md": MODEL_CARD.encode(), "adapter_model.safetensors": b"w", "training_meta.json": b"{}"}
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before  # not a byte changed
+
+
+def test_the_adapter_config_is_pushed_as_it_is_without_a_hub_id_or_when_it_names_one(tmp_path):
+    local_card = "---\nlibrary_name: peft\ntags:\n- actune\n---\n\n# m\n"  # a local base: no Hub id known
+    cases = [(LOCAL_BASE, local_card), (HUB_BASE, MODEL_CARD)]
+    for i, (named, card) in enumerate(cases):
+        folder = adapter_folder(tmp_path / f"a{i}", card=card)
+        text = json.dumps({"base_model_name_or_path": named, "r": 16})
+        (folder / "adapter_config.json").write_text(text)
+        api = FakeHfApi()
+        res = push(folder, "org/name", api_factory=factory(api))
+        assert res.hub_base_model is None and api.calls[1][1]["folder_path"] == str(folder)
+        assert api.contents["adapter_config.json"] == text.encode()
+    (folder / "adapter_config.json").write_text("{not json")  # a card with a Hub id: the config must be read
+    with pytest.raises(PushError, match=r"adapter_config.json: not valid JSON"):
+        push(folder, "org/name", api_factory=factory(FakeHfApi()))
