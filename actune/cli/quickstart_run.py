@@ -86,12 +86,13 @@ class Stage:
 
 # --- estimates -------------------------------------------------------------------------------------
 # Rates of the embedded model (SmolLM2-135M) on 2 cores: cpu-bf16 measured by the full preset's seed-1 run
-# (README, AMD EPYC with AVX512_BF16: bootstrap 2,900 and eval 3,900 episodes an hour, training 128 tokens/s
-# with dev evaluations); cpu-fp32 scaled from the AVX2-only figures in the notes (float32 serving about a
-# quarter of that, training about 45 tokens/s); cuda is a guess. They only feed the ETA printed up front:
-# the stages show live progress.
+# (README, AMD EPYC with AVX512_BF16: bootstrap 2,900 and eval 3,900 episodes an hour at 16 at once) and
+# the padding-free trainer (ReflAct seed 2: 128k tokens in 446 s with dev evaluations, ~290 tokens/s);
+# cpu-fp32 scaled from the AVX2-only figures in the notes (float32 serving about a quarter of that,
+# training about 45 tokens/s); cuda is a guess. They only feed the ETA printed up front: the stages show
+# live progress.
 _RATES = {
-    "cpu-bf16": {"episodes_h": 3000.0, "train_tok_s": 128.0, "server_s": 40.0},
+    "cpu-bf16": {"episodes_h": 3000.0, "train_tok_s": 260.0, "server_s": 40.0},
     "cpu-fp32": {"episodes_h": 800.0, "train_tok_s": 45.0, "server_s": 40.0},
     "cuda": {"episodes_h": 40000.0, "train_tok_s": 20000.0, "server_s": 90.0},
 }
@@ -102,6 +103,20 @@ _EPISODE_COST = {"react": 1.0, "reflact": 1.8}
 """Time of an episode relative to ReAct's: ReflAct writes a three-part reflection every step (seed-1 run: 1,476
 bootstrap episodes an hour against ReAct's ~2,900, eval 2,530 against ~3,900)."""
 _EXPORTED = 0.7  # share of kept episodes left after near-duplicate removal and the per-task cap (226 of 321)
+_CONCURRENCY_SPEEDUP = ((16, 1.0), (32, 1.21), (64, 1.34))
+"""Generated tok/s against 16 requests at once (the rates above), by bench/serve_throughput.py on the same
+CPU with 4 GiB of KV cache: 168, 203 and 225 tok/s at 16, 32 and 64."""
+
+
+def concurrency_speedup(concurrency: int) -> float:
+    """:data:`_CONCURRENCY_SPEEDUP` interpolated in log2(concurrency), flat outside the measured range."""
+    points = _CONCURRENCY_SPEEDUP
+    if concurrency <= points[0][0]:
+        return points[0][1] * concurrency / points[0][0]  # fewer slots than the measured rate: proportionally less
+    for (c0, f0), (c1, f1) in zip(points, points[1:]):
+        if concurrency <= c1:
+            return f0 + (f1 - f0) * math.log2(concurrency / c0) / math.log2(c1 / c0)
+    return points[-1][1]
 
 
 def hardware_kind() -> str:
@@ -120,13 +135,15 @@ def hardware_kind() -> str:
 def estimate_seconds(cfg: QuickstartConfig, kind: str) -> dict[str, float]:
     """Rough wall time per stage kind (bootstrap, train, eval) of a whole run, from :data:`_RATES`."""
     rate = _RATES[kind]
+    boot_h = rate["episodes_h"] * concurrency_speedup(cfg.bootstrap.concurrency)
+    eval_h = rate["episodes_h"] * concurrency_speedup(cfg.eval.concurrency)
     boot = train = evals = 0.0
     for method in cfg.methods:
         keep, cost = _KEEP_RATE.get(method, 0.2), _EPISODE_COST.get(method, 1.0)
         target = cfg.bootstrap.target_correct
         boot_eps = min(target / keep, cfg.world.n_train * cfg.bootstrap.attempts_per_task)
         later = max(0, cfg.rounds - 1) * cfg.world.n_train * 0.5 * cfg.round_attempts  # about half unsolved
-        boot += (boot_eps + later) * cost / rate["episodes_h"] * 3600
+        boot += (boot_eps + later) * cost / boot_h * 3600
         examples = _EXPORTED * min(target, boot_eps * keep)
         epochs = cfg.train.num_train_epochs if cfg.train.max_steps <= 0 else (
             cfg.train.max_steps * cfg.train.per_device_train_batch_size / max(examples, 1))
@@ -135,7 +152,7 @@ def estimate_seconds(cfg: QuickstartConfig, kind: str) -> dict[str, float]:
                               for r in range(cfg.rounds))
         train += rounds_examples * _TOKENS_PER_EXAMPLE * cost * epochs / rate["train_tok_s"]
         n_models = 1 + int(cfg.oracle_baseline) + cfg.rounds
-        evals += cfg.world.n_test * n_models * cost / rate["episodes_h"] * 3600 + n_models * rate["server_s"]
+        evals += cfg.world.n_test * n_models * cost / eval_h * 3600 + n_models * rate["server_s"]
     boot += cfg.rounds * rate["server_s"]
     return {"bootstrap": boot, "train": train, "eval": evals}
 

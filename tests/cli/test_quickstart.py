@@ -168,3 +168,14 @@ def test_estimate_counts_reflact_slower_and_sparser_than_react() -> None:
     server = 40.0  # one start per round, shared by every method's round-1 passes
     assert both["bootstrap"] == pytest.approx(react["bootstrap"] + reflact["bootstrap"] - server)
     assert both["train"] == pytest.approx(react["train"] + reflact["train"])
+
+
+def test_concurrency_speedup_follows_the_measured_table() -> None:
+    from actune.cli.quickstart_run import concurrency_speedup
+
+    assert concurrency_speedup(16) == 1.0 and concurrency_speedup(32) == pytest.approx(1.21)
+    assert concurrency_speedup(8) == pytest.approx(0.5)  # half the slots of the measured rate
+    assert 1.21 < concurrency_speedup(48) < 1.34 and concurrency_speedup(256) == pytest.approx(1.34)
+    fast = load_quickstart("full", ["bootstrap.concurrency=64", "eval.concurrency=64"])
+    slow = load_quickstart("full", ["bootstrap.concurrency=16", "eval.concurrency=16"])
+    assert estimate_seconds(fast, "cpu-bf16")["eval"] < estimate_seconds(slow, "cpu-bf16")["eval"]
