@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from actune.agent.config import AgentConfig
 from actune.agent.loop import Scorer, run_episode, task_kind
@@ -30,7 +30,7 @@ from actune.tasks.config import TaskConfig
 from actune.trajectory import ModelRecord
 
 __all__ = ["collect", "pending_episodes", "make_run_id", "load_unique_tasks", "producer_fingerprint",
-           "task_file_id", "CollectResult", "CollectError"]
+           "task_file_id", "CollectResult", "CollectError", "RestartableServer"]
 
 FINGERPRINT_VERSION = 1
 
@@ -127,6 +127,21 @@ class ServerFailedError(RuntimeError):
     """The model server failed an episode's request through all the client's retries."""
 
 
+class RestartableServer(Protocol):
+    """A model server the stage started itself (:class:`actune.serve.server.StageServer`), which ``collect``
+    restarts in place when it dies under the run."""
+
+    restarts: int
+    """Restarts so far."""
+
+    def alive(self) -> bool:
+        """Whether it still runs and answers its health check."""
+
+    def restart(self) -> None:
+        """Stop what is left of it and start it again, waiting until it is healthy (blocking); raise when it
+        may not be restarted any more or does not come back."""
+
+
 @dataclass
 class CollectResult:
     written: int = 0
@@ -139,6 +154,8 @@ class CollectResult:
     """Of those, episodes ended by a server that kept failing (after the client's own retries)."""
     retried: int = 0
     """Episodes run again in this call after a server error."""
+    restarts: int = 0
+    """Times this call restarted the model server it was handed (``server``) after it died."""
     target_reached: bool = False
 
 
@@ -162,6 +179,7 @@ async def collect(
     server_retries: int = 2,
     retry_pause_s: float = 5.0,
     fingerprint: dict[str, Any] | None = None,
+    server: RestartableServer | None = None,
 ) -> CollectResult:
     """Run ``episodes`` with ``concurrency`` in flight, judge each and append it to ``store``.
 
@@ -177,6 +195,12 @@ async def collect(
     counts as a failure, so a dead server stops the run after ``max_failed`` of them with a
     :class:`CollectError` (rerun to resume) instead of draining the queue into the store.
 
+    ``server`` is the model server when the stage started it itself (None: endpoints it was handed). A server
+    error then first asks whether that server died: if so, it is restarted in place (blocking the loop: no
+    episode can run without it) and every episode it failed, this one and those in flight when it died, runs
+    again, neither stored nor counted as failed. A server that may not be restarted any more
+    (``serve.max_restarts``) or does not come back stops the run with a :class:`CollectError` naming why.
+
     ``fingerprint`` (:func:`producer_fingerprint`), checked against the store by the caller, goes into every
     record written as ``info["fingerprint"]``.
     """
@@ -189,6 +213,28 @@ async def collect(
     stop = asyncio.Event()
     failure: list[BaseException] = []
     live = 0
+    generation = 0  # restarts of ``server`` in this call: an episode started on an older one lost its server
+
+    def server_replaced(started_on: int) -> bool:
+        """Whether the server an episode ended by a server error ran on is gone and replaced (restarting it now
+        when it just died); False without a ``server`` or when it still runs (a failed request)."""
+        nonlocal generation
+        if server is None:
+            return False
+        if started_on == generation:
+            if server.alive():
+                return False
+            log(f"{stage}: the model server died; restarting it")
+            t0 = time.monotonic()
+            try:
+                server.restart()
+            except Exception as e:  # the limit, or a server that does not come back: stop every worker
+                raise CollectError(f"{e}; what finished is stored: rerun to continue") from e
+            generation += 1
+            result.restarts += 1
+            log(f"{stage}: model server restarted in {time.monotonic() - t0:.0f} s (restart {server.restarts}); "
+                "the episodes it lost run again")
+        return True
 
     async def worker(env: Environment) -> None:
         nonlocal live
@@ -204,6 +250,7 @@ async def collect(
                     (task, attempt), tries = item, 0
                 if stop.is_set():
                     return
+                started_on = generation
                 try:
                     traj = await run_episode(task, env, llm, agent, model=model, attempt=attempt,
                                              run_id=run_id, scorer=scorer)
@@ -218,6 +265,9 @@ async def collect(
                     continue
                 if stop.is_set():
                     return  # the target was reached while this one ran: not written
+                if traj.finish_reason == "server_error" and server_replaced(started_on):
+                    again.append((task, attempt, tries))  # not a failure of the episode: run it again
+                    continue
                 if traj.finish_reason == "server_error":
                     result.failed += 1
                     result.server_errors += 1

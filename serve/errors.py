@@ -21,3 +21,7 @@ class AdapterError(ServeError):
 
 class ServerStartError(ServeError):
     """The server exited or never became healthy; the message carries the log's last lines."""
+
+
+class ServerRestartLimitError(ServeError):
+    """A server a stage started died once more than ``serve.max_restarts`` allows restarting it."""

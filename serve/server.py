@@ -33,12 +33,14 @@ import httpx
 from actune.config import actune_home
 from actune.serve.adapters import validate_adapter_dir
 from actune.serve.config import ServeConfig
-from actune.serve.errors import PortInUseError, ServeError, ServerStartError
+from actune.serve.errors import PortInUseError, ServeError, ServerRestartLimitError, ServerStartError
 from actune.serve.hardware import Device, build_argv, build_env, cache_root, detect_device, require_vllm
 
 LOG_TAIL_LINES = 30
 API_KEY_ENV = "VLLM_API_KEY"
 """vLLM's OpenAI server reads its API key from this variable when no --api-key is given."""
+HEALTH_TIMEOUT_S = 10.0
+"""How long a live server may take to answer /health before a stage takes it for dead (and restarts it)."""
 GUARD_GRACE_S = 20.0
 """How long the guard lets the server's processes stop after SIGTERM before it kills them."""
 MASK = "***"
@@ -257,15 +259,84 @@ def vllm_server(cfg: ServeConfig, log_path: Path | None = None) -> Iterator[Serv
         stop_server(handle)
 
 
+class StageServer:
+    """The server a stage started for its run (:func:`serving`), restarted in place when it dies: at most
+    ``cfg.max_restarts`` times, each on the same port, appending to the same log
+    (:class:`actune.collect.RestartableServer`, which collection drives)."""
+
+    def __init__(self, cfg: ServeConfig) -> None:
+        self.cfg = cfg
+        self.handle: ServerHandle | None = None
+        self.restarts = 0
+        """Restarts so far."""
+        self._running: contextlib.ExitStack | None = None
+
+    def start(self) -> ServerHandle:
+        """Start the server and wait until it is healthy (:func:`vllm_server`; stopped again if it is not)."""
+        with contextlib.ExitStack() as stack:
+            handle = stack.enter_context(vllm_server(self.cfg, log_path=self.handle.log_path if self.handle else None))
+            self.handle, self._running = handle, stack.pop_all()
+        return handle
+
+    def stop(self) -> None:
+        """Stop it, leaving no process of it (nothing to do when it is stopped already)."""
+        running, self._running = self._running, None
+        if running is not None:
+            running.close()
+
+    def alive(self) -> bool:
+        """Whether its process runs and /health answers 200 within :data:`HEALTH_TIMEOUT_S`."""
+        if self.handle is None or not self.handle.alive():
+            return False
+        try:
+            return httpx.get(f"{self.handle.root_url}/health", timeout=HEALTH_TIMEOUT_S).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def restart(self) -> None:
+        """Stop what is left of it and start it again (blocking until it is healthy); past ``max_restarts``
+        raise :class:`ServerRestartLimitError` and leave it stopped."""
+        self.stop()
+        if self.restarts >= self.cfg.max_restarts:
+            raise ServerRestartLimitError(
+                f"the vLLM server on port {self.cfg.port} died after {self.restarts} restart(s) and "
+                f"serve.max_restarts is {self.cfg.max_restarts}: not restarting it again (its log: "
+                f"{self.handle.log_path if self.handle else '-'})")
+        self.restarts += 1
+        self.start()
+
+
+@dataclass
+class Serving:
+    """What a stage runs on (:func:`serving`)."""
+
+    endpoints: list[str]
+    model: str
+    """The served model name to put in requests."""
+    server: StageServer | None = None
+    """The server the stage started (None: ``endpoints`` it was handed, never restarted)."""
+
+
+@contextlib.contextmanager
+def serving(endpoints: list[str], model: str, cfg: ServeConfig) -> Iterator[Serving]:
+    """For stages: use ``endpoints`` (and ``model``, the served name) when given; otherwise start a server
+    from ``cfg`` (a :class:`StageServer`, restartable) for the stage's duration, stopped on exit."""
+    if endpoints:
+        yield Serving(list(endpoints), model or cfg.served_name)
+        return
+    server = StageServer(cfg)
+    try:
+        handle = server.start()
+        yield Serving([handle.base_url], handle.model, server)
+    finally:
+        server.stop()
+
+
 @contextlib.contextmanager
 def endpoints_or_server(endpoints: list[str], model: str, cfg: ServeConfig) -> Iterator[tuple[list[str], str]]:
-    """For stages: use ``endpoints`` (and ``model``, the served name) when given; otherwise start a
-    server from ``cfg`` for the stage's duration. Yields (endpoints, served model name)."""
-    if endpoints:
-        yield list(endpoints), model or cfg.served_name
-        return
-    with vllm_server(cfg) as handle:
-        yield [handle.base_url], handle.model
+    """:func:`serving` as (endpoints, served model name), for callers that restart nothing."""
+    with serving(endpoints, model, cfg) as s:
+        yield s.endpoints, s.model
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES, secret: str | None = None) -> list[str]:

@@ -1,10 +1,13 @@
 """Faults in the middle of a real run (issue #12), on the real vLLM server and model: a stage stopped by a
-signal, and a model server that dies under a stage. Whatever happens, a rerun finishes the work with no
-episode lost and none stored twice, and no server-failed episode is ever stored."""
+signal, and a model server that dies under a stage. A server the stage started is restarted in place and the
+stage finishes; endpoints it was handed stop it, and a rerun finishes. Whatever happens, no episode is lost or
+stored twice, and no server-failed episode is ever stored. The same with a stand-in server:
+tests/faults/test_server_restart.py."""
 
 from __future__ import annotations
 
 import collections
+import json
 import os
 import signal
 import subprocess
@@ -23,27 +26,31 @@ pytestmark = pytest.mark.server
 N_TASKS = 8
 
 
-def _config(tmp_path: Path, endpoint: str, model: str, **bootstrap) -> tuple[Path, Path]:
+def _run_section(tmp_path: Path) -> dict:
+    """What both stages' sections share: the world's wiki, its 8 training tasks, a short ReAct loop."""
     world = tmp_path / "world"
     if not world.exists():
         write_world(WorldConfig(seed=3, n_people=20, n_companies=12, n_cities=8, n_train=N_TASKS, n_dev=2, n_test=2),
                     world)
+    return {"concurrency": 2,
+            "env": {"name": "wiki", "corpus": str(world / "corpus.jsonl"), "index_dir": str(tmp_path / "idx")},
+            "tasks": {"format": "custom", "path": str(world / "train.jsonl"), "split": "train"},
+            "agent": {"method": "react", "exemplar_set": "world", "num_exemplars": 2, "temperature": 0.4,
+                      "max_tokens": 48, "episode_steps": 4}}
+
+
+def _config(tmp_path: Path, endpoint: str, model: str, **bootstrap) -> tuple[Path, Path]:
     store = tmp_path / "out" / "trajectories.jsonl"
     cfg = tmp_path / "run.yaml"
     cfg.write_text(yaml.safe_dump({"name": "faults", "bootstrap": {
-        "store": str(store), "endpoints": [endpoint], "model": model,
-        "concurrency": 2, "attempts_per_task": 1, "target_correct": 100, "require_grounded": True,
-        "env": {"name": "wiki", "corpus": str(world / "corpus.jsonl"), "index_dir": str(tmp_path / "idx")},
-        "tasks": {"format": "custom", "path": str(world / "train.jsonl"), "split": "train"},
-        "agent": {"method": "react", "exemplar_set": "world", "num_exemplars": 2, "temperature": 0.4,
-                  "max_tokens": 48, "episode_steps": 4},
-        **bootstrap,
+        **_run_section(tmp_path), "store": str(store), "endpoints": [endpoint], "model": model,
+        "attempts_per_task": 1, "target_correct": 100, "require_grounded": True, **bootstrap,
     }}))
     return cfg, store
 
 
-def _start(cfg: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "actune", "bootstrap", str(cfg), "--no-progress"],
+def _start(cfg: Path, stage: str = "bootstrap") -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "actune", stage, str(cfg), "--no-progress"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -127,3 +134,70 @@ def test_a_dying_model_server_stops_the_stage_and_a_rerun_finishes(vllm_server, 
     _, err = rerun.communicate(timeout=600)
     assert rerun.returncode == 0, err
     _assert_complete_once(store)
+
+
+def _guard_of(proc: subprocess.Popen) -> int:
+    """The pid (and process group) of the vLLM server guard the stage ``proc`` started."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if (entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == proc.pid
+                    and b"actune: vLLM server guard" in (entry / "cmdline").read_bytes()):
+                return int(entry.name)
+        except OSError:
+            continue
+    pytest.fail("the stage runs no server of its own")
+
+
+def _vllm_on(port: int) -> list[int]:
+    """Live processes whose command line serves ``port`` (the guard's and vLLM's)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and f"--port\0{port}\0".encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("stage", ["bootstrap", "eval"])
+def test_a_server_the_stage_started_is_restarted_when_killed_and_the_stage_finishes(vllm_server, tmp_path, stage):
+    from actune.serve.server import free_port, group_members
+    from actune.tasks.config import TaskConfig
+    from actune.tasks.loading import load_tasks
+
+    port = free_port()
+    section = {**_run_section(tmp_path), "retries": {"max_retries": 1, "backoff_s": 0.2}}
+    if stage == "bootstrap":
+        store = tmp_path / "out" / "trajectories.jsonl"
+        counted = store.parent / "summary.json"
+        section.update(store=str(store), attempts_per_task=1, target_correct=100)
+    else:
+        store = tmp_path / "eval" / "prompted" / "trajectories.jsonl"
+        counted = tmp_path / "eval" / "report.json"
+        section.update(out_dir=str(tmp_path / "eval"), bootstrap_samples=100,
+                       models=[{"label": "prompted", "model": str(vllm_server.model_path)}])
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(yaml.safe_dump({"name": "faults", stage: section, "serve": {
+        "model": str(vllm_server.model_path), "served_model_name": vllm_server.model, "port": port,
+        "log_dir": str(tmp_path), "cpu_kv_cache_gib": 1, "max_restarts": 2}}))
+
+    proc = _start(cfg, stage)
+    try:
+        _wait_for_records(store, 2, proc, timeout_s=400)
+        guard = _guard_of(proc)
+        os.killpg(guard, signal.SIGKILL)  # the whole server the stage started: guard, API process and engine
+        _, err = proc.communicate(timeout=500)
+    finally:
+        proc.kill()
+        for pid in _vllm_on(port):  # clean-up after a failed assertion: only what serves this test's port
+            os.kill(pid, signal.SIGKILL)
+    assert proc.returncode == 0, err
+    assert f"{stage}" in err and "the model server died; restarting it" in err, err
+    assert "restarted 1 time(s) during this run" in err, err
+    assert json.loads(counted.read_text())["server_restarts"] == 1
+    # the task set of an unfaulted run: every task once, none failed by the server
+    _assert_complete_once(store)
+    tasks = load_tasks(TaskConfig(format="custom", path=str(tmp_path / "world" / "train.jsonl"), split="train"))
+    assert {t.task.id for t in _records(store)} == {t.id for t in tasks}
+    assert group_members(guard) == [] and _vllm_on(port) == [], "a vLLM process outlived the stage"
