@@ -34,8 +34,9 @@ run samples the same episodes it would have sampled without the interruption.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from actune.bootstrap.config import BootstrapConfig
 from actune.bootstrap.summary import format_summary, summarize, summary_path, write_summary
@@ -45,6 +46,9 @@ from actune.serve.config import ServeConfig
 from actune.store import TrajectoryStore
 from actune.task_record import Task
 from actune.trajectory import ModelRecord
+
+if TYPE_CHECKING:
+    from actune.serve.server import Serving
 
 __all__ = ["run_bootstrap", "bootstrap_fingerprint"]
 
@@ -64,9 +68,11 @@ def bootstrap_fingerprint(cfg: BootstrapConfig, serve: ServeConfig, tasks: list[
 
 
 def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run", show_progress: bool = True,
-                  run_id: str | None = None) -> dict[str, Any]:
+                  run_id: str | None = None, served: Serving | None = None) -> dict[str, Any]:
     """Run the bootstrap stage to completion (or the target) and return its summary. ``serve`` starts the
-    server when ``cfg.endpoints`` is empty; ``name`` is the run's (in run ids)."""
+    server when ``cfg.endpoints`` is empty; ``name`` is the run's (in run ids). ``served``: a server the
+    caller started for several runs (the quickstart's passes share one), used as it is and restarted in
+    place when it dies, as one started here would be."""
     from actune.envs.factory import make_env
     from actune.llm import ClientConfig, LLMClient, read_api_key
     from actune.serve.server import serving
@@ -101,8 +107,10 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
             # 3. a server (a hosted teacher's key first: a missing variable fails before anything starts)
             if cfg.api_key_env:
                 read_api_key(cfg.api_key_env, "bootstrap.api_key_env")
-            with serving(cfg.endpoints, cfg.model or "", serve) as served:
+            given = contextlib.nullcontext(served) if served is not None else None
+            with given or serving(cfg.endpoints, cfg.model or "", serve) as served:
                 endpoints = served.endpoints
+                restarts_before = served.server.restarts if served.server else 0
                 key_note = f", key from ${cfg.api_key_env}" if cfg.api_key_env else ""
                 print(f"bootstrap: {len(todo)} episodes to run on {', '.join(endpoints)} (model {model_name!r}"
                       f"{key_note}), {cfg.concurrency} at once; run id {run_id}", file=sys.stderr, flush=True)
@@ -129,7 +137,7 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
                     asyncio.run(_collect())
                 except KeyboardInterrupt:
                     interrupted = True  # what finished is stored; the summary still tells
-                restarts = served.server.restarts if served.server else 0
+                restarts = served.server.restarts - restarts_before if served.server else 0
 
     # 5. summary
     summary = summarize(cfg.store, tasks=len(tasks), attempts_per_task=cfg.attempts_per_task,

@@ -239,10 +239,11 @@ class _Pipeline:
     def _agent(self, agent: Any, method: str, **update: Any) -> Any:
         return agent.model_copy(update={"method": method, "seed": self.cfg.seed, **update})
 
-    def _run_bootstrap(self, bootstrap: Any, serve: Any, run_id: str) -> None:
+    def _run_bootstrap(self, bootstrap: Any, serve: Any, run_id: str, served: Any) -> None:
         from actune.bootstrap.run import run_bootstrap
 
-        run_bootstrap(bootstrap, serve, name=self.cfg.name, show_progress=self.show_progress, run_id=run_id)
+        run_bootstrap(bootstrap, serve, name=self.cfg.name, show_progress=self.show_progress, run_id=run_id,
+                      served=served)
 
     # round 1: every pass of every method against one server of the base model
     def _round1_work(self) -> list[tuple[str, int, Any]]:
@@ -277,7 +278,7 @@ class _Pipeline:
 
     def bootstrap_round1(self) -> None:
         from actune.collect import make_run_id
-        from actune.serve.server import vllm_server
+        from actune.serve.server import serving
 
         cfg = self.cfg
         work = self._round1_work()
@@ -285,13 +286,14 @@ class _Pipeline:
             self.log("bootstrap round 1: every pass is done")
             return
         run_id = make_run_id(f"{cfg.name}-r1")
-        with vllm_server(cfg.serve) as server:
+        # one server for every pass, restarted in place if it dies (serve.max_restarts in all)
+        with serving([], "", cfg.serve) as served:
             for method, i, boot in work:
                 p = cfg.passes[i]
                 self.log(f"bootstrap {method} round 1, pass {i + 1}/{len(cfg.passes)} "
                          f"({p.kind or 'all kinds'}): until {boot.target_correct} kept")
-                boot = boot.model_copy(update={"endpoints": [server.base_url], "model": server.model})
-                self._run_bootstrap(boot, cfg.serve, run_id)
+                boot = boot.model_copy(update={"endpoints": served.endpoints, "model": served.model})
+                self._run_bootstrap(boot, cfg.serve, run_id, served)
 
     def tuned_model(self, method: str, r: int) -> tuple[str, Path | None]:
         """(model to serve, adapter or None) of round ``r``'s tuned model: merged weights when trained
@@ -317,7 +319,7 @@ class _Pipeline:
     def bootstrap_round(self, r: int) -> None:
         from actune.agent.prompt_spec import load_prompt_spec
         from actune.collect import make_run_id
-        from actune.serve.server import vllm_server
+        from actune.serve.server import serving
 
         cfg = self.cfg
         run_id = make_run_id(f"{cfg.name}-r{r}")
@@ -347,14 +349,14 @@ class _Pipeline:
             agent = spec.apply(self._agent(cfg.bootstrap.agent, method, temperature=cfg.round_temperature))
             self.log(f"bootstrap {method} round {r}: {n_tasks} unsolved training tasks x {cfg.round_attempts} "
                      f"attempts with the round-{r - 1} model ({spec.regime}, {spec.wire})")
-            with vllm_server(serve) as server:
+            with serving([], "", serve) as served:
                 boot = cfg.bootstrap.model_copy(update={
-                    "store": self.layout.store(method, r), "endpoints": [server.base_url], "model": request_model,
+                    "store": self.layout.store(method, r), "endpoints": served.endpoints, "model": request_model,
                     "attempts_per_task": cfg.round_attempts, "target_correct": n_tasks * cfg.round_attempts,
                     "env": self._env(cfg.bootstrap.env),
                     "tasks": TaskConfig(format="custom", path=str(tasks_file), split="train"), "agent": agent,
                 })
-                self._run_bootstrap(boot, serve, run_id)
+                self._run_bootstrap(boot, serve, run_id, served)
 
     def export(self, method: str, r: int) -> None:
         from actune.bootstrap.export import export_dataset

@@ -106,13 +106,13 @@ def _no_process_left(groups: list[int]) -> None:
     assert [g for g in groups if server.group_members(g)] == [], "a stand-in server outlived the stage"
 
 
-def _bootstrap(serve, tasks, store: Path):
+def _bootstrap(serve, tasks, store: Path, served=None):
     from actune.bootstrap.config import BootstrapConfig
     from actune.bootstrap.run import run_bootstrap
 
     cfg = BootstrapConfig(store=store, attempts_per_task=ATTEMPTS, target_correct=100, concurrency=2, tasks=tasks,
                           retries=FAST_RETRIES, agent=AgentConfig(temperature=0.4))
-    return run_bootstrap(cfg, serve, show_progress=False)
+    return run_bootstrap(cfg, serve, show_progress=False, served=served)
 
 
 def test_bootstrap_restarts_a_server_that_died_and_stores_every_episode_once(stage, tmp_path, capsys):
@@ -169,6 +169,21 @@ def test_past_max_restarts_the_stage_stops_naming_the_limit_and_a_rerun_finishes
     monkeypatch.setenv("STANDIN_DIE_AFTER", "0")  # a server that lives: the rerun finishes the rest
     assert _bootstrap(serve, tasks, store)["server_restarts"] == 0
     _stored_once(store)
+    _no_process_left(started())
+
+
+def test_a_server_shared_by_several_runs_is_restarted_and_each_run_counts_its_own_restarts(stage, tmp_path):
+    # the quickstart's passes share one server (run_bootstrap(..., served=)): the first run's restart keeps the
+    # shared server up for the second, which starts nothing and counts no restart of its own
+    serve, tasks, started = stage
+    with server.serving([], "", serve) as served:
+        first = _bootstrap(serve, tasks, tmp_path / "a" / "trajectories.jsonl", served=served)
+        second = _bootstrap(serve, tasks, tmp_path / "b" / "trajectories.jsonl", served=served)
+        assert served.server.restarts == 1
+    assert (first["server_restarts"], second["server_restarts"]) == (1, 0)
+    _stored_once(tmp_path / "a" / "trajectories.jsonl")
+    _stored_once(tmp_path / "b" / "trajectories.jsonl")
+    assert len(started()) == 2  # the shared server and its one restart
     _no_process_left(started())
 
 
