@@ -1,7 +1,7 @@
 """Crash each resumable stage with SIGKILL at seeded points and count what the resume lost (issue #12).
 
-    .venv/bin/python bench/faults.py                 # 5 points a stage, about 20 minutes on 2 cores
-    .venv/bin/python bench/faults.py --quick         # 2 points a stage, fewer tasks: about 8 minutes
+    .venv/bin/python bench/faults.py                 # 5 points a stage, about 16 minutes on 2 cores
+    .venv/bin/python bench/faults.py --quick         # 2 points a stage, fewer tasks: 8 minutes (measured)
     .venv/bin/python bench/faults.py --stages bootstrap --points 3 --seed 7 --json runs/faults.json
 
 For each of ``actune bootstrap``, ``actune train`` and ``actune eval`` (the real commands, in a child process,
@@ -25,7 +25,8 @@ started by the stage itself):
      in a complete checkpoint); for train, ``redone`` is the part of those the killed run had computed;
    - **leftover**: processes of the killed run still running after the grace (they are then killed);
    - **recovery s**: the rerun's wall time minus the time the reference took from the same point to its
-     end: what the crash cost (a process and a server started again, work in flight run again).
+     end: what the crash cost (a process and a server started again, work in flight run again). Runs
+     vary by a few seconds, so a crash before the first record can read slightly negative.
 
 Prints one table (stage, faults injected, lost, duplicated, retried, leftover processes, recovery) and
 writes the figures as JSON (``--json``, default ``<out>/faults.json``). Exits 1 when anything is lost,
@@ -69,7 +70,9 @@ class Point:
         return progress >= self.value if self.kind == "progress" else elapsed_s >= self.value
 
     def label(self, unit: str) -> str:
-        return f"after {int(self.value)} {unit}" if self.kind == "progress" else f"at {self.value:.1f} s"
+        if self.kind == "seconds":
+            return f"at {self.value:.1f} s"
+        return f"after {int(self.value)} {unit.removesuffix('s') if self.value == 1 else unit}"
 
 
 def kill_points(seed: int, stage: str, n: int, total_units: int, total_s: float) -> list[Point]:

@@ -91,6 +91,7 @@ def test_a_point_is_reached_by_progress_or_time():
     assert faults.Point("progress", 3).reached(3, 0.0) and not faults.Point("progress", 3).reached(2, 99.0)
     assert faults.Point("seconds", 1.5).reached(0, 1.5) and not faults.Point("seconds", 1.5).reached(99, 1.4)
     assert faults.Point("progress", 3).label("episodes") == "after 3 episodes"
+    assert faults.Point("progress", 1).label("steps") == "after 1 step"
     assert faults.Point("seconds", 12.34).label("steps") == "at 12.3 s"
 
 
