@@ -107,8 +107,9 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
             # 3. a server (a hosted teacher's key first: a missing variable fails before anything starts)
             if cfg.api_key_env:
                 read_api_key(cfg.api_key_env, "bootstrap.api_key_env")
-            given = contextlib.nullcontext(served) if served is not None else None
-            with given or serving(cfg.endpoints, cfg.model or "", serve) as served:
+            shared_or_own = (contextlib.nullcontext(served) if served is not None
+                             else serving(cfg.endpoints, cfg.model or "", serve))
+            with shared_or_own as served:
                 endpoints = served.endpoints
                 restarts_before = served.server.restarts if served.server else 0
                 key_note = f", key from ${cfg.api_key_env}" if cfg.api_key_env else ""
