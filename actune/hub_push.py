@@ -14,7 +14,10 @@ What is pushed, told from the files (:func:`detect_kind`):
   card's ``base_model`` (the Hub id the card code maps the base to) instead, so
   ``AutoPeftModelForCausalLM.from_pretrained("org/name")`` finds the base on the Hub. The local folder is not
   changed;
-- a model folder (``config.json`` and weights, e.g. ``merged/``): a model repo.
+- a model folder (``config.json`` and weights, e.g. ``merged/``): a model repo. A ``config.json`` holding
+  ``_name_or_path`` (older transformers versions saved there the folder the model was loaded from: the local
+  base) is uploaded naming the card's ``base_model`` instead, the same way; transformers 5 leaves the key out,
+  and such a config goes up as it is.
 
 Each must carry its card, ``README.md`` with YAML metadata (written by ``actune export`` and ``actune train``);
 a folder without one is refused, and so is a model card naming a local folder as its base model (the template
@@ -48,6 +51,9 @@ MODEL_MARKER = "config.json"
 WEIGHT_SUFFIXES = (".safetensors", ".bin")
 ADAPTER_IGNORE = ["merged/**"]
 """Left out of an adapter push: the merged model is its own repo."""
+HUB_NAME_KEYS: dict[str, tuple[str, str]] = {"adapter": (ADAPTER_MARKER, "base_model_name_or_path"),
+                                              "model": (MODEL_MARKER, "_name_or_path")}
+"""Per kind, the file and key that name the model it was made from: uploaded naming the card's Hub id."""
 
 Kind = Literal["export", "export_file", "adapter", "model"]
 REPO_TYPE: dict[str, str] = {"export": "dataset", "export_file": "dataset", "adapter": "model", "model": "model"}
@@ -71,8 +77,10 @@ class PushResult:
     """The paths uploaded, relative to the repo root, sorted."""
     commit_url: str = ""
     hub_base_model: str | None = None
-    """The Hub id the uploaded ``adapter_config.json`` names as ``base_model_name_or_path`` in place of the local
-    folder's value (None: uploaded as it is)."""
+    """The Hub id the uploaded ``hub_config_file`` names (:data:`HUB_NAME_KEYS`) in place of the local folder's
+    value (None: uploaded as it is)."""
+    hub_config_file: str | None = None
+    """``adapter_config.json`` or ``config.json``: the file uploaded with ``hub_base_model`` in it (None: none)."""
 
 
 def file_card_path(path: str | Path) -> Path:
@@ -117,19 +125,22 @@ def _check_card(card: Path, kind: str, what: Path) -> dict[str, Any]:
     return meta
 
 
-def _hub_adapter_config(folder: Path, base_model: Any) -> str | None:
-    """``adapter_config.json`` of ``folder`` with ``base_model_name_or_path`` set to ``base_model`` (the card's Hub
-    id), as text; None when there is no Hub id or the file names it already."""
-    if not isinstance(base_model, str) or not base_model:
+def _hub_config(folder: Path, kind: str, base_model: Any) -> tuple[str, str] | None:
+    """(file name, text) of the file of :data:`HUB_NAME_KEYS` of a ``kind`` folder with its key set to
+    ``base_model`` (the card's Hub id); None when there is no Hub id, the kind has no such file, or the file names
+    it already. A model folder's ``config.json`` without the key (transformers 5 does not save it) is left as it
+    is: the key is not added."""
+    if kind not in HUB_NAME_KEYS or not isinstance(base_model, str) or not base_model:
         return None
-    path = folder / ADAPTER_MARKER
+    name, key = HUB_NAME_KEYS[kind]
+    path = folder / name
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as e:
         raise PushError(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(config, dict) or config.get("base_model_name_or_path") == base_model:
+    if not isinstance(config, dict) or config.get(key) == base_model or (kind == "model" and key not in config):
         return None
-    return json.dumps({**config, "base_model_name_or_path": base_model}, indent=2, sort_keys=True) + "\n"
+    return name, json.dumps({**config, key: base_model}, indent=2, sort_keys=True) + "\n"
 
 
 def _mirror(folder: Path, files: list[str], staging: Path) -> Path:
@@ -189,16 +200,17 @@ def push(path: str | Path, repo_id: str, *, private: bool = False, revision: str
     meta = _check_card(card, kind, p)
     repo_type = REPO_TYPE[kind]
     ignore = ADAPTER_IGNORE if kind == "adapter" else []
-    hub_config = _hub_adapter_config(p, meta.get("base_model")) if kind == "adapter" else None
+    hub_config = _hub_config(p, kind, meta.get("base_model"))
     with tempfile.TemporaryDirectory(prefix="actune-push-") as staging:
         folder = p
         if kind == "export_file":  # the repo holds the data file and its card as README.md
             folder = Path(staging)
             shutil.copyfile(p, folder / p.name)
             shutil.copyfile(card, folder / CARD_FILE)
-        elif hub_config is not None:  # the adapter as it is, but its config naming the base by Hub id
-            folder = _mirror(p, [f for f in _files(p, ignore) if f != ADAPTER_MARKER], Path(staging))
-            (folder / ADAPTER_MARKER).write_text(hub_config, encoding="utf-8")
+        elif hub_config is not None:  # the folder as it is, but its config naming the base by Hub id
+            config_file, text = hub_config
+            folder = _mirror(p, [f for f in _files(p, ignore) if f != config_file], Path(staging))
+            (folder / config_file).write_text(text, encoding="utf-8")
         files = _files(folder, ignore)
         api = api_factory()
         try:
@@ -212,4 +224,5 @@ def push(path: str | Path, repo_id: str, *, private: bool = False, revision: str
             raise PushError(f"pushing {p} to {repo_id} ({repo_type}) failed: {_mask(f'{type(e).__name__}: {e}')}") \
                 from None
     return PushResult(kind, repo_type, repo_id, revision, files, str(getattr(info, "commit_url", "") or ""),
-                      meta.get("base_model") if hub_config is not None else None)
+                      hub_base_model=meta.get("base_model") if hub_config else None,
+                      hub_config_file=hub_config[0] if hub_config else None)

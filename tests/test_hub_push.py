@@ -202,3 +202,34 @@ def test_the_adapter_config_is_pushed_as_it_is_without_a_hub_id_or_when_it_names
     (folder / "adapter_config.json").write_text("{not json")  # a card with a Hub id: the config must be read
     with pytest.raises(PushError, match=r"adapter_config.json: not valid JSON"):
         push(folder, "org/name", api_factory=factory(FakeHfApi()))
+
+
+def test_a_merged_folder_config_names_the_base_by_hub_id_in_the_upload_only(tmp_path, capsys):
+    # older transformers saved the local folder the model was loaded from as _name_or_path
+    config = {"_name_or_path": LOCAL_BASE, "architectures": ["LlamaForCausalLM"], "model_type": "llama"}
+    merged = adapter_folder(tmp_path / "adapter") / "merged"
+    (merged / "config.json").write_text(json.dumps(config))
+    before = {p: p.read_bytes() for p in merged.rglob("*") if p.is_file()}
+    api = FakeHfApi()
+    res = push(merged, "org/name-merged", api_factory=factory(api))
+    assert json.loads(api.contents["config.json"]) == {**config, "_name_or_path": HUB_BASE}
+    assert (res.kind, res.hub_base_model, res.hub_config_file) == ("model", HUB_BASE, "config.json")
+    assert res.files == api.uploaded == ["README.md", "config.json", "model.safetensors"]
+    assert api.contents["model.safetensors"] == b"w" and api.contents["README.md"] == MODEL_CARD.encode()
+    assert {p: p.read_bytes() for p in merged.rglob("*") if p.is_file()} == before  # not a byte changed
+    args = build_parser().parse_args(["push", str(merged), "--repo", "org/name-merged"])
+    assert args.func(args, api_factory=factory(FakeHfApi())) == 0
+    assert capsys.readouterr().out.splitlines()[1] == (
+        f"its config.json names the base model {HUB_BASE} (the Hub id of its card) in place of the local folder; "
+        "the folder's own copy is unchanged")
+
+
+def test_a_merged_config_without_name_or_path_goes_up_as_it_is(tmp_path):
+    # transformers 5 leaves _name_or_path out of a saved config.json: nothing to rewrite, nothing added
+    merged = adapter_folder(tmp_path / "adapter") / "merged"
+    text = json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama"})
+    (merged / "config.json").write_text(text)
+    api = FakeHfApi()
+    res = push(merged, "org/name-merged", api_factory=factory(api))
+    assert (res.hub_base_model, res.hub_config_file) == (None, None)
+    assert api.calls[1][1]["folder_path"] == str(merged) and api.contents["config.json"] == text.encode()

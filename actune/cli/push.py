@@ -41,6 +41,6 @@ def _push(args: argparse.Namespace, api_factory: Callable[[], Any] | None = None
     print(f"pushed {res.kind} {args.path} to {res.repo_type} repo {res.repo_id}@{res.revision}: "
           f"{len(res.files)} files" + (f" ({res.commit_url})" if res.commit_url else ""))
     if res.hub_base_model:
-        print(f"its adapter_config.json names the base model {res.hub_base_model} (the Hub id of its card) in place "
+        print(f"its {res.hub_config_file} names the base model {res.hub_base_model} (the Hub id of its card) in place "
               "of the local folder; the folder's own copy is unchanged")
     return 0
