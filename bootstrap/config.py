@@ -18,12 +18,19 @@ NEVER_CONVERTIBLE: dict[StepsMethod, tuple[Method, ...]] = {
     "react": ("act", "preflect", "preflect_reflact"), "reflact": ("act", "preflect", "preflect_reflact", "react")}
 
 
+def _positive(key: str, shares: dict[str, float]) -> dict[str, float]:
+    for name, share in shares.items():
+        if not share > 0:
+            raise ValueError(f"{key}.{name}: a share must be > 0, got {share}")
+    return shares
+
+
 class ExportConfig(StrictModel):
     """Which kept records become training examples, and in which step format (``actune export``).
 
     Records of several stores and methods are mixed as in FireAct: each is converted into the adapter's
     step format (see :func:`actune.bootstrap.export.convert_steps`), then near-duplicates are dropped,
-    each task is capped, and the method shares are drawn."""
+    each task is capped, and the method (or store) shares are drawn."""
 
     stores: list[Path] = Field(default_factory=list)
     """More stores exported together with ``bootstrap.store``, in this order (another method's run, an
@@ -36,6 +43,11 @@ class ExportConfig(StrictModel):
     cot: 0.3}`` (shares are relative: ``{react: 7, cot: 3}`` is the same). Empty: every kept record that
     survives the filters. Otherwise only the named methods, as many in all (N) as lets every method have
     share*N examples; which ones is drawn with ``seed``, spread across tasks."""
+    store_shares: dict[str, float] = Field(default_factory=dict)
+    """Share of exported examples per store (a path as listed in ``bootstrap.store`` or ``stores``), e.g. an
+    imported set against bootstrapped records, ``{runs/imported.jsonl: 0.3, runs/store/trajectories.jsonl:
+    0.7}``; drawn like ``method_shares`` (relative shares, only the named stores, seeded, spread across tasks).
+    A key that is not one of the exported stores is an error naming it. Not together with ``method_shares``."""
     max_per_task: int | None = Field(2, ge=1)
     """Most episodes exported per task (the first ones in store order, after dedupe), so easy tasks,
     solved on every attempt, do not crowd out hard ones. None: no cap."""
@@ -45,7 +57,7 @@ class ExportConfig(StrictModel):
     have a ``difflib`` similarity ratio of at least this; the later one is dropped. 1.0: only exact
     duplicates."""
     seed: int = 0
-    """Seed of the ``method_shares`` draw."""
+    """Seed of the ``method_shares`` or ``store_shares`` draw."""
     require_reflection_parts: bool = False
     """For a ReflAct-format adapter (``steps_method: reflact``): leave out kept episodes with a reflection
     lacking one of its parts (current state, latest discovery, goal relation), counted
@@ -56,15 +68,22 @@ class ExportConfig(StrictModel):
     @field_validator("method_shares")
     @classmethod
     def _known_methods(cls, v: dict[str, float]) -> dict[str, float]:
-        for name, share in v.items():
+        for name in v:
             if name not in METHODS:
                 raise ValueError(f"method_shares.{name}: unknown method (known: {', '.join(METHODS)})")
-            if not share > 0:
-                raise ValueError(f"method_shares.{name}: a share must be > 0, got {share}")
-        return v
+        return _positive("method_shares", v)
+
+    @field_validator("store_shares")
+    @classmethod
+    def _positive_store_shares(cls, v: dict[str, float]) -> dict[str, float]:
+        # which stores are exported is known only with bootstrap.store: export checks the keys
+        return _positive("store_shares", v)
 
     @model_validator(mode="after")
     def _shares_can_be_converted(self) -> "ExportConfig":
+        if self.method_shares and self.store_shares:
+            raise ValueError("method_shares and store_shares: set one of them (shares of source methods or of "
+                             "stores), not both")
         for name in self.method_shares:
             if name in NEVER_CONVERTIBLE[self.steps_method]:
                 raise ValueError(f"method_shares.{name}: {name} records cannot be converted into "

@@ -14,7 +14,8 @@ The records of all stores (in the order given, each in file order) pass through,
    one is dropped (``dedupe_similarity``);
 4. cap: at most ``max_per_task`` episodes per task, the first ones;
 5. shares: with ``method_shares``, only the named source methods, in those proportions, drawn with
-   ``seed`` and spread across tasks.
+   ``seed`` and spread across tasks; with ``store_shares``, the same for the named stores (an imported set
+   against bootstrapped records, say).
 
 Each surviving record is rendered as the zero-shot episode a fine-tuned model will see and write in the
 loop (``trajectory_prompt_context`` + ``render_text``/``render_messages``: instruction, question, steps),
@@ -246,7 +247,7 @@ class MethodCounts:
     incomplete_reflections: int = 0
     """ReflAct-format records with a reflection lacking a part, left out by ``require_reflection_parts``."""
     shares: int = 0
-    """Left out by ``method_shares`` (a method not named, or more than its share)."""
+    """Left out by ``method_shares`` or ``store_shares`` (a method or store not named, or more than its share)."""
     exported: int = 0
 
 
@@ -346,6 +347,22 @@ def _share_counts(shares: Mapping[str, float], available: Mapping[str, int]) -> 
     for m in order[: n - sum(counts.values())]:
         counts[m] += 1
     return counts
+
+
+def _store_shares(shares: Mapping[str, float], stores: Sequence[Path]) -> dict[str, float]:
+    """``store_shares`` keyed by the exported stores' own paths (a key names its store by any spelling of the
+    same path), or an :class:`ExportError` naming a key that is none of them."""
+    by_path = {p.resolve(): str(p) for p in stores}
+    out = {}
+    for key, share in shares.items():
+        store = by_path.get(Path(key).resolve())
+        if store is None:
+            raise ExportError(f"store_shares.{key}: not one of the exported stores "
+                              f"({', '.join(map(str, stores))}: bootstrap.store and bootstrap.export.stores)")
+        if store in out:
+            raise ExportError(f"store_shares.{key}: the store {store} has a share already (under another spelling)")
+        out[store] = share
+    return out
 
 
 def _draw(items: list[_Item], count: int, rng: random.Random) -> list[_Item]:
@@ -465,24 +482,30 @@ def export_rows(
             continue
         per_task[it.traj.task.id] = n + 1
         capped.append(it)
-    # 5. shares
+    # 5. shares, of source methods or of stores
     chosen = capped
-    if cfg.method_shares:
+    if cfg.method_shares or cfg.store_shares:
+        by_method = bool(cfg.method_shares)
+        key, what = ("method_shares", "method") if by_method else ("store_shares", "store")
+        shares = dict(cfg.method_shares) if by_method else _store_shares(cfg.store_shares, paths)
         available: dict[str, list[_Item]] = {}
         for it in capped:
-            available.setdefault(it.traj.method, []).append(it)
-        want = _share_counts(cfg.method_shares, {m: len(v) for m, v in available.items()})
+            available.setdefault(it.traj.method if by_method else str(it.store), []).append(it)
+        want = _share_counts(shares, {g: len(v) for g, v in available.items()})
         picked: set[int] = set()
-        for m, n in want.items():
-            rng = random.Random(f"{cfg.seed}:{m}")  # a str seed is hashed stably (not by PYTHONHASHSEED)
-            picked.update(id(it) for it in _draw(available.get(m, []), n, rng))
+        # a store's draw is seeded by its place in the list, not its path: the same config draws the same
+        # records wherever the stores lie
+        label = {g: g for g in want} if by_method else {str(p): f"store{i}" for i, p in enumerate(paths)}
+        for g, n in want.items():
+            rng = random.Random(f"{cfg.seed}:{label[g]}")  # a str seed is hashed stably (not by PYTHONHASHSEED)
+            picked.update(id(it) for it in _draw(available.get(g, []), n, rng))
         chosen = [it for it in capped if id(it) in picked]
         for it in capped:
             if id(it) not in picked:
                 counts(it.traj.method).shares += 1
         if not chosen:
-            have = ", ".join(f"{m} {len(available.get(m, []))}" for m in cfg.method_shares)
-            raise ExportError(f"method_shares {dict(cfg.method_shares)}: a named method has no records left "
+            have = ", ".join(f"{g} {len(available.get(g, []))}" for g in shares)
+            raise ExportError(f"{key} {dict(getattr(cfg, key))}: a named {what} has no records left "
                               f"after conversion, dedupe and max_per_task (available: {have})")
     # rows
     make = text_example if wire == "text" else chat_example

@@ -34,12 +34,13 @@ bootstrap field may omit the ``bootstrap.`` prefix. Rerunning resumes from the s
 EXPORT_DOC = """``actune export CONFIG [key=value ...]``: kept records of the bootstrap stores -> a training dataset.
 
 Reads the run config's ``bootstrap.store`` and ``bootstrap.export`` (more stores, the adapter's step
-format every record is converted into, dedupe, per-task cap, method shares) and writes ``train.dataset``
+format every record is converted into, dedupe, per-task cap, method or store shares) and writes ``train.dataset``
 (a ``datasets`` folder with ``export_summary.json``, replaced atomically) in ``train.wire_format`` (text:
 segments with per-segment loss flags; chat: messages with per-turn flags), then prints what each filter
 left out, per source method. Overrides are run-config keys; ``dataset=...`` and ``wire_format=...`` may
 omit ``train.``, ``store=...`` may omit ``bootstrap.``, and ``stores``, ``steps_method``,
-``method_shares``, ``max_per_task`` and ``dedupe_similarity`` may omit ``bootstrap.export.``.
+``method_shares``, ``store_shares``, ``max_per_task`` and ``dedupe_similarity`` may omit ``bootstrap.export.``
+(``store_shares={runs/imported.jsonl: 0.3, runs/store/trajectories.jsonl: 0.7}``).
 
 ``--format openai|sharegpt|alpaca`` writes the same examples as one JSONL file for another trainer instead
 (``--out``, default ``<train.dataset>.<format>.jsonl``): OpenAI messages with a ``weight`` 0/1 on each assistant
@@ -58,8 +59,9 @@ Each record's turns are parsed by the agent loop's own step parser into thoughts
 judged kept: outside sets come already filtered by their authors (``info.import`` says so and where the
 record came from). Every record is imported or rejected with a reason; the command prints both, with
 examples. Rerunning imports nothing twice. Train on the records by listing the store in
-``bootstrap.export.stores``; to mix them with bootstrapped ones at a chosen share, file one-step sets under
-``--method cot`` and set ``bootstrap.export.method_shares``.
+``bootstrap.export.stores``; to mix them with bootstrapped ones at a chosen share, set
+``bootstrap.export.store_shares`` (a share per store), or file one-step sets under ``--method cot`` and set
+``bootstrap.export.method_shares``.
 """
 
 TRAIN_DOC = """``actune train CONFIG [key=value ...]``: LoRA-fine-tune the base model on the exported dataset.
@@ -85,7 +87,7 @@ and rewrites the report (``report.md``, ``report.json``, ``scores.png``).
 """
 
 _SHORT = {"dataset": "train", "wire_format": "train", "store": "bootstrap", "stores": "bootstrap.export",
-          "steps_method": "bootstrap.export", "method_shares": "bootstrap.export",
+          "steps_method": "bootstrap.export", "method_shares": "bootstrap.export", "store_shares": "bootstrap.export",
           "max_per_task": "bootstrap.export", "dedupe_similarity": "bootstrap.export"}
 
 

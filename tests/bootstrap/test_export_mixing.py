@@ -19,6 +19,7 @@ from actune.bootstrap.export import (
     _share_counts,
     convert_steps,
     export_dataset,
+    export_rows,
     near_duplicates,
 )
 from actune.cli import stages
@@ -246,6 +247,60 @@ def test_two_stores_exported_together(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cot.jsonl", "ds", "react.jsonl"]
 
 
+def test_store_shares_draw_the_exact_records_of_each_store(tmp_path, monkeypatch):
+    # ReAct records in both stores: only a per-store share can set how much the imported set weighs
+    boot = store(tmp_path / "boot.jsonl", [react("t1"), react("t1", "Who made it? Look it up.", attempt=1),
+                                            react("t2", entity="Danube", answer="2,850 km"),
+                                            react("t3", entity="Liège", answer="Belgium")])
+    imported = store(tmp_path / "imported.jsonl", [
+        react("t1", "The Walkman's maker: read its page.", attempt=5),
+        react("t4", entity="SEP", answer="a boundary", attempt=5),
+        react("t2", "Find the Danube's length.", entity="Danube", answer="2,850 km", attempt=5)])
+    monkeypatch.chdir(tmp_path)  # a key names its store by any spelling of the same path
+    cfg = ExportConfig(store_shares={str(boot): 0.5, "imported.jsonl": 0.5}, max_per_task=None)
+    got, summary = export_rows([boot, imported], "text", cfg)
+    # N = min(4 / 0.5, 3 / 0.5) = 6: 3 of each; boot's 3 are one per task (t1's first attempt), whatever the seed
+    assert [(r["source_store"], r["task_id"], r["attempt"]) for r in got] == [
+        (str(boot), "t1", 0), (str(boot), "t2", 0), (str(boot), "t3", 0),
+        (str(imported), "t1", 5), (str(imported), "t4", 5), (str(imported), "t2", 5)]
+    assert (summary.methods["react"].kept, summary.methods["react"].shares, summary.exported) == (7, 1, 6)
+    # 2:1 for the bootstrapped store: N = min(4 / (2/3), 3 / (1/3)) = 6, 4 and 2, the imported two drawn
+    # with seed 1 (the same every run: random.Random of a str seed)
+    cfg = ExportConfig(store_shares={str(boot): 2, str(imported): 1}, max_per_task=None, seed=1)
+    got, summary = export_rows([boot, imported], "text", cfg)
+    assert [(Path(r["source_store"]).name, r["task_id"], r["attempt"]) for r in got] == [
+        ("boot.jsonl", "t1", 0), ("boot.jsonl", "t1", 1), ("boot.jsonl", "t2", 0), ("boot.jsonl", "t3", 0),
+        ("imported.jsonl", "t1", 5), ("imported.jsonl", "t2", 5)]
+    assert summary.methods["react"].shares == 1
+    # the draw follows the stores' order, not where they lie
+    moved = [tmp_path / "elsewhere" / p.name for p in (boot, imported)]
+    for src, dst in zip((boot, imported), moved):
+        dst.parent.mkdir(exist_ok=True)
+        dst.write_bytes(src.read_bytes())
+    again, _ = export_rows(moved, "text", cfg.model_copy(update={"store_shares": {str(moved[0]): 2,
+                                                                                 str(moved[1]): 1}}))
+    assert [r["episode_id"] for r in again] == [r["episode_id"] for r in got]
+    # only the named stores; the per-task cap (2) comes first: t1's imported episode is its third
+    got, summary = export_rows([boot, imported], "text", ExportConfig(store_shares={"imported.jsonl": 1}))
+    assert [(Path(r["source_store"]).name, r["task_id"]) for r in got] == [
+        ("imported.jsonl", "t4"), ("imported.jsonl", "t2")]
+    assert (summary.methods["react"].capped, summary.methods["react"].shares) == (1, 4)
+
+
+def test_store_shares_name_exported_stores_only(tmp_path):
+    boot = store(tmp_path / "boot.jsonl", [react("t1")])
+    other = store(tmp_path / "other.jsonl", [react("t2", entity="Danube", answer="2,850 km")])
+    with pytest.raises(ExportError, match=rf"store_shares\.nope\.jsonl: not one of the exported stores \({boot}, "
+                                          rf"{other}: bootstrap.store and bootstrap.export.stores\)"):
+        export_rows([boot, other], "text", ExportConfig(store_shares={str(boot): 1, "nope.jsonl": 1}))
+    with pytest.raises(ExportError, match=rf"store_shares\.{tmp_path}/\./boot\.jsonl: the store {boot} has a share"):
+        export_rows([boot, other], "text", ExportConfig(store_shares={str(boot): 1, f"{tmp_path}/./boot.jsonl": 2}))
+    empty = store(tmp_path / "empty.jsonl", [])
+    with pytest.raises(ExportError, match=r"store_shares .*: a named store has no records left .*"
+                                          rf"\(available: {boot} 1, {empty} 0\)"):
+        export_rows([boot, empty], "text", ExportConfig(store_shares={str(boot): 1, str(empty): 1}))
+
+
 def test_converted_records_need_the_target_instruction(tmp_path):
     cot_store = store(tmp_path / "cot.jsonl", [cot("t1")])
     with pytest.raises(ExportError, match="env 'wiki' need converting into react steps"):
@@ -279,6 +334,10 @@ def test_export_config_validation_names_the_key():
     for steps in ("react", "reflact"):  # plans and critiques have no place in either step format
         with pytest.raises(ValidationError, match=r"method_shares\.preflect_reflact: preflect_reflact records"):
             ExportConfig(steps_method=steps, method_shares={"preflect_reflact": 1.0})
+    with pytest.raises(ValidationError, match=r"store_shares\.runs/a\.jsonl: a share must be > 0, got -1"):
+        ExportConfig(store_shares={"runs/a.jsonl": -1})
+    with pytest.raises(ValidationError, match="method_shares and store_shares: set one of them"):
+        ExportConfig(method_shares={"react": 1}, store_shares={"runs/a.jsonl": 1})
     with pytest.raises(ValidationError, match="max_per_task"):
         ExportConfig(max_per_task=0)
     assert BootstrapConfig().export == ExportConfig()
@@ -312,8 +371,25 @@ def test_export_command_mixes_the_configured_stores(tmp_path, capsys):
 
 
 def test_short_overrides_name_the_export_section():
-    assert QUALIFY["export"](["steps_method=reflact", "max_per_task=3", "store=a", "name=x"]) == \
-        ["bootstrap.export.steps_method=reflact", "bootstrap.export.max_per_task=3", "bootstrap.store=a", "name=x"]
+    assert QUALIFY["export"](["steps_method=reflact", "max_per_task=3", "store=a", "name=x", "store_shares={a: 1}"]) \
+        == ["bootstrap.export.steps_method=reflact", "bootstrap.export.max_per_task=3", "bootstrap.store=a", "name=x",
+            "bootstrap.export.store_shares={a: 1}"]
+
+
+def test_export_command_draws_store_shares_and_names_an_unknown_store(tmp_path, capsys):
+    boot = store(tmp_path / "boot.jsonl", [react("t1"), react("t2", entity="Danube", answer="2,850 km")])
+    imported = store(tmp_path / "imported.jsonl", [react("t3", entity="Liège", answer="Belgium", attempt=5),
+                                                    react("t4", entity="SEP", answer="a boundary", attempt=5)])
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(f"bootstrap:\n  store: {boot}\n  export:\n    stores: [{imported}]\n"
+                   f"train:\n  dataset: {tmp_path / 'ds'}\n")
+    assert run_cli(["export", str(cfg), f"store_shares={{{boot}: 1, {imported}: 1}}"]) == 0
+    assert "react 4 0 0 0 0 0 4" in " ".join(capsys.readouterr().out.split())
+    assert run_cli(["export", str(cfg), f"store_shares={{{imported}: 1}}"]) == 0
+    assert "react 4 0 0 0 0 2 2" in " ".join(capsys.readouterr().out.split())
+    assert [r["source_store"] for r in rows(tmp_path / "ds")] == [str(imported)] * 2
+    assert run_cli(["export", str(cfg), "store_shares={runs/typo.jsonl: 1}"]) == 2
+    assert "store_shares.runs/typo.jsonl: not one of the exported stores" in capsys.readouterr().err
 
 
 def test_require_reflection_parts_leaves_out_reflact_records_lacking_a_part(tmp_path):
