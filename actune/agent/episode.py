@@ -215,10 +215,11 @@ class Episode:
         return c
 
     # --- environment ---------------------------------------------------------------------------
-    def env_step(self, action: Action) -> StepResult:
+    async def env_step(self, action: Action) -> StepResult:
+        # astep: an env that waits on the network (MediaWiki) must not stall the other episodes on the loop
         t0 = time.perf_counter()
         try:
-            res = self.env.step(action)
+            res = await self.env.astep(action)
         finally:
             self.traj.timings.env_s += time.perf_counter() - t0
         info = res.info or {}

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from actune.envs.base import Action, StepResult
+from actune.envs.base import Action, Environment, StepResult
 from actune.envs.config import EnvConfig
 from actune.envs.observation import clip_observation
 from actune.task_record import Task
@@ -44,7 +44,7 @@ def _require_textworld() -> None:
         ) from None
 
 
-class AlfWorldEnv:
+class AlfWorldEnv(Environment):
     """One ALFWorld game at a time; ``reset(task)`` loads ``task.meta["gamefile"]``."""
 
     name = "alfworld"

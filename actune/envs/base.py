@@ -35,7 +35,10 @@ class StepResult:
 
 @runtime_checkable
 class Environment(Protocol):
-    """reset(task) -> first observation; step(action) -> StepResult. Deterministic given the seed."""
+    """reset(task) -> first observation; step(action) -> StepResult. Deterministic given the seed.
+
+    The agent loop steps through :meth:`astep`: environments subclass this protocol to inherit its
+    default, which runs ``step`` in place."""
 
     name: str
     #: action names this environment accepts, e.g. ("search", "lookup", "finish")
@@ -50,6 +53,12 @@ class Environment(Protocol):
     def step(self, action: Action) -> StepResult:
         """Apply one action. Never raises on bad arguments: explains them in the observation."""
         ...
+
+    async def astep(self, action: Action) -> StepResult:
+        """:meth:`step` for the agent loop, which runs many episodes on one event loop. An environment whose
+        step waits on the network overrides this so that the wait suspends only its own episode; the
+        default steps in place, as local work (an index, a game) is quick."""
+        return self.step(action)
 
     def describe_actions(self) -> str:
         """The action descriptions for an instruction prompt (one per line)."""

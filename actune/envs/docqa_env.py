@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from actune.envs.base import Action, StepResult
+from actune.envs.base import Action, Environment, StepResult
 from actune.envs.config import EnvConfig
 from actune.envs.documents import Passage, read_documents
 from actune.envs.observation import page_result
@@ -124,7 +124,7 @@ def dense_available() -> bool:
     return True
 
 
-class DocQAEnv:
+class DocQAEnv(Environment):
     """Lexical (and optionally dense) search over document passages, with numbered sources."""
 
     name = "docqa"

@@ -12,22 +12,26 @@ early exit: on a page opened or a sentence looked up, how far the pages read so 
 see :mod:`actune.envs.goal_confidence`; 0.0 when a search opened no page: a list of similar titles answers
 nothing), ``similar`` (the titles listed), ``answer`` (finish).
 The text follows the paper's ``wikienv.py`` so prompts written for it read the same.
+
+``astep`` (what the agent loop awaits) asks a network backend (MediaWiki) with its async lookups, so a slow
+page holds up only the episode that asked for it; a local corpus answers in place. Both forms fetch what a
+search needs and then run the same step (``_apply``).
 """
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-from actune.envs.base import Action, StepResult
+from actune.envs.base import Action, Environment, StepResult
 from actune.envs.config import EnvConfig
 from actune.envs.corpus import WikiPage
 from actune.envs.goal_confidence import GoalEvidence
 from actune.envs.observation import page_result
 from actune.task_record import Task
 
-__all__ = ["WikiBackend", "WikiEnv", "from_config", "make_backend"]
+__all__ = ["AsyncWikiBackend", "WikiBackend", "WikiEnv", "from_config", "make_backend"]
 
 
 class WikiBackend(Protocol):
@@ -36,7 +40,16 @@ class WikiBackend(Protocol):
     def search(self, query: str, k: int = 5) -> list[tuple[str, float]]: ...
 
 
-class WikiEnv:
+@runtime_checkable
+class AsyncWikiBackend(WikiBackend, Protocol):
+    """A backend that waits on the network (MediaWiki): the same lookups, awaitable without blocking the loop."""
+
+    async def afind_page(self, entity: str) -> WikiPage | None: ...
+
+    async def asearch(self, query: str, k: int = 5) -> list[tuple[str, float]]: ...
+
+
+class WikiEnv(Environment):
     """Search/lookup/finish over a wiki backend. Deterministic: no randomness anywhere."""
 
     name = "wiki"
@@ -71,12 +84,40 @@ class WikiEnv:
         )
 
     def step(self, action: Action) -> StepResult:
-        name = action.name.strip().lower()
-        arg = action.argument.strip()
+        entity = self._entity_to_find(action)
+        if entity is None:
+            return self._apply(action)
+        page = self.backend.find_page(entity)
+        similar = None if page is not None else self.backend.search(entity, self.similar_titles)
+        return self._apply(action, page, similar)
+
+    async def astep(self, action: Action) -> StepResult:
+        entity = self._entity_to_find(action)
+        if entity is None or not isinstance(self.backend, AsyncWikiBackend):
+            return self.step(action)
+        page = await self.backend.afind_page(entity)
+        similar = None if page is not None else await self.backend.asearch(entity, self.similar_titles)
+        return self._apply(action, page, similar)
+
+    @staticmethod
+    def _parts(action: Action) -> tuple[str, str]:
+        return action.name.strip().lower(), action.argument.strip()
+
+    def _entity_to_find(self, action: Action) -> str | None:
+        """The entity this step looks up in the backend; None when it reads none (lookup, finish, an empty
+        search, a finished episode). Must agree with :meth:`_apply`, which then gets what was found."""
+        name, arg = self._parts(action)
+        return arg if name == "search" and arg and self.answer is None else None
+
+    def _apply(self, action: Action, page: WikiPage | None = None,
+               similar: list[tuple[str, float]] | None = None) -> StepResult:
+        """The step itself, given what the backend found for a search: the ``page`` (None: missing) and,
+        when there was none, the ``similar`` titles."""
+        name, arg = self._parts(action)
         if self.answer is not None:
             return self._result("The episode has already finished.", done=True, answer=self.answer)
         if name == "search":
-            return self._search(arg)
+            return self._search(arg, page, similar or [])
         if name == "lookup":
             return self._lookup(arg)
         if name == self.finish_action:
@@ -85,16 +126,15 @@ class WikiEnv:
             f"Invalid action: {action}. Valid actions are search[entity], lookup[keyword] and finish[answer]."
         )
 
-    def _search(self, entity: str) -> StepResult:
+    def _search(self, entity: str, page: WikiPage | None, similar: list[tuple[str, float]]) -> StepResult:
         if not entity:
             return self._result("search needs an entity, e.g. search[Paris].", retrieval_score=0.0)
-        page = self.backend.find_page(entity)
         if page is not None:
             self.page = page
             self.lookup_keyword, self.lookup_hits, self.lookup_next = None, [], 0
             obs = " ".join(page.sentences[: self.page_sentences]) or f"The page {page.title} has no text."
             return self._result(obs, titles=[page.title], retrieval_score=self.evidence.score(obs, page.title))
-        titles = [t for t, _ in self.backend.search(entity, self.similar_titles)]
+        titles = [t for t, _ in similar]
         return self._result(f"Could not find {entity}. Similar: {titles}.", retrieval_score=0.0, similar=titles)
 
     def _lookup(self, keyword: str) -> StepResult:

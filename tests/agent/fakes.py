@@ -18,7 +18,7 @@ from typing import Any, AsyncIterator, Callable
 
 import httpx
 
-from actune.envs.base import Action, StepResult
+from actune.envs.base import Action, Environment, StepResult
 from actune.envs.corpus import WikiPage
 from actune.llm import Completion, Sampling, Usage
 from actune.task_record import Task
@@ -167,7 +167,7 @@ PAGES = {
 
 
 @dataclass
-class FakeEnvironment:
+class FakeEnvironment(Environment):
     """A tiny search/lookup/finish encyclopedia implementing the Environment protocol."""
 
     pages: dict[str, str] = field(default_factory=lambda: dict(PAGES))

@@ -14,7 +14,7 @@ from actune.agent.exemplars import EVERY_STEP, SPARSE_THINK, ExemplarError, load
 from actune.agent.render import build_prompt_context, render_exemplar, trajectory_prompt_context
 from actune.agent.validate import step_order_problems
 from actune.envs.alfworld_env import VERBS
-from actune.envs.base import Action, StepResult
+from actune.envs.base import Action, Environment, StepResult
 from actune.task_record import Task
 
 from .fakes import ScriptedLLM
@@ -26,7 +26,7 @@ ACTIONS = "go to {recep}, take {obj} from {recep}, put {obj} in/on {recep}.\nthi
 
 
 @dataclass
-class Household:
+class Household(Environment):
     """ALFWorld's interface without TextWorld: free-text commands, think answered OK., won by a put."""
 
     name: str = "alfworld"

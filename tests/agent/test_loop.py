@@ -8,6 +8,7 @@ import pytest
 
 from actune.agent import AgentConfig, iter_episode, run_episode
 from actune.agent.episode import episode_seed, truncate_observation
+from actune.envs.base import Environment
 from actune.llm import ContextLengthError, ServerError
 from actune.task_record import Task
 from actune.trajectory import Trajectory
@@ -337,7 +338,7 @@ def test_live_view_prints_events():
         assert line in out, out
 
 
-class FakeHouseholdEnvironment:
+class FakeHouseholdEnvironment(Environment):
     """ALFWorld-like: free-text commands, no finish action; the env decides when the task is won."""
 
     name = "alfworld"

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -9,6 +10,7 @@ from actune.envs.base import Action
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.envs.mediawiki import MediaWikiClient, MediaWikiError, extract_sentences
+from actune.envs.wiki_env import AsyncWikiBackend
 from actune.task_record import Task
 
 from .fake_mediawiki import FakeMediaWikiServer
@@ -54,6 +56,33 @@ def test_env_over_the_api_like_the_paper(server: FakeMediaWikiServer, tmp_path: 
     assert env.step(Action("lookup", "born")).observation == "(Result 2 / 2) He was born in Denver."
     # redirects are followed; the page's own title is reported
     assert env.step(Action("search", "Edward Wood")).info["titles"] == ["Ed Wood"]
+
+
+@pytest.mark.parametrize("name", ["wiki", "fever"])
+def test_astep_over_the_api_gives_what_step_gives(server: FakeMediaWikiServer, tmp_path: Path, name: str) -> None:
+    """astep (what the agent loop awaits) asks the API with the client's async lookups, each env its own cache
+    here so both really go to the server: the same results and the same requests."""
+    envs = [make_env(EnvConfig(name=name, backend="mediawiki", mediawiki_url=server.url,
+                               mediawiki_cache_dir=str(tmp_path / f"cache{i}"))) for i in (1, 2)]
+    sync_env, async_env = envs
+    assert isinstance(async_env.backend, AsyncWikiBackend)
+    for env in envs:
+        env.reset(Task(id="t", question="Where was Scott Derrickson born?"))
+    actions = [Action("search", "Scott Derrickson"), Action("lookup", "born"), Action("search", "Edward Wood"),
+               Action("search", "Mercury"), Action("search", "iPhone"), Action("search", ""),
+               Action("finish", "SUPPORTS" if name == "fever" else "Denver"), Action("search", "Ed Wood")]
+    expected = [sync_env.step(a) for a in actions]
+    sent = list(server.requests)
+
+    async def stepped():
+        return [await async_env.astep(a) for a in actions]
+
+    assert asyncio.run(stepped()) == expected
+    assert server.requests[len(sent):] == sent
+    assert expected[3].info["similar"] == ["Mercury", "Mercury (planet)"] and expected[4].info["titles"] == ["IPhone"]
+    assert expected[-1].done and expected[-2].done
+    for env in envs:
+        env.backend.close()
 
 
 def test_missing_and_disambiguation_pages_list_similar_titles(server: FakeMediaWikiServer, tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -7,7 +8,7 @@ import pytest
 from actune.envs.base import Action, Environment
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
-from actune.envs.wiki_env import WikiEnv
+from actune.envs.wiki_env import AsyncWikiBackend, WikiEnv
 from actune.task_record import Task
 
 DATA = Path(__file__).parents[1] / "data" / "wiki" / "hotpotqa_pages.jsonl"
@@ -100,6 +101,24 @@ def test_reset_clears_the_page_and_runs_repeat_exactly(env: WikiEnv) -> None:
     env.reset(Task(id="t3", question=question))
     second = [env.step(a) for a in actions]
     assert [(r.observation, r.info) for r in first] == [(r.observation, r.info) for r in second]
+
+
+#: one of each outcome: page, miss with similar titles, lookups, bad arguments, finish, a step after it
+EVERY_OUTCOME = [Action("search", "Ed Wood film"), Action("search", "Ed Wood (film)"), Action("lookup", "wood"),
+                 Action("lookup", "wood"), Action("lookup", "zzz"), Action("search", " "), Action("jump", "x"),
+                 Action("finish", "yes"), Action("search", "Paris")]
+
+
+def test_astep_on_the_local_corpus_is_step(env: WikiEnv, tmp_path: Path) -> None:
+    """What the agent loop awaits gives what step gives; a local corpus is read in place, not off the loop."""
+    assert not isinstance(env.backend, AsyncWikiBackend)
+    other = make_env(EnvConfig(name="wiki", corpus=str(DATA), index_dir=str(tmp_path)))
+    other.reset(env.task)
+
+    async def stepped():
+        return [await other.astep(a) for a in EVERY_OUTCOME]
+
+    assert asyncio.run(stepped()) == [env.step(a) for a in EVERY_OUTCOME]
 
 
 def test_long_observations_are_cut_with_a_note(tmp_path: Path) -> None:

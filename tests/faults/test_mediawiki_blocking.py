@@ -2,7 +2,9 @@
 
 The client did blocking HTTP with ``time.sleep`` between retries: called from the agent loop, one slow
 page held up every episode in flight. ``afind_page`` / ``asearch`` run each request in a worker thread
-and wait for retries with ``asyncio.sleep``; the on-disk cache is the same for both forms.
+and wait for retries with ``asyncio.sleep``; the on-disk cache is the same for both forms. The wiki and
+FEVER envs' ``astep``, which the agent loop awaits, use them: with one page slow, the other episodes finish
+while it is still on its way.
 """
 
 from __future__ import annotations
@@ -13,9 +15,15 @@ import time
 from pathlib import Path
 
 import pytest
+from agent.fakes import ScriptedLLM, exact_match_scorer
 from envs.fake_mediawiki import FakeMediaWikiServer  # tests/ is on sys.path via conftest
 
+from actune.agent import AgentConfig, run_episode
+from actune.envs.base import Action
+from actune.envs.fever_env import FeverEnv
 from actune.envs.mediawiki import MediaWikiClient, MediaWikiError
+from actune.envs.wiki_env import WikiEnv
+from actune.task_record import Task
 
 PAGES = {"Ed Wood": "Edward Davis Wood Jr. was an American filmmaker. He was born in 1924.",
          "IPhone": "The iPhone is a smartphone.", "Mercury (planet)": "Mercury is the smallest planet."}
@@ -33,6 +41,39 @@ def slow_server():
 
         server.answer = slow_answer
         yield server
+
+
+SLOW_PAGE, SLOW_S = "Ed Wood", 2.0
+
+
+@pytest.fixture()
+def one_slow_page():
+    """The fake API, taking ``SLOW_S`` to answer for ``SLOW_PAGE`` only; ``slow_served_at`` is when it did."""
+    with FakeMediaWikiServer(PAGES) as server:
+        answer = server.answer
+
+        def slow_answer(params):
+            if params.get("titles") == SLOW_PAGE:
+                time.sleep(SLOW_S)
+                server.slow_served_at = time.perf_counter()
+            return answer(params)
+
+        server.answer = slow_answer
+        yield server
+
+
+async def _finished_at(coro):
+    """(result, ``time.perf_counter()`` when ``coro`` finished)."""
+    result = await coro
+    return result, time.perf_counter()
+
+
+def _assert_fast_ones_did_not_wait(server: FakeMediaWikiServer, t0: float, slow_end: float,
+                                   fast_ends: list[float]) -> None:
+    fast_s = max(fast_ends) - t0
+    assert max(fast_ends) < server.slow_served_at, "the fast ones finished only after the slow page was served"
+    assert fast_s < 0.5 * SLOW_S, f"the fast ones took {fast_s:.2f} s: they waited for the slow page"
+    assert slow_end - t0 >= SLOW_S
 
 
 async def _with_ticker(coro):
@@ -102,3 +143,48 @@ def test_both_forms_share_the_cache(tmp_path: Path) -> None:
         assert asyncio.run(reader.afind_page("iPhone")).title == reader.find_page("iPhone").title == "IPhone"
         writer.close()
         reader.close()
+
+
+def test_env_steps_on_other_pages_finish_while_one_page_is_slow(one_slow_page, tmp_path: Path) -> None:
+    client = MediaWikiClient(one_slow_page.url, tmp_path / "cache")
+    envs = [WikiEnv(client), WikiEnv(client), FeverEnv(client), WikiEnv(client)]
+    for env in envs:
+        env.reset(Task(id="t", question="Who was Ed Wood?"))
+    actions = [Action("search", SLOW_PAGE), Action("search", "IPhone"), Action("search", "Mercury (planet)"),
+               Action("search", "smallest planet")]  # no such page: the wiki's search lists similar titles
+
+    async def all_at_once():
+        return await asyncio.gather(*(_finished_at(env.astep(a)) for env, a in zip(envs, actions)))
+
+    t0 = time.perf_counter()
+    ((slow, slow_end), *fast), longest_pause = asyncio.run(_with_ticker(all_at_once()))
+    client.close()
+    assert slow.info["titles"] == ["Ed Wood"] and slow.observation.startswith("Edward Davis Wood Jr.")
+    assert [r.info.get("titles") or r.info["similar"] for r, _ in fast] == [
+        ["IPhone"], ["Mercury (planet)"], ["Mercury (planet)"]]
+    _assert_fast_ones_did_not_wait(one_slow_page, t0, slow_end, [end for _, end in fast])
+    assert longest_pause < 0.5 * SLOW_S, f"the event loop was blocked for {longest_pause:.2f} s"
+
+
+def test_episodes_on_one_loop_are_not_held_up_by_a_slow_page(one_slow_page, tmp_path: Path) -> None:
+    """The agent loop steps through astep: whole episodes on fast pages end before the slow page arrives."""
+    client = MediaWikiClient(one_slow_page.url, tmp_path / "cache")
+    titles = [SLOW_PAGE, "IPhone", "Mercury (planet)"]
+
+    def episode(title: str):
+        llm = ScriptedLLM([f" I look it up.\nAction 1: search[{title}]", " Found.\nAction 2: finish[yes]"])
+        task = Task(id=title, question=f"What is {title}?", answer="yes")
+        return _finished_at(run_episode(task, WikiEnv(client), llm, AgentConfig(method="react"),
+                                        scorer=exact_match_scorer))
+
+    async def all_at_once():
+        return await asyncio.gather(*(episode(t) for t in titles))
+
+    t0 = time.perf_counter()
+    (slow, slow_end), *fast = asyncio.run(all_at_once())
+    client.close()
+    for traj, title in zip([slow] + [t for t, _ in fast], titles):
+        assert traj.finish_reason == "answered" and traj.correct
+        assert traj.info["env_info"]["titles"] == [title]
+    assert slow.steps[2].text.startswith("Edward Davis Wood Jr.") and slow.timings.env_s >= SLOW_S
+    _assert_fast_ones_did_not_wait(one_slow_page, t0, slow_end, [end for _, end in fast])

@@ -55,14 +55,15 @@ def _read(ep: Episode, method: str, step_format: str, text: str, i: int) -> Pars
 
 
 # The outcomes of one parsed step, shared by every method that acts (react, reflact, act, preflect).
-# They return the events to yield (no awaits in between, so yielding them as a list is the same
-# stream) and whether the episode ended.
+# They return the events to yield (the environment's step, their only await, comes before the first of
+# them, so yielding them as a list is the same stream) and whether the episode ended.
 
-def answer_events(ep: Episode, parsed: ParsedStep, i: int, tokens: int, latency: float, meta: dict) -> list[Event]:
+async def answer_events(ep: Episode, parsed: ParsedStep, i: int, tokens: int, latency: float,
+                        meta: dict) -> list[Event]:
     """The model answered: record it (telling the env when it has a finish action); the episode ends."""
     env, traj = ep.env, ep.traj
     if env.finish_action:
-        ep.env_step(Action(env.finish_action, parsed.answer))
+        await ep.env_step(Action(env.finish_action, parsed.answer))
     events = record_step(ep, Step("answer", parsed.action_text or "", i, action_name=env.finish_action or "answer",
                                   action_arg=parsed.answer, tokens=tokens, latency_s=latency, meta=meta))
     traj.prediction = parsed.answer
@@ -101,13 +102,13 @@ def action_events(ep: Episode, action: Action, action_text: str | None, i: int, 
     return events, False
 
 
-def observation_events(ep: Episode, action: Action, i: int) -> tuple[list[Event], bool, bool]:
+async def observation_events(ep: Episode, action: Action, i: int) -> tuple[list[Event], bool, bool]:
     """Step the environment and record the observation. Returns (events, episode ended, answer now: the
     LLARS early exit after a high-confidence retrieval; the caller asks for the final answer at once, with
     :func:`final_answer_now`, before anything else is generated, so it saves every step left, and it
     happens on the budget's last step too)."""
     cfg, traj = ep.cfg, ep.traj
-    res = ep.env_step(action)
+    res = await ep.env_step(action)
     obs = truncate_observation(res.observation, cfg.observation_max_tokens, ep.count_tokens)
     obs = " ".join(obs.split("\n"))  # one line per observation keeps the text format parseable
     truncated = obs.endswith(" ...") and not res.observation.endswith(" ...")
@@ -137,9 +138,9 @@ class ActingState:
     ended: bool = False
 
 
-def dispatch_step(ep: Episode, parsed: ParsedStep, i: int, tokens: int, latency: float, meta: dict,
-                  state: ActingState, action_names: tuple[str, ...] | None,
-                  format_hint: Callable[[Episode, str | None], str]) -> tuple[list[Event], bool]:
+async def dispatch_step(ep: Episode, parsed: ParsedStep, i: int, tokens: int, latency: float, meta: dict,
+                        state: ActingState, action_names: tuple[str, ...] | None,
+                        format_hint: Callable[[Episode, str | None], str]) -> tuple[list[Event], bool]:
     """Record the outcome of one parsed step: (events, act). ``state.ended`` is set when the episode ends
     here (answered, too many unusable actions in a row, or a repetition); ``act`` is true when
     ``parsed.action`` is recorded and the environment should see it (:func:`observe`); neither, an unusable
@@ -147,7 +148,7 @@ def dispatch_step(ep: Episode, parsed: ParsedStep, i: int, tokens: int, latency:
     if ``action_names`` is given, is one of them."""
     if parsed.answer is not None and (ep.env.finish_action or parsed.action is None):
         state.ended = True
-        return answer_events(ep, parsed, i, tokens, latency, meta), False
+        return await answer_events(ep, parsed, i, tokens, latency, meta), False
     if parsed.action is None or (action_names and parsed.action.name not in action_names):
         state.errors_in_row += 1
         events, state.ended = parse_error_events(ep, parsed, i, tokens, latency, meta, state.errors_in_row,
@@ -163,7 +164,7 @@ async def observe(ep: Episode, method: str, action: Action, i: int, state: Actin
     """Step the environment with ``action`` and yield the observation (:func:`observation_events`); on the
     adaptive early exit, the final answer asked at once (:func:`final_answer_now`). Sets ``state.ended``
     when the episode ended here."""
-    events, ended, answer_now = observation_events(ep, action, i)
+    events, ended, answer_now = await observation_events(ep, action, i)
     for ev in events:
         yield ev
     if answer_now:
@@ -210,7 +211,7 @@ async def run_interactive(ep: Episode, method: str, budget: int | None = None) -
             tokens, latency = c2.usage.completion_tokens, c2.latency_s
             reprompted = True
         meta = {"reprompted": True} if reprompted else {}
-        events, act = dispatch_step(ep, parsed, i, tokens, latency, meta, state, env.action_names, _format_hint)
+        events, act = await dispatch_step(ep, parsed, i, tokens, latency, meta, state, env.action_names, _format_hint)
         for ev in events:
             yield ev
         if act:
@@ -236,7 +237,7 @@ async def final_answer_now(ep: Episode, method: str, i: int) -> AsyncIterator[Ev
     c = await ep.generate(traj.steps, prefix, ["\n"] + ([] if labelled else ["]"]), prompt=ep.prompt_for(method))
     answer = read(c.text).answer or ""
     if env.finish_action:
-        ep.env_step(Action(env.finish_action, answer))
+        await ep.env_step(Action(env.finish_action, answer))
     text = f"FINAL ANSWER: {answer}" if labelled else f"{finish}[{answer}]"
     for ev in record_step(ep, Step("answer", text, i, action_name=finish, action_arg=answer,
                                    tokens=c.usage.completion_tokens, latency_s=c.latency_s, meta={"early_exit": True})):

@@ -190,7 +190,7 @@ async def run_preflect(ep: Episode, method: str = "preflect") -> AsyncIterator[E
             parsed = ParsedStep(parsed.thought, parsed2.action_text, parsed2.action, parsed2.answer, parsed2.error)
             tokens, latency = c2.usage.completion_tokens, c2.latency_s
             meta = {"reprompted": True}
-        events, act = dispatch_step(ep, parsed, i, tokens, latency, meta, state, _action_names(ep), _format_hint)
+        events, act = await dispatch_step(ep, parsed, i, tokens, latency, meta, state, _action_names(ep), _format_hint)
         for ev in events:
             yield ev
         action = parsed.action
