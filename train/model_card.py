@@ -12,7 +12,8 @@ the template card PEFT's ``save_pretrained`` writes (whose ``base_model`` is the
 loaded from). The YAML names the base model by its Hub id (``smollm2-135m`` is
 ``HuggingFaceTB/SmolLM2-135M-Instruct``; a local base folder is named in the body only), the library and tags;
 the body gives the method and step format, the training data, the LoRA and trainer settings, the dev
-losses, the prompt spec and how to serve the model with vLLM and with ``actune serve``.
+losses, the eval table when an eval report is given (:mod:`actune.train.card_eval`), the prompt spec and how
+to serve the model with vLLM and with ``actune serve``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import yaml
 from actune.agent.prompt_spec import PROMPT_SPEC_FILE, load_prompt_spec
 from actune.atomic_write import atomic_write_text
 from actune.model_files import KNOWN_MODELS, MANIFEST
+from actune.train.card_eval import eval_section
 
 __all__ = ["CARD_FILE", "CardError", "hub_base_model", "model_card", "write_folder_card", "write_model_card"]
 
@@ -153,10 +155,12 @@ def _loss_section(meta: dict[str, Any]) -> list[str]:
     return lines
 
 
-def model_card(folder: Path, *, merged: bool = False) -> str:
+def model_card(folder: Path, *, merged: bool = False, report: str | Path | None = None) -> str:
     """The card text of an adapter folder (``merged=False``) or of a merged model folder. A folder without
     ``training_meta.json``: an adapter's card from its ``adapter_config.json`` (module docstring), a
-    :class:`CardError` for a merged one."""
+    :class:`CardError` for a merged one. ``report``: an eval ``report.json`` whose rows of this model go in an
+    Evaluation section (:mod:`actune.train.card_eval`; a :class:`~actune.train.card_eval.ReportError` when it
+    has none)."""
     meta = _json(folder / _META)
     if meta is None:
         if merged:
@@ -217,6 +221,7 @@ def model_card(folder: Path, *, merged: bool = False) -> str:
            if "dtype" in meta else f"the trainer settings are not recorded (no {_META}).")
         + (f" Merged in {meta['merged']['dtype']}." if merged and meta.get("merged") else ""), "",
         *_loss_section(meta), "",
+        *([*eval_section(report, folder), ""] if report is not None else []),
         "## Prompt", "",
         f"`actune_prompt.json` says how the model must be prompted: method `{spec.method}`, regime `{spec.regime}`, "
         f"wire `{spec.wire}` ("
@@ -231,10 +236,10 @@ def model_card(folder: Path, *, merged: bool = False) -> str:
     return "\n".join(lines)
 
 
-def write_model_card(folder: Path, *, merged: bool = False) -> Path:
+def write_model_card(folder: Path, *, merged: bool = False, report: str | Path | None = None) -> Path:
     """Write :func:`model_card` to ``folder/README.md`` (atomically) and return its path."""
     path = folder / CARD_FILE
-    atomic_write_text(path, model_card(folder, merged=merged))
+    atomic_write_text(path, model_card(folder, merged=merged, report=report))
     return path
 
 
@@ -253,11 +258,13 @@ def _card_owner(card: Path) -> str | None:
     return "peft" if _PEFT_TEMPLATE in text else None
 
 
-def write_folder_card(folder: str | Path, *, force: bool = False) -> tuple[Path, str]:
+def write_folder_card(folder: str | Path, *, force: bool = False,
+                      report: str | Path | None = None) -> tuple[Path, str]:
     """Write the card of an adapter folder (``adapter_config.json``) or a merged model folder (``config.json``)
-    from its own files (``actune card PATH``); return (its path, what it replaced: ``nothing``, ``actune's card``,
-    ``PEFT's template card`` or ``a card of its own``). A card that is neither actune's nor PEFT's template is
-    replaced only with ``force``."""
+    from its own files and, given ``report``, the eval table of an eval ``report.json`` (``actune card PATH
+    [--report FILE]``); return (its path, what it replaced: ``nothing``, ``actune's card``, ``PEFT's template
+    card`` or ``a card of its own``). A card that is neither actune's nor PEFT's template is replaced only with
+    ``force``."""
     path = Path(folder)
     merged = not (path / _ADAPTER_CONFIG).is_file()
     if merged and not (path / "config.json").is_file():
@@ -274,4 +281,4 @@ def write_folder_card(folder: str | Path, *, force: bool = False) -> tuple[Path,
             raise CardError(f"{card}: a card that is neither actune's nor PEFT's template is there; --force "
                             "replaces it")
         replaced = {"actune": "actune's card", "peft": "PEFT's template card", None: "a card of its own"}[owner]
-    return write_model_card(path, merged=merged), replaced
+    return write_model_card(path, merged=merged, report=report), replaced

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import pytest
 from huggingface_hub import ModelCard
@@ -185,3 +186,66 @@ def test_a_card_is_not_written_over_someone_elses_or_without_a_spec(tmp_path, ca
         write_folder_card(folder / "merged")
     assert main(["card", str(tmp_path / "missing")]) == 2
     assert "neither an adapter folder (adapter_config.json) nor a model folder" in capsys.readouterr().err
+
+
+def quickstart_run(tmp_path, monkeypatch):
+    """A quickstart run's layout (out/react/round1/adapter with merged/, out/eval/react/report.json, the state
+    file), run from tmp_path as the quickstart writes its report: paths relative to the current folder."""
+    from test_card_eval import report
+
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out"
+    folder = adapter(tmp_path)
+    (out / "react" / "round1").mkdir(parents=True)
+    folder = folder.rename(out / "react" / "round1" / "adapter")
+    (out / "quickstart-state.json").write_text("{}")
+    path = out / "eval" / "react" / "report.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(report("out/react/round1/adapter", "out/react/round1/adapter/merged")))
+    return folder, path
+
+
+def test_actune_card_report_puts_the_eval_table_in_the_card(tmp_path, monkeypatch, capsys):
+    folder, path = quickstart_run(tmp_path, monkeypatch)
+    elsewhere = tmp_path / "copy" / "adapter"
+    (tmp_path / "copy").mkdir()
+    shutil.copytree(folder, elsewhere)  # not a quickstart layout: no report unless named
+    assert main(["card", str(elsewhere)]) == 0
+    assert capsys.readouterr().out == f"wrote {elsewhere / 'README.md'}\n"
+    assert "## Evaluation" not in (elsewhere / "README.md").read_text()
+    assert main(["card", str(folder), "--report", str(path)]) == 0
+    assert capsys.readouterr().out == f"wrote {folder / 'README.md'} with the eval table of {path}\n"
+    card = ModelCard.load(folder / "README.md")  # still a card the Hub reads
+    text = card.text
+    assert f"## Evaluation\n\nFrom `{path}` (`actune eval`, report `react-test`)" in text
+    assert ("| tuned-merged | this adapter merged into its base (`merged/`) | `correct_grounded` | "
+            "0.375 [0.275, 0.475] | +0.275 [+0.175, +0.375] | 0.001235 | 40 |") in text
+    assert text.index("## Training") < text.index("## Evaluation") < text.index("## Prompt")
+    before = (elsewhere / "README.md").read_text()
+    assert main(["card", str(elsewhere), "--report", str(path)]) == 2  # the report is about other adapters
+    assert capsys.readouterr().err == (
+        f"actune card: {path}: the eval report does not evaluate {elsewhere} (nor its adapter or merged folder); it "
+        "evaluates prompted: model smollm2-135m; tuned: adapter out/react/round1/adapter; tuned-merged: model "
+        "out/react/round1/adapter/merged; other: adapter runs/other/adapter (paths are read from the current "
+        "folder, as eval wrote them)\n")
+    assert (elsewhere / "README.md").read_text() == before  # nothing written
+
+
+def test_a_quickstart_adapter_gets_its_runs_eval_table(tmp_path, monkeypatch, capsys):
+    folder, path = quickstart_run(tmp_path, monkeypatch)
+    assert main(["card", str(folder / "merged")]) == 0
+    # named relative to the current folder, as a card on the Hub should (not this machine's absolute path)
+    assert capsys.readouterr().out == (f"wrote {folder / 'merged' / 'README.md'} with the eval table of "
+                                       "out/eval/react/report.json\n")
+    text = (folder / "merged" / "README.md").read_text()
+    assert "From `out/eval/react/report.json` (`actune eval`, report `react-test`)" in text
+    assert "| tuned-merged | this merged model | `correct` | 0.500 [0.400, 0.600] | +0.300 [+0.200, +0.400] | " \
+           "0.0456 | 40 |" in text
+    # the run's eval has not reached this adapter (its report names others): a card without the table, said so
+    path.write_text(path.read_text().replace("out/react/round1/adapter", "out/react/round2/adapter"))
+    assert main(["card", str(folder)]) == 0
+    out, err = capsys.readouterr()
+    assert out == f"wrote {folder / 'README.md'}\n"
+    assert err.startswith("actune card: no eval table: out/eval/react/report.json: the eval report does not "
+                          f"evaluate {folder}")
+    assert "## Evaluation" not in (folder / "README.md").read_text()
