@@ -391,6 +391,22 @@ class _Pipeline:
             "tasks": self._tasks("test"), "agent": self._agent(cfg.eval.agent, method), "endpoints": [],
         })
         run_eval(ecfg, cfg.serve, name=f"{cfg.name}-{method}", show_progress=self.show_progress)
+        self.cards(method)
+
+    def cards(self, method: str) -> None:
+        """Rewrite each tuned round's model cards (adapter and merged/) with the eval table: `actune train`
+        wrote them before there was an eval, so a push right after the quickstart would ship no scores."""
+        from actune.train.model_card import write_folder_card
+
+        report = self.layout.eval_dir(method) / "report.json"
+        if report.is_relative_to(Path.cwd()):  # the card names it: not this machine's absolute path
+            report = report.relative_to(Path.cwd())
+        for r in range(1, self.cfg.rounds + 1):
+            adapter = self.layout.adapter(method, r)
+            for folder in (adapter, adapter / "merged"):
+                if (folder / "README.md").is_file():
+                    write_folder_card(folder, report=report)
+        self.log(f"cards {method}: eval table of {report} in each tuned model's card")
 
     def report(self) -> None:
         from actune.cli.quickstart_report import write_quickstart_report

@@ -74,6 +74,9 @@ def test_rounds_train_on_what_they_should(smoke_run) -> None:
         meta = json.loads((adapter / "training_meta.json").read_text())
         assert meta["best_step"] is not None and meta["eval_losses"]
         assert (adapter / "loss.png").is_file() and (adapter / "merged" / "actune_prompt.json").is_file()
+        for folder in (adapter, adapter / "merged"):  # the eval stage put its scores in each card
+            card = (folder / "README.md").read_text()
+            assert "## Evaluation" in card and f"tuned-r{r}" in card and "prompted" in card
         summary = json.loads((layout.dataset("react", r) / "export_summary.json").read_text())
         assert summary["exported"] == meta["examples"] if "examples" in meta else summary["exported"] > 0
     test_ids = {json.loads(line)["id"] for line in (layout.world / "test.jsonl").read_text().splitlines()}
