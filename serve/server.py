@@ -42,7 +42,12 @@ API_KEY_ENV = "VLLM_API_KEY"
 HEALTH_TIMEOUT_S = 10.0
 """How long a live server may take to answer /health before a stage takes it for dead (and restarts it)."""
 GUARD_GRACE_S = 20.0
-"""How long the guard lets the server's processes stop after SIGTERM before it kills them."""
+"""How long the guard lets a ready server's processes stop after SIGTERM before it kills them (vLLM then shuts
+down in order by itself)."""
+STARTUP_GRACE_S = 3.0
+"""The same for a server that has not yet answered /health, in the guard and in :func:`stop_server`: vLLM does
+not act on SIGTERM while it loads the model (measured: it outlived the guard's whole 20 s), so a longer wait
+only delays the SIGKILL, and a server killed before it served anything loses nothing."""
 MASK = "***"
 
 log = logging.getLogger(__name__)
@@ -68,7 +73,9 @@ class ServerHandle:
     process: subprocess.Popen | None = field(default=None, repr=False)
     """The guard process."""
     lifeline: int | None = field(default=None, repr=False)
-    """Write end of the pipe the guard watches: it reads EOF when actune is gone."""
+    """Write end of the pipe the guard watches: it reads EOF when actune is gone, a byte when the server is ready."""
+    ready: bool = False
+    """Whether /health has answered 200 (:func:`wait_until_healthy`); until then a stop is short."""
 
     @property
     def root_url(self) -> str:
@@ -144,7 +151,8 @@ def start_server(cfg: ServeConfig, log_path: Path | None = None) -> ServerHandle
             log_file.write(mask(f"$ {' '.join(argv)}\n", key).encode())
             log_file.flush()
             process = subprocess.Popen(
-                [sys.executable, "-c", _GUARD, str(read_end), str(os.getpid()), str(GUARD_GRACE_S), *argv],
+                [sys.executable, "-c", _GUARD, str(read_end), str(os.getpid()), str(GUARD_GRACE_S),
+                 str(STARTUP_GRACE_S), *argv],
                 stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT, env=env,
                 start_new_session=True, pass_fds=(read_end,),
             )
@@ -173,6 +181,7 @@ def wait_until_healthy(handle: ServerHandle, timeout_s: float) -> None:
             raise ServerStartError(_start_failure(handle, f"vLLM server exited with code {code} while starting"))
         try:
             if httpx.get(url, timeout=5.0).status_code == 200:
+                _mark_ready(handle)
                 return
         except httpx.HTTPError:
             pass
@@ -183,12 +192,12 @@ def wait_until_healthy(handle: ServerHandle, timeout_s: float) -> None:
 
 
 def stop_server(handle: ServerHandle, timeout_s: float = 30.0) -> None:
-    """SIGTERM the server's process group, SIGKILL what is left after ``timeout_s``; wait until no
-    process of the group remains."""
+    """SIGTERM the server's process group, SIGKILL what is left after ``timeout_s`` (at most
+    :data:`STARTUP_GRACE_S` for a server that never became ready); wait until no process of the group remains."""
     pgid = handle.pid
     if group_members(pgid):
         _signal_group(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + (timeout_s if handle.ready else min(timeout_s, STARTUP_GRACE_S))
     while group_members(pgid) and time.monotonic() < deadline:
         if handle.process is not None:
             handle.process.poll()  # reap the leader so it does not linger as a zombie
@@ -413,6 +422,17 @@ def _start_failure(handle: ServerHandle, headline: str) -> str:
     return "\n".join(parts)
 
 
+def _mark_ready(handle: ServerHandle) -> None:
+    # The guard learns readiness through the pipe it already watches, not a file or its own probe of the
+    # port: nothing to create or clean up, no host, port or API key to hand it, no other process on the port
+    # taken for ours, and a byte written before actune dies is read before the EOF, so it is never missed.
+    # One byte never blocks (the pipe holds 64 KiB and the guard drains it).
+    if not handle.ready and handle.lifeline is not None:
+        with contextlib.suppress(OSError):
+            os.write(handle.lifeline, b"r")
+    handle.ready = True
+
+
 def _signal_group(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
@@ -422,13 +442,16 @@ def _signal_group(pgid: int, sig: int) -> None:
 # the process that set it, and vLLM's engine core (a multiprocessing child of the API server) has none, so
 # a SIGKILLed actune used to leave the engine running. The guard notices actune going (EOF on the pipe
 # whose write end only actune holds, or a new parent pid when a forked child of actune keeps a copy) and
-# ends the whole group: SIGTERM, then SIGKILL after the grace. When stop_server signals the group, the
-# guard lets the server stop by itself and only kills what outlives the API server. It exits with the API
-# server's code (128 + signal when killed), so start failures read as before. Standard library only: it
-# starts in milliseconds and imports nothing of actune.
+# ends the whole group: SIGTERM, then SIGKILL after the grace (GUARD_GRACE_S once actune has written it
+# the ready byte, STARTUP_GRACE_S before). When stop_server signals the group, the guard lets the server
+# stop by itself and only kills what outlives the API server. It exits with the API server's code
+# (128 + signal when killed), so start failures read as before. Standard library only: it starts in
+# milliseconds and imports nothing of actune.
 _GUARD = r"""# actune: vLLM server guard
 import os, select, signal, subprocess, sys, time
-lifeline, parent, grace = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+lifeline, parent = int(sys.argv[1]), int(sys.argv[2])
+ready_grace, startup_grace = float(sys.argv[3]), float(sys.argv[4])
+ready = False
 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
     signal.signal(sig, lambda *_: None)  # a handler, not SIG_IGN: that would be inherited by vLLM
 me = os.getpid()
@@ -453,12 +476,19 @@ def wait_gone(seconds):
         time.sleep(0.1)
     return others()
 
-def actune_gone():
-    if os.getppid() != parent:
-        return True
-    return bool(select.select([lifeline], [], [], 0.5)[0]) and not os.read(lifeline, 1)
+def grace():
+    return ready_grace if ready else startup_grace
 
-child = subprocess.Popen(sys.argv[4:], stdin=subprocess.DEVNULL)
+def actune_gone():
+    global ready
+    # The pipe first: a ready byte actune wrote just before dying still counts.
+    if select.select([lifeline], [], [], 0.5)[0]:
+        if not os.read(lifeline, 1):
+            return True
+        ready = True
+    return os.getppid() != parent
+
+child = subprocess.Popen(sys.argv[5:], stdin=subprocess.DEVNULL)
 signalled = False
 while child.poll() is None:
     if actune_gone():
@@ -466,10 +496,10 @@ while child.poll() is None:
         os.killpg(0, signal.SIGTERM)
         signalled = True
         break
-left = wait_gone(grace if signalled else 2.0)
+left = wait_gone(grace() if signalled else 2.0)
 if left and not signalled:
     os.killpg(0, signal.SIGTERM)
-    left = wait_gone(grace)
+    left = wait_gone(grace())
 for pid in left:
     try:
         os.kill(pid, signal.SIGKILL)

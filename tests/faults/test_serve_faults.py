@@ -2,7 +2,9 @@
 
 No vLLM runs here. FakeVLLM is a stand-in for vLLM's API server: it takes the real command-line flags
 (hardware.build_argv's, minus the module), records what it was given, starts a stand-in engine process
-(a grandchild of actune, as vLLM's engine core is) and answers /health.
+(a grandchild of actune, as vLLM's engine core is) and answers /health. FAKE_VLLM_MODE=stubborn makes it and
+its engine ignore SIGTERM (it notes each one in ``<report>.sigterm``); =loading the same, and it never answers
+/health, as vLLM while it loads the model.
 """
 
 from __future__ import annotations
@@ -29,9 +31,14 @@ from actune.serve.errors import ServeError, ServerStartError
 KEY = "sk-fault-test-7f3a9c"
 
 FAKE_VLLM = textwrap.dedent("""
-    import http.server, json, os, subprocess, sys
+    import http.server, json, os, signal, subprocess, sys, time
     report, flags = sys.argv[1], sys.argv[2:]
     mode = os.environ.get("FAKE_VLLM_MODE", "serve")
+    if mode in ("stubborn", "loading"):
+        def noted(*_):
+            with open(report + ".sigterm", "a") as f:
+                f.write(f"{time.time()}\\n")
+        signal.signal(signal.SIGTERM, noted)
     key = os.environ.get("VLLM_API_KEY")
     if mode == "crash":
         # vLLM may print what it was given: the error actune shows must not carry the key on.
@@ -39,11 +46,13 @@ FAKE_VLLM = textwrap.dedent("""
         sys.exit(3)
     engine = subprocess.Popen([sys.executable, "-c",
         "import signal, sys, time\\n"
-        "if sys.argv[1] == 'stubborn': signal.signal(signal.SIGTERM, signal.SIG_IGN)\\n"
+        "if sys.argv[1] != 'serve': signal.signal(signal.SIGTERM, signal.SIG_IGN)\\n"
         "time.sleep(300)", mode])
     with open(report + ".tmp", "w") as f:
         json.dump({"argv": sys.argv, "key": key, "server": os.getpid(), "engine": engine.pid}, f)
     os.replace(report + ".tmp", report)
+    if mode == "loading":
+        time.sleep(300)
     class H(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
             self.send_response(200 if self.path == "/health" else 404); self.end_headers()
@@ -87,6 +96,18 @@ def fake(tmp_path, monkeypatch):
         @property
         def report(self) -> dict:
             return json.loads(report.read_text())
+
+        def started(self, timeout_s: float = 30) -> dict:
+            """The report, once FakeVLLM has written it (it does not answer /health when loading)."""
+            deadline = time.monotonic() + timeout_s
+            while not report.exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            return self.report
+
+        def sigterms(self) -> list[float]:
+            """When FakeVLLM (stubborn or loading) got SIGTERM, as time.time() values."""
+            path = report.with_name(report.name + ".sigterm")
+            return [float(t) for t in path.read_text().split()] if path.exists() else []
 
     return Fake()
 
@@ -217,16 +238,20 @@ def test_runtime_lora_without_a_key_is_warned_about(fake, caplog):
 
 # -- signals and orphans --------------------------------------------------------------------------------------
 
+# Starts a server (and waits until it is ready unless mode is "loading"), prints its group and sleeps, to be
+# SIGKILLed. A sixth argument replaces GUARD_GRACE_S.
 STARTER = PATCH + textwrap.dedent("""
     import json, threading, time
     from actune.serve.config import ServeConfig
     fake, report, model, mode = sys.argv[1:5]
     use_fake_vllm(fake, report)
-    server.GUARD_GRACE_S = 2.0  # the stubborn engine ignores SIGTERM: SIGKILL it soon
+    if len(sys.argv) > 5:
+        server.GUARD_GRACE_S = float(sys.argv[5])
 
     def start():
         handle = server.start_server(ServeConfig(model=model, port=server.free_port(), device="cpu"))
-        server.wait_until_healthy(handle, 60)
+        if mode != "loading":
+            server.wait_until_healthy(handle, 60)
         print(json.dumps({"pgid": handle.pid}), flush=True)
 
     if mode == "thread":  # stages may start a server from a worker thread
@@ -239,26 +264,82 @@ STARTER = PATCH + textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("mode", ["main", "thread", "stubborn"])
-def test_sigkill_of_actune_leaves_no_server_process(fake, tmp_path, mode):
+def _starter(fake, tmp_path, mode: str, fake_mode: str, *grace: float) -> subprocess.Popen:
     starter = tmp_path / "starter.py"
     starter.write_text(STARTER)
-    env = {**os.environ, "FAKE_VLLM_MODE": "stubborn" if mode == "stubborn" else "serve"}
-    proc = subprocess.Popen([sys.executable, str(starter), str(fake.script), str(fake.report_path),
-                             str(fake.model), mode], stdout=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen([sys.executable, str(starter), str(fake.script), str(fake.report_path),
+                             str(fake.model), mode, *map(str, grace)], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "FAKE_VLLM_MODE": fake_mode})
+
+
+STOP_MARGIN_S = 4.0
+"""Allowed beyond a grace for a stop to be seen: the guard looks at its pipe every 0.5 s, and the 2 cores
+may be busy."""
+
+
+def _sigkill_starter(proc: subprocess.Popen, fake, grace_s: float) -> tuple[float, float]:
+    """SIGKILL the starter once its server runs; when it was killed and when the server's last process was gone
+    (time.time()), asserting that none outlived it by more than ``grace_s`` + 15 s."""
     pgid = None
     try:
         pgid = json.loads(proc.stdout.readline())["pgid"]
-        report = fake.report
+        report = fake.started()
         pids = server.group_members(pgid)
         assert {report["server"], report["engine"]} <= set(pids)
         proc.kill()
+        killed = time.time()
         proc.wait(timeout=10)
-        assert _wait_all_gone(pids, timeout_s=15) == [], "server processes outlived a SIGKILLed actune"
+        assert _wait_all_gone(pids, timeout_s=grace_s + 15) == [], "server processes outlived a SIGKILLed actune"
+        return killed, time.time()
     finally:
         proc.kill()
         if pgid is not None:
             _kill_group(pgid)
+
+
+@pytest.mark.parametrize("mode", ["main", "thread"])
+def test_sigkill_of_actune_leaves_no_server_process(fake, tmp_path, mode):
+    _sigkill_starter(_starter(fake, tmp_path, mode, "serve"), fake, 0)
+
+
+# vLLM ignores SIGTERM while it loads the model: the guard SIGKILLs a server that never became ready after the
+# short STARTUP_GRACE_S (GUARD_GRACE_S as shipped, 20 s), and gives a ready one SIGTERM and the whole
+# GUARD_GRACE_S (5 s here, still longer than STARTUP_GRACE_S) to stop in order first. FakeVLLM, loading or
+# stubborn, ignores SIGTERM and notes when it came.
+@pytest.mark.parametrize("mode", ["loading", "ready"])
+def test_the_guard_kills_a_starting_server_soon_and_gives_a_ready_one_the_full_grace(fake, tmp_path, mode):
+    if mode == "loading":
+        grace = server.STARTUP_GRACE_S
+        assert server.GUARD_GRACE_S > grace + STOP_MARGIN_S  # so only the short grace can pass the test
+        proc = _starter(fake, tmp_path, "loading", "loading")
+    else:
+        grace = 5.0
+        assert grace - 0.5 > server.STARTUP_GRACE_S  # so only the full grace can pass the test
+        proc = _starter(fake, tmp_path, "main", "stubborn", grace)
+    killed, gone = _sigkill_starter(proc, fake, grace)
+    sigterms = fake.sigterms()
+    assert sigterms, "the server was killed without a SIGTERM first"
+    assert gone - sigterms[0] >= grace - 0.5, f"killed {gone - sigterms[0]:.1f} s after SIGTERM"
+    assert gone - killed <= grace + STOP_MARGIN_S, f"gone {gone - killed:.1f} s after actune"
+
+
+@pytest.mark.parametrize("mode", ["loading", "stubborn"])
+def test_stop_server_gives_a_starting_server_the_short_grace_and_a_ready_one_its_timeout(fake, monkeypatch, mode):
+    monkeypatch.setenv("FAKE_VLLM_MODE", mode)
+    handle = server.start_server(fake.cfg())
+    try:
+        if mode == "stubborn":
+            server.wait_until_healthy(handle, 60)
+        report = fake.started()
+        assert {report["server"], report["engine"]} <= set(server.group_members(handle.pid))
+        started = time.monotonic()
+        server.stop_server(handle, timeout_s=6.0)
+        took = time.monotonic() - started
+    finally:
+        _kill_group(handle.pid)
+    expected = server.STARTUP_GRACE_S if mode == "loading" else 6.0
+    assert fake.sigterms() and expected - 0.5 <= took <= expected + STOP_MARGIN_S, took
+    assert server.group_members(handle.pid) == []
 
 
 CLI = PATCH + textwrap.dedent("""
@@ -277,17 +358,21 @@ def _ignore_sigint():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _serve_cli(fake, tmp_path, env: dict[str, str]) -> subprocess.Popen:
+    cli = tmp_path / "cli.py"
+    cli.write_text(CLI)
+    return subprocess.Popen(
+        [sys.executable, str(cli), str(fake.script), str(fake.report_path), f"log_dir={tmp_path}",
+         "--model", str(fake.model), "--port", str(server.free_port())],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+        start_new_session=True, preexec_fn=_ignore_sigint,
+    )
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL],
                          ids=["sigint", "sigterm", "sighup", "sigkill"])
 def test_signal_to_the_serve_process_alone_stops_the_whole_server(fake, tmp_path, sig):
-    cli = tmp_path / "cli.py"
-    cli.write_text(CLI)
-    proc = subprocess.Popen(
-        [sys.executable, str(cli), str(fake.script), str(fake.report_path), f"log_dir={tmp_path}",
-         "--model", str(fake.model), "--port", str(server.free_port())],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ),
-        start_new_session=True, preexec_fn=_ignore_sigint,
-    )
+    proc = _serve_cli(fake, tmp_path, dict(os.environ))
     pgid = None
     try:
         lines = []
@@ -358,6 +443,28 @@ def test_stop_signal_to_a_stage_command_stops_its_server_and_exits_interrupted(f
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130 and "actune: interrupted" in err, err
         assert _wait_all_gone(pids, timeout_s=15) == []
+    finally:
+        proc.kill()
+        if pgid is not None:
+            _kill_group(pgid)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+def test_signal_to_the_serve_process_while_vllm_loads_stops_it_within_the_short_grace(fake, tmp_path, sig):
+    proc = _serve_cli(fake, tmp_path, {**os.environ, "FAKE_VLLM_MODE": "loading"})
+    pgid = None
+    try:
+        report = fake.started()
+        pgid = os.getpgid(report["server"])
+        pids = server.group_members(pgid)
+        assert {report["server"], report["engine"]} <= set(pids)
+        os.kill(proc.pid, sig)
+        started = time.monotonic()
+        out = proc.communicate(timeout=60)[0]
+        took = time.monotonic() - started
+        assert proc.returncode == 0 and "actune serve: stopped" in out, out
+        assert _wait_all_gone(pids, timeout_s=1) == [] and fake.sigterms()
+        assert took <= server.STARTUP_GRACE_S + STOP_MARGIN_S, f"stopped after {took:.1f} s"
     finally:
         proc.kill()
         if pgid is not None:
