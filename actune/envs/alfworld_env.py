@@ -39,8 +39,10 @@ def _require_textworld() -> None:
         import textworld  # noqa: F401
     except ImportError as e:
         raise ImportError(
-            f"the alfworld environment needs TextWorld and ALFWorld ({e.name} is missing): "
-            "pip install 'textworld[pddl]>=1.6.1' && pip install --no-deps alfworld==0.4.2"
+            f"the alfworld environment needs TextWorld and ALFWorld ({e.name} is missing): in an actune "
+            "checkout run `bash scripts/install_alfworld.sh` (it names any failed step; log: "
+            ".venv/alfworld-install.log); elsewhere, with the venv activated (fast-downward's build runs the "
+            "`python` on PATH): pip install 'textworld[pddl]>=1.6.1' && pip install --no-deps alfworld==0.4.2"
         ) from None
 
 

@@ -12,7 +12,9 @@ HERE = Path(__file__).resolve()
 SAMPLE = HERE.parents[1] / "data" / "alfworld"
 SHARED_GAMES = HERE.parents[2] / ".." / "shared" / "data" / "alfworld" / "valid_unseen"
 HAVE_TEXTWORLD = all(importlib.util.find_spec(m) is not None for m in ("textworld", "alfworld"))
-needs_textworld = pytest.mark.skipif(not HAVE_TEXTWORLD, reason="textworld/alfworld not installed (extra alfworld)")
+needs_textworld = pytest.mark.skipif(
+    not HAVE_TEXTWORLD,
+    reason="textworld/alfworld not installed: run `bash scripts/install_alfworld.sh` (log: .venv/alfworld-install.log)")
 
 
 def _react_form(command: str) -> Action:
@@ -54,7 +56,10 @@ def test_walkthrough_wins_and_think_returns_ok() -> None:
 
 @needs_textworld
 @pytest.mark.shared
-@pytest.mark.skipif(not SHARED_GAMES.is_dir(), reason="../shared is absent")
+@pytest.mark.skipif(
+    not SHARED_GAMES.is_dir(),
+    reason="../shared/data/alfworld/valid_unseen (the 134 evaluation games) is absent; the other ALFWorld tests "
+           "play the sample game in tests/data/alfworld")
 def test_one_game_of_each_type_is_won_by_its_walkthrough_in_react_form() -> None:
     from actune.envs.alfworld_env import AlfWorldEnv
 
