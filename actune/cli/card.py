@@ -47,7 +47,12 @@ def quickstart_report(path: str | Path) -> Path | None:
     report = layout.eval_dir(method) / "report.json"
     if not report.is_file():
         return None
-    # named in the card: relative to the current folder when below it, not this machine's absolute path
+    return as_named_in_card(report)
+
+
+def as_named_in_card(report: Path) -> Path:
+    """``report`` as a card names it: relative to the current folder when below it, not this machine's absolute
+    path (eval writes its paths from the current folder, so the card's reader finds it the same way)."""
     return report.relative_to(Path.cwd()) if report.is_relative_to(Path.cwd()) else report
 
 

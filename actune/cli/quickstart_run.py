@@ -396,11 +396,10 @@ class _Pipeline:
     def cards(self, method: str) -> None:
         """Rewrite each tuned round's model cards (adapter and merged/) with the eval table: `actune train`
         wrote them before there was an eval, so a push right after the quickstart would ship no scores."""
+        from actune.cli.card import as_named_in_card
         from actune.train.model_card import write_folder_card
 
-        report = self.layout.eval_dir(method) / "report.json"
-        if report.is_relative_to(Path.cwd()):  # the card names it: not this machine's absolute path
-            report = report.relative_to(Path.cwd())
+        report = as_named_in_card(self.layout.eval_dir(method) / "report.json")
         for r in range(1, self.cfg.rounds + 1):
             adapter = self.layout.adapter(method, r)
             for folder in (adapter, adapter / "merged"):
