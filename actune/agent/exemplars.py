@@ -91,7 +91,9 @@ def _str(d: dict[str, Any], key: str, where: str, required: bool = False) -> str
 def load_exemplars(name_or_path: str | Path) -> ExemplarSet:
     """Load a structured exemplar set: a built-in name (``wiki``...) or a JSON file path."""
     p = Path(name_or_path)
-    if not p.suffix and not p.exists():
+    # A run folder named like a set (``runs/alfworld`` run from ``runs/``) must not shadow the built-in set:
+    # only a file is taken as a path.
+    if not p.suffix and not p.is_file():
         p = BUILTIN_DIR / f"{name_or_path}.json"
     try:
         data = json.loads(p.read_text(encoding="utf-8"))

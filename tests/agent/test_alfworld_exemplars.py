@@ -140,3 +140,11 @@ def test_the_sparse_style_holds_zero_shot_and_only_for_react(caplog):
     for method in ("reflact", "act", "preflect"):
         with pytest.raises(ExemplarError, match=f"'alfworld_sparse' is in ReAct's sparse think form; {method} needs"):
             build_prompt_context(method, "alfworld", ACTIONS, "q", exemplar_set="alfworld_sparse", finish_action=None)
+
+
+def test_a_folder_named_like_a_set_does_not_shadow_it(tmp_path, monkeypatch) -> None:
+    # Run from a folder holding runs/alfworld/ (an eval's out_dir): the name still means the built-in set.
+    (tmp_path / "alfworld").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert load_exemplars("alfworld").style == EVERY_STEP
+    assert len(load_exemplars("alfworld").exemplars) == 6
