@@ -79,3 +79,32 @@ def test_table_gives_each_ratio_against_its_target():
     assert "actune / TRL 1.25 (target >= 1.5: missed by 0.25)" in table
     assert "generation 50%, idle 25%" in table
     assert "| peak memory, server A (MB) | 3000 |  |" in lines
+
+
+def test_reset_prefix_cache_retries_until_the_server_says_it_emptied(monkeypatch):
+    import httpx
+
+    answers = iter([False, False, True])
+    posted = []
+
+    def fake_post(url, timeout):  # a fake of vLLM's dev endpoint: false while a request still holds blocks
+        posted.append(url)
+        return httpx.Response(200, json={"success": next(answers)}, request=httpx.Request("POST", url))
+
+    monkeypatch.setattr(httpx, "post", fake_post)
+    monkeypatch.setattr(pipeline.time, "sleep", lambda s: None)
+    pipeline.reset_prefix_cache("http://127.0.0.1:8011")
+    assert posted == ["http://127.0.0.1:8011/reset_prefix_cache"] * 3
+
+    monkeypatch.setattr(httpx, "post", lambda url, timeout: httpx.Response(
+        200, json={"success": False}, request=httpx.Request("POST", url)))
+    import pytest
+    with pytest.raises(RuntimeError, match="still in use after 2 tries"):
+        pipeline.reset_prefix_cache("http://127.0.0.1:8011", attempts=2)
+
+
+def test_dev_mode_is_set_inside_and_restored_after(monkeypatch):
+    monkeypatch.delenv("VLLM_SERVER_DEV_MODE", raising=False)
+    with pipeline._dev_mode():
+        assert pipeline.os.environ["VLLM_SERVER_DEV_MODE"] == "1"
+    assert "VLLM_SERVER_DEV_MODE" not in pipeline.os.environ
