@@ -1,0 +1,44 @@
+"""bench/rank_sweep.py's own logic: the rows and the table it builds from an eval report (the sweep itself trains
+and serves the real model and asserts nothing)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+SPEC = importlib.util.spec_from_file_location("bench_rank_sweep",
+                                              Path(__file__).resolve().parents[2] / "bench" / "rank_sweep.py")
+sweep = importlib.util.module_from_spec(SPEC)
+sys.modules[SPEC.name] = sweep
+SPEC.loader.exec_module(sweep)
+
+
+def _model(label, mean, low, high, vs=None):
+    m = {"label": label, "metrics": {"correct_grounded": {"mean": mean, "low": low, "high": high, "n": 100}}}
+    if vs:
+        m["vs_first"] = {"correct_grounded": vs}
+    return m
+
+
+def test_rows_pair_each_rank_with_its_training_figures_and_the_table_shows_them():
+    vs = {"diff": {"mean": 0.12, "low": 0.05, "high": 0.2}, "b": 3, "c": 15, "p_value": 0.0075}
+    report = {"models": [_model("prompted", 0.1, 0.05, 0.16), _model("tuned-r4", 0.22, 0.14, 0.3, vs)]}
+    figures = {4: {"rank": 4, "alpha": 8, "train_examples": 136, "best_step": 68, "best_eval_loss": 0.1234,
+                   "steps": 102, "trainable_params": 1_221_120}}
+    rows = sweep.sweep_rows(report, figures)
+    assert rows[0] == {"label": "prompted", "dev_cg": 0.1, "dev_cg_low": 0.05, "dev_cg_high": 0.16, "n": 100}
+    assert rows[1]["rank"] == 4 and rows[1]["b"] == 3 and rows[1]["p"] == 0.0075
+    assert sweep.format_table(rows).splitlines()[2:] == [
+        "| prompted | – | – | – | 0.100 [0.050, 0.160] | reference |  |",
+        "| tuned-r4 | 1.22M | 68 (102) | 0.1234 | 0.220 [0.140, 0.300] | +12.0 pts [+5.0, +20.0], 3/15 | 0.0075 |",
+    ]
+
+
+def test_adapter_parameters_counts_every_saved_tensor(tmp_path):
+    import torch
+    from safetensors.torch import save_file
+
+    save_file({"a.lora_A.weight": torch.zeros(4, 576), "a.lora_B.weight": torch.zeros(576, 4)},
+              str(tmp_path / "adapter_model.safetensors"))
+    assert sweep.adapter_parameters(tmp_path) == 2 * 4 * 576
