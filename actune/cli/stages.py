@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from actune.cli.stage_command import (
@@ -125,7 +126,11 @@ def _run_export(run: "RunConfig", args: argparse.Namespace) -> None:
 
         return make_env(boot.env).describe_actions()
 
-    stores = [boot.store, *boot.export.stores]
+    stores = [*boot.export.stores]
+    # An imported set exported on its own names only export.stores: bootstrap.store left at its default then
+    # joins only when that file exists (named explicitly, it must exist, and a missing one is an error).
+    if "store" in boot.model_fields_set or not stores or Path(boot.store).is_file():
+        stores.insert(0, boot.store)
     if args.format == "actune":
         summary = export_dataset(stores, run.train.dataset, run.train.wire_format, boot.export, actions=actions)
         print(f"exported {summary.exported} kept trajectories ({run.train.wire_format}) in {summary.steps_method} "

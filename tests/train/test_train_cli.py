@@ -51,3 +51,23 @@ def test_train_command_reports_a_missing_dataset(tmp_path, capsys):
     assert run_cli(stages, ["train", str(cfg), "max_steps=2"]) == 2
     assert "dataset not found (run `actune export` first)" in capsys.readouterr().err
     assert not (tmp_path / "adapter").exists()
+
+
+def test_export_of_stores_named_only_in_export_stores(tmp_path, monkeypatch, capsys):
+    # An imported set (actune import) exported alone: no bootstrap.store in the config, and none at its default
+    # path; the export reads export.stores only instead of failing on the default store.
+    from datasets import load_from_disk
+
+    monkeypatch.chdir(tmp_path)
+    imported = tmp_path / "imported.jsonl"
+    with TrajectoryStore.open(imported) as s:
+        for t in records():
+            s.append(t)
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(f"bootstrap:\n  export:\n    stores: [{imported}]\ntrain:\n  dataset: {tmp_path / 'ds'}\n")
+    assert run_cli(stages, ["export", str(cfg)]) == 0
+    assert f"from {imported} to" in capsys.readouterr().out
+    assert len(load_from_disk(str(tmp_path / "ds"))) == 4
+    # named explicitly, a missing bootstrap.store is still an error
+    assert run_cli(stages, ["export", str(cfg), f"store={tmp_path / 'none.jsonl'}"]) == 2
+    assert "none.jsonl: store not found" in capsys.readouterr().err
