@@ -485,17 +485,22 @@ def export_rows(
     # 5. shares, of source methods or of stores
     chosen = capped
     if cfg.method_shares or cfg.store_shares:
-        by_method = bool(cfg.method_shares)
-        key, what = ("method_shares", "method") if by_method else ("store_shares", "store")
-        shares = dict(cfg.method_shares) if by_method else _store_shares(cfg.store_shares, paths)
+        # what a record's group is, and the label that seeds the group's draw
+        if cfg.method_shares:
+            key, what, shares = "method_shares", "method", dict(cfg.method_shares)
+            group_of: Callable[[_Item], str] = lambda it: it.traj.method
+            label = {g: g for g in shares}
+        else:
+            key, what, shares = "store_shares", "store", _store_shares(cfg.store_shares, paths)
+            group_of = lambda it: str(it.store)
+            # a store's draw is seeded by its place in the list, not its path: the same config draws the same
+            # records wherever the stores lie
+            label = {str(p): f"store{i}" for i, p in enumerate(paths)}
         available: dict[str, list[_Item]] = {}
         for it in capped:
-            available.setdefault(it.traj.method if by_method else str(it.store), []).append(it)
+            available.setdefault(group_of(it), []).append(it)
         want = _share_counts(shares, {g: len(v) for g, v in available.items()})
         picked: set[int] = set()
-        # a store's draw is seeded by its place in the list, not its path: the same config draws the same
-        # records wherever the stores lie
-        label = {g: g for g in want} if by_method else {str(p): f"store{i}" for i, p in enumerate(paths)}
         for g, n in want.items():
             rng = random.Random(f"{cfg.seed}:{label[g]}")  # a str seed is hashed stably (not by PYTHONHASHSEED)
             picked.update(id(it) for it in _draw(available.get(g, []), n, rng))
