@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ReportError", "eval_section", "matching_rows"]
+__all__ = ["ReportError", "eval_section", "matching_rows", "model_index"]
 
 _ADAPTER_CONFIG = "adapter_config.json"
 _MERGED_DIR = "merged"  # actune.train.run.MERGED_DIR (that module needs the training stack)
@@ -132,3 +132,22 @@ def eval_section(report_path: str | Path, folder: Path) -> list[str]:
             lines.append(f"| {m['label']} | {described} | `{metric}` | {_score(est)} | {delta} | {p} | "
                          f"{est.get('n', '–')} |")
     return lines
+
+
+def model_index(report_path: str | Path, folder: Path, name: str) -> list[dict[str, Any]]:
+    """The card's ``model-index`` (the Hub's machine-readable results, shown beside the card and read by its
+    leaderboards): this folder's first row in the report, one metric per paired metric, the report's title as the
+    dataset's name (a user's own tasks: type ``custom``). Empty when the report has no row of this folder
+    (:func:`eval_section` says why)."""
+    report = _load(Path(report_path))
+    rows = matching_rows(report, folder)
+    if not rows:
+        return []
+    m = report["models"][rows[0][0]]
+    metrics = [{"type": metric, "name": metric.replace("_", " "), "value": round(float(est["mean"]), 4)}
+               for metric in report["paired_metrics"] if isinstance(metric, str)
+               and (est := m["metrics"].get(metric) or {}).get("mean") is not None]
+    return [{"name": name, "results": [{
+        "task": {"type": "text-generation", "name": "agent episodes"},
+        "dataset": {"type": "custom", "name": str(report.get("title") or Path(report_path).parent.name)},
+        "metrics": metrics}]}]

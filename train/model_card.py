@@ -27,7 +27,7 @@ import yaml
 from actune.agent.prompt_spec import PROMPT_SPEC_FILE, load_prompt_spec
 from actune.atomic_write import atomic_write_text
 from actune.model_files import KNOWN_MODELS, MANIFEST
-from actune.train.card_eval import eval_section
+from actune.train.card_eval import eval_section, model_index
 
 __all__ = ["CARD_FILE", "CardError", "hub_base_model", "model_card", "write_folder_card", "write_model_card"]
 
@@ -180,6 +180,9 @@ def model_card(folder: Path, *, merged: bool = False, report: str | Path | None 
     front.update({"library_name": "transformers" if merged else "peft", "pipeline_tag": "text-generation",
                   "language": ["en"], "tags": ["actune", "agent", method, "lora", "sft", "trl"]
                   + (["merged"] if merged else [])})
+    if report is not None and (index := model_index(report, folder, f"actune-{method}-{base_name}"
+                                                   + ("-merged" if merged else ""))):
+        front["model-index"] = index
     what = ("the base model with an actune LoRA adapter merged into its weights (one plain model folder)"
             if merged else "an actune LoRA adapter")
     base_text = f"`{base_id}`" if base_id else f"a local model folder (`{base_name}`)"

@@ -119,3 +119,27 @@ def test_a_bad_report_is_named_with_its_problem(tmp_path, monkeypatch):
     path.write_text(json.dumps(bad))
     with pytest.raises(ReportError, match=r"report.json: models\[1\] has no 'vs_first' key"):
         eval_section(path, adapter)
+
+
+def test_model_index_holds_this_folders_first_row_and_nothing_for_another_folder(tmp_path, monkeypatch):
+    from actune.train.card_eval import model_index
+
+    adapter, path = layout(tmp_path, monkeypatch)
+    assert model_index(path, adapter, "actune-react-smollm2-135m") == [{
+        "name": "actune-react-smollm2-135m",
+        "results": [{"task": {"type": "text-generation", "name": "agent episodes"},
+                     "dataset": {"type": "custom", "name": "react-test"},
+                     "metrics": [{"type": "correct_grounded", "name": "correct grounded", "value": 0.4},
+                                 {"type": "correct", "name": "correct", "value": 0.5}]}]}]
+    # the Hub's own reader takes it (huggingface_hub parses a card's model-index into EvalResults)
+    from huggingface_hub.repocard_data import model_index_to_eval_results
+
+    name, results = model_index_to_eval_results(model_index(path, adapter, "n"))
+    assert name == "n" and [(r.metric_type, r.metric_value) for r in results] == [("correct_grounded", 0.4),
+                                                                                 ("correct", 0.5)]
+    # the merged folder's first row is the adapter's too (the same trained weights, the report's first match)
+    assert model_index(path, adapter / "merged", "m")[0]["results"][0]["metrics"][0]["value"] == 0.4
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "adapter_config.json").write_text("{}")
+    assert model_index(path, other, "x") == []
