@@ -11,15 +11,15 @@ training), at one concurrency, on one machine. In order:
    - warm-up: one episode per slot on other training questions, not measured;
    - **loop**: ``--episodes`` ReAct episodes (few-shot, T=0.4, one attempt per training question) in the
      bare agent loop (``run_episode`` under a semaphore, as bench/agent_loop.py); every request is recorded;
-   - **engine**: the recorded requests replayed back to back at the same concurrency, with no environment
-     or parsing between them: the engine's own generated tok/s on the loop's real prompts (the loop ran
-     first, so both see a warm prefix cache);
+   - **engine**: the recorded requests replayed with nothing between them, each episode's in its order, as
+     many episodes at once as the loop ran: the engine's own generated tok/s on the loop's real prompts;
    - **bootstrap**: the bootstrap stage itself (``run_bootstrap``) on the same questions and attempts (so
-     the same sampling seeds and prompts), its slot-time split into generation, environment, agent code
+     the same sampling seeds and prompts) at the same concurrency, its slot-time split into generation, environment, agent code
      (prompting, parsing), judging, writing and idle (the records' own timings; judging and writing timed
      again on the stored records);
    - **eval, prompted**: the eval stage's collection (``collect`` with eval's greedy settings) on
      ``--eval-tasks`` test questions;
+   each of the four from an empty prefix cache (they send the same prompts: see :func:`reset_prefix_cache`);
 2. the server stopped; the bootstrap store exported; **training**: ``actune train``'s trainer beside a plain
    TRL ``SFTTrainer`` on the same tokenized examples and masks (bench/train_speed.py, in a child process);
    then, unless ``--adapter`` is given, a short ``actune train`` with ``merge`` makes the adapter for 3-4;
@@ -117,18 +117,24 @@ class Results:
 
 
 class RecordingLLM:
-    """Passes each request to the real client and keeps it, so the engine can be given the same ones."""
+    """Passes each request to the real client and keeps it with the episode that sent it, so the engine can be
+    given the same requests in the same per-episode order."""
 
-    def __init__(self, llm: LLMClient) -> None:
+    def __init__(self, llm: LLMClient, requests: list | None = None, episode: int = 0) -> None:
         self.llm = llm
-        self.requests: list[tuple[str, Any, Any, Any, dict[str, Any]]] = []
+        self.requests: list[tuple[int, str, Any, Any, Any, dict[str, Any]]] = [] if requests is None else requests
+        self.episode = episode
+
+    def for_episode(self, episode: int) -> RecordingLLM:
+        """The same recorder, tagging what it records with ``episode``."""
+        return RecordingLLM(self.llm, self.requests, episode)
 
     async def complete(self, prompt, sampling=None, stop=None, **kw):
-        self.requests.append(("complete", prompt, sampling, stop, kw))
+        self.requests.append((self.episode, "complete", prompt, sampling, stop, kw))
         return await self.llm.complete(prompt, sampling, stop, **kw)
 
     async def chat(self, messages, sampling=None, stop=None, **kw):
-        self.requests.append(("chat", messages, sampling, stop, kw))
+        self.requests.append((self.episode, "chat", messages, sampling, stop, kw))
         return await self.llm.chat(messages, sampling, stop, **kw)
 
     def __getattr__(self, name: str) -> Any:
@@ -145,25 +151,36 @@ async def _loop(url: str, model: str, tasks, agent, env_cfg, concurrency: int) -
     async with _client(url, model, concurrency) as llm:
         rec = RecordingLLM(llm)
 
-        async def one(task):
+        async def one(i, task):
             async with sem:
-                return await run_episode(task, make_env(env_cfg), rec, agent, attempt=0, run_id="bench-loop")
+                return await run_episode(task, make_env(env_cfg), rec.for_episode(i), agent, attempt=0,
+                                         run_id="bench-loop")
 
         t0 = time.perf_counter()
-        trajs = await asyncio.gather(*[one(t) for t in tasks])
+        trajs = await asyncio.gather(*[one(i, t) for i, t in enumerate(tasks)])
         return list(trajs), rec.requests, time.perf_counter() - t0
 
 
 async def _replay(url: str, model: str, requests: list, concurrency: int) -> tuple[int, float]:
-    """The recorded requests, in their order, ``concurrency`` in flight at all times; (generated tokens, wall)."""
-    queue = iter(requests)
+    """The recorded requests with nothing between them: each episode's requests one after another, in their
+    order, ``concurrency`` episodes at a time (the next admitted as one ends); (generated tokens, wall).
+
+    Why per episode: the loop sends an episode's step k only after step k-1 came back, so step k's prompt finds
+    step k-1's in the prefix cache. Requests replayed as a flat queue ran steps of one episode at once and
+    recomputed what the loop found cached; a phase replayed on the cache the loop had just filled found every
+    prompt cached (the engine then read 1.24x the loop)."""
+    episodes: dict[int, list] = {}
+    for episode, *request in requests:
+        episodes.setdefault(episode, []).append(request)
+    queue = iter(episodes.values())
     tokens = 0
     async with _client(url, model, concurrency) as llm:
         async def worker() -> None:
             nonlocal tokens
-            for kind, payload, sampling, stop, kw in queue:  # one shared iterator: each request sent once
-                c = await getattr(llm, kind)(payload, sampling, stop, **kw)
-                tokens += c.usage.completion_tokens
+            for sent in queue:  # one shared iterator: each episode replayed once
+                for kind, payload, sampling, stop, kw in sent:
+                    c = await getattr(llm, kind)(payload, sampling, stop, **kw)
+                    tokens += c.usage.completion_tokens
 
         t0 = time.perf_counter()
         await asyncio.gather(*[worker() for _ in range(concurrency)])
@@ -319,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
 
             store = out / "bootstrap" / "trajectories.jsonl"
             boot = cfg.bootstrap.model_copy(update={
-                "store": store, "endpoints": [url], "model": model, "attempts_per_task": 1,
+                "store": store, "endpoints": [url], "model": model, "attempts_per_task": 1, "concurrency": c,
                 "target_correct": args.episodes + 1, "env": env_cfg, "agent": boot_agent,
                 "tasks": TaskConfig(format="custom", path=str(world / "train.jsonl"), split="train",
                                     limit=args.episodes)})

@@ -32,20 +32,32 @@ class FakeClient:
         return Completion("y", "stop", Usage(1, 2))
 
 
-def test_recorded_requests_are_replayed_once_each_in_order(monkeypatch):
+def test_recorded_requests_are_replayed_once_each_an_episodes_in_its_order(monkeypatch):
     fake = FakeClient()
     rec = pipeline.RecordingLLM(fake)
     s = Sampling(max_tokens=3)
 
-    async def run_loop():
-        await rec.complete("abcd", s, ["\n"], model="m-lora")
-        await rec.chat([{"role": "user", "content": "hi"}], s)
-        await rec.complete("ab", s)
+    async def run_loop():  # two episodes, interleaved as the loop interleaves them
+        a, b = rec.for_episode(0), rec.for_episode(1)
+        await a.complete("abcd", s, ["\n"], model="m-lora")
+        await b.chat([{"role": "user", "content": "hi"}], s)
+        await a.complete("ab", s)
+        await b.complete("xyz", s)
 
     asyncio.run(run_loop())
-    assert [r[0] for r in rec.requests] == ["complete", "chat", "complete"]
+    assert [(r[0], r[1]) for r in rec.requests] == [(0, "complete"), (1, "chat"), (0, "complete"), (1, "complete")]
 
-    replayed = FakeClient()
+    class OrderedFake(FakeClient):
+        """Records when each request starts and ends, so the replay's order within an episode shows."""
+
+        async def complete(self, prompt, sampling=None, stop=None, **kw):
+            self.calls.append(("start", prompt))
+            await asyncio.sleep(0.01)
+            c = await super().complete(prompt, sampling, stop, **kw)
+            self.calls.append(("end", prompt))
+            return c
+
+    replayed = OrderedFake()
 
     class Ctx:
         async def __aenter__(self):
@@ -56,9 +68,12 @@ def test_recorded_requests_are_replayed_once_each_in_order(monkeypatch):
 
     monkeypatch.setattr(pipeline, "_client", lambda url, model, c: Ctx())
     tokens, wall = asyncio.run(pipeline._replay("http://x", "m", rec.requests, concurrency=2))
-    assert tokens == 3 + 2 + 2
-    assert sorted(map(str, replayed.calls)) == sorted(map(str, fake.calls))
-    assert ("complete", "abcd", {"model": "m-lora"}) in replayed.calls
+    assert tokens == 3 + 2 + 2 + 3
+    assert ("complete", "abcd", {"model": "m-lora"}) in replayed.calls and ("chat", [{"role": "user", "content": "hi"}], {}) in replayed.calls
+    # episode 0's second request starts only after its first ended, though two episodes run at once
+    calls = replayed.calls
+    assert calls.index(("end", "abcd")) < calls.index(("start", "ab"))
+    assert calls.index(("start", "xyz")) < calls.index(("end", "abcd"))  # episode 1 ran beside it
 
 
 def test_table_gives_each_ratio_against_its_target():
