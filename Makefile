@@ -18,7 +18,7 @@ demo: model
 test: model
 	$(PY) -m pytest -q
 
-# The pipeline measured beside its engine, one table (about 15 minutes on 2 cores); the other bench/
+# The pipeline measured beside its engine, one table (about 16 minutes on 2 cores); the other bench/
 # scripts measure one piece each.
 bench: model
 	$(PY) bench/pipeline.py
