@@ -14,9 +14,9 @@ training), at one concurrency, on one machine. In order:
    - **engine**: the recorded requests replayed with nothing between them, each episode's in its order, as
      many episodes at once as the loop ran: the engine's own generated tok/s on the loop's real prompts;
    - **bootstrap**: the bootstrap stage itself (``run_bootstrap``) on the same questions and attempts (so
-     the same sampling seeds and prompts) at the same concurrency, its slot-time split into generation, environment, agent code
-     (prompting, parsing), judging, writing and idle (the records' own timings; judging and writing timed
-     again on the stored records);
+     the same sampling seeds and prompts) at the same concurrency, its slot-time split into generation,
+     environment, agent code (prompting, parsing), judging, writing and idle (the records' own timings;
+     judging and writing timed again on the stored records);
    - **eval, prompted**: the eval stage's collection (``collect`` with eval's greedy settings) on
      ``--eval-tasks`` test questions;
    each of the four from an empty prefix cache (they send the same prompts: see :func:`reset_prefix_cache`);

@@ -334,6 +334,14 @@ class _Item:
         return f"{self.store}:{self.line}: episode {self.traj.episode_id!r} (task {self.traj.task.id!r})"
 
 
+def _source_method(it: _Item) -> str:
+    return it.traj.method
+
+
+def _source_store(it: _Item) -> str:
+    return str(it.store)
+
+
 def _share_counts(shares: Mapping[str, float], available: Mapping[str, int]) -> dict[str, int]:
     """Examples per method: the largest total N with share*N <= available for every method, split by
     largest remainder (ties: the order of ``shares``), so no method gets more than it has."""
@@ -488,11 +496,11 @@ def export_rows(
         # what a record's group is, and the label that seeds the group's draw
         if cfg.method_shares:
             key, what, shares = "method_shares", "method", dict(cfg.method_shares)
-            group_of: Callable[[_Item], str] = lambda it: it.traj.method
+            group_of: Callable[[_Item], str] = _source_method
             label = {g: g for g in shares}
         else:
             key, what, shares = "store_shares", "store", _store_shares(cfg.store_shares, paths)
-            group_of = lambda it: str(it.store)
+            group_of = _source_store
             # a store's draw is seeded by its place in the list, not its path: the same config draws the same
             # records wherever the stores lie
             label = {str(p): f"store{i}" for i, p in enumerate(paths)}

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from training_records import records
+from training_records import write_store
 
 from actune.cli import stages
 from actune.cli.stages import QUALIFY
-from actune.store import TrajectoryStore
 
 
 def run_cli(module, argv: list[str]) -> int:
@@ -21,10 +20,7 @@ def run_cli(module, argv: list[str]) -> int:
 def test_export_command_reads_the_run_config(tmp_path, capsys):
     from datasets import load_from_disk
 
-    store = tmp_path / "store.jsonl"
-    with TrajectoryStore.open(store) as s:
-        for t in records():
-            s.append(t)
+    store = write_store(tmp_path / "store.jsonl")
     cfg = tmp_path / "run.yaml"
     cfg.write_text(f"bootstrap:\n  store: {store}\ntrain:\n  dataset: {tmp_path / 'ds'}\n")
     assert run_cli(stages, ["export", str(cfg)]) == 0
@@ -59,10 +55,7 @@ def test_export_of_stores_named_only_in_export_stores(tmp_path, monkeypatch, cap
     from datasets import load_from_disk
 
     monkeypatch.chdir(tmp_path)
-    imported = tmp_path / "imported.jsonl"
-    with TrajectoryStore.open(imported) as s:
-        for t in records():
-            s.append(t)
+    imported = write_store(tmp_path / "imported.jsonl")
     cfg = tmp_path / "run.yaml"
     cfg.write_text(f"bootstrap:\n  export:\n    stores: [{imported}]\ntrain:\n  dataset: {tmp_path / 'ds'}\n")
     assert run_cli(stages, ["export", str(cfg)]) == 0
