@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from actune.cli.quickstart_config import QuickstartConfig
-from actune.cli.quickstart_run import STATE_FILE, Layout
+from actune.cli.quickstart_run import STATE_FILE, Layout, served_tuned_model
 from actune.tasks.config import TaskConfig
 
 
@@ -75,9 +75,8 @@ def evaluate(cfg: QuickstartConfig, run: Path, method: str, adapters: dict[int, 
     base = cfg.serve.model
     models = [EvalModel(label="prompted", model=base)]
     for rank, adapter in sorted(adapters.items()):
-        merged = adapter / "merged"
-        models.append(EvalModel(label=f"tuned-r{rank}", model=str(merged)) if merged.is_dir()
-                      else EvalModel(label=f"tuned-r{rank}", model=base, adapter=adapter))
+        model, lora = served_tuned_model(adapter, base)
+        models.append(EvalModel(label=f"tuned-r{rank}", model=model, adapter=lora))
     world = Layout(run).world
     ecfg = cfg.eval.model_copy(update={
         "out_dir": out / "eval", "models": models, "endpoints": [],

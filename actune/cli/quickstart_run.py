@@ -39,7 +39,7 @@ from actune.config import ConfigError
 from actune.stop_signals import stop_signals_as_interrupt
 from actune.tasks.config import TaskConfig
 
-__all__ = ["Layout", "Stage", "plan_stages", "estimate_seconds", "run_quickstart", "STATE_FILE"]
+__all__ = ["Layout", "Stage", "plan_stages", "estimate_seconds", "run_quickstart", "served_tuned_model", "STATE_FILE"]
 
 STATE_FILE = "quickstart-state.json"
 
@@ -215,6 +215,15 @@ def _save_state(layout: Layout, state: dict[str, Any]) -> None:
 
 
 # --- the stages ------------------------------------------------------------------------------------
+def served_tuned_model(adapter: Path, base: str) -> tuple[str, Path | None]:
+    """(model to serve, adapter or None) of a trained adapter folder: its merged weights when trained with
+    ``train.merge`` (served at base speed), else the base model with the LoRA adapter."""
+    merged = adapter / "merged"
+    if merged.is_dir():
+        return str(merged), None
+    return base, adapter
+
+
 class _Pipeline:
     def __init__(self, cfg: QuickstartConfig, layout: Layout, show_progress: bool,
                  log: Callable[[str], None]) -> None:
@@ -296,13 +305,8 @@ class _Pipeline:
                 self._run_bootstrap(boot, cfg.serve, run_id, served)
 
     def tuned_model(self, method: str, r: int) -> tuple[str, Path | None]:
-        """(model to serve, adapter or None) of round ``r``'s tuned model: merged weights when trained
-        with ``train.merge`` (served at base speed), else the base model with the LoRA adapter."""
-        adapter = self.layout.adapter(method, r)
-        merged = adapter / "merged"
-        if merged.is_dir():
-            return str(merged), None
-        return self.cfg.serve.model, adapter
+        """(model to serve, adapter or None) of round ``r``'s tuned model (:func:`served_tuned_model`)."""
+        return served_tuned_model(self.layout.adapter(method, r), self.cfg.serve.model)
 
     def solved_tasks(self, method: str, before_round: int) -> set[str]:
         from actune.judge import verdict_of
