@@ -282,7 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-tasks", type=int, default=48, help="test questions per evaluated model")
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--train-steps", type=int, default=20,
-                    help="steps of each trainer in the training comparison (8 read the ratio 1.40-1.60; 20: 1.47)")
+                    help="steps of each trainer in the training comparison (8 read the same ratio 0.2 apart run to "
+                         "run)")
     ap.add_argument("--dataset", help="training data for the comparison (default: this run's bootstrap, exported)")
     ap.add_argument("--adapter", help="a trained adapter folder (with merged/) for the tuned-model evals")
     ap.add_argument("--quickstart", help="a quickstart run folder whose stage wall times to show")

@@ -16,7 +16,8 @@ masks, batches and order for both paths.
 
 - **actune**: what ``actune train`` runs: padding-free batches (TRL's collator) attended example by example
   (``speed.VARLEN_SDPA``, or ``--attn flash_attention_2``), the exactness check, ``ActuneSFTTrainer`` with the
-  loss head of ``--loss-head`` (auto: TRL's on GPU, the trained positions only on CPU).
+  loss head of ``--loss-head`` (auto: TRL's on GPU, the trained positions only on CPU) and LoRA dropout masks
+  as ``actune train`` draws them (torch's on GPU, geometric gaps on CPU).
 - **trl**: ``SFTTrainer`` with TRL's defaults: padded batches, SDPA, its fused LM head and metrics.
 
 Both: LoRA r=16 on all linear layers, the same learning rate, seed and dtype, ``gradient_checkpointing``
@@ -135,9 +136,10 @@ def run_path(path: str, args: argparse.Namespace, speed: Any, examples: list[dic
                   peft_config=lora, callbacks=[clock])
     if free:
         head = args.loss_head if args.loss_head != "auto" else "trl" if cuda else "trained"
-        trainer = speed.ActuneSFTTrainer(**common, loss_head=head)
+        masks = "torch" if cuda else "gaps"  # actune train's auto (train.run.resolve_dropout_masks)
+        trainer = speed.ActuneSFTTrainer(**common, loss_head=head, dropout_masks=masks)
     else:
-        head, trainer = "trl", SFTTrainer(**common)
+        head, masks, trainer = "trl", "torch", SFTTrainer(**common)
     tokens, wall, steps = timed_train(trainer, clock)
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     peak = peak_tflops(args) if cuda or args.peak_tflops else None
@@ -145,7 +147,7 @@ def run_path(path: str, args: argparse.Namespace, speed: Any, examples: list[dic
            "mfu": 6 * params * tokens / wall / (peak * 1e12) if peak else None,
            "peak_mem_gb": torch.cuda.max_memory_allocated() / 2**30 if cuda else None,
            "first_loss": losses[0] if losses else None, "attention": attn, "loss_head": head,
-           "padding_free": free, "padding_free_check": check}
+           "dropout_masks": masks, "padding_free": free, "padding_free_check": check}
     del trainer, model
     if cuda:
         torch.cuda.empty_cache()
@@ -190,7 +192,8 @@ def table(args: argparse.Namespace, results: dict[str, dict]) -> str:
              f"{args.steps} steps of batch {args.batch_size}, lengths {args.min_length}-{args.max_length}, "
              "step 1 not counted",
              f"actune: padding-free ({a['attention']} attention, check {a['padding_free_check']}), "
-             f"loss head {a['loss_head']}; TRL: padded, sdpa, its loss head", "",
+             f"loss head {a['loss_head']}, LoRA dropout masks {a['dropout_masks']}; TRL: padded, sdpa, its loss "
+             "head, torch's dropout", "",
              "| | actune train | plain TRL | actune / TRL |", "|---|---|---|---|",
              f"| tokens/s | {a['tokens_s']:,.0f} | {t['tokens_s']:,.0f} | {a['tokens_s'] / t['tokens_s']:.2f}x |",
              f"| step (s) | {a['step_s']:.3f} | {t['step_s']:.3f} | |",

@@ -15,7 +15,8 @@ checkpoints, no packing.
 
 - **actune**: the trainer ``actune train`` builds (:func:`actune.train.run.make_trainer` with
   :func:`actune.train.run.sft_args`, torch threads as ``actune train`` sets them): padding-free batches,
-  the loss on the trained positions only.
+  the loss on the trained positions only, LoRA dropout masks from geometric gaps on CPU (the same dropout
+  in distribution, another random stream: the first-step losses differ in the last digits).
 - **TRL**: ``SFTTrainer`` with TRL's defaults (padded batches, its fused LM head with its entropy and
   token-accuracy metrics) except the shared settings above and ``gradient_checkpointing=False``, the value
   actune uses (TRL's default recomputes the activations: about a third more compute a step, which would

@@ -76,6 +76,13 @@ class TrainConfig(StrictModel):
     on a GPU it also projects only the trained positions (Triton), but on a CPU it sends every position of
     the batch through the vocabulary twice and computes both metrics over the whole vocabulary for each.
     auto: ``trained`` on CPU, ``trl`` on GPU."""
+    dropout_masks: Literal["auto", "gaps", "torch"] = "auto"
+    """How LoRA dropout draws its masks. ``gaps``: the positions of the dropped elements from the geometric gaps
+    between them (about n*p random numbers for n elements): the same masks in distribution as ``nn.Dropout``
+    (each element dropped independently with probability ``lora.dropout``), from another random stream;
+    on CPU, where torch draws one number per element on one thread, ``nn.Dropout`` took 20% of a step at
+    dropout 0.05 and the gaps about a tenth of that. ``torch``: PEFT's ``nn.Dropout``. auto: ``gaps`` on
+    CPU, ``torch`` on GPU (where drawing is cheap)."""
     torch_threads: int = Field(0, ge=0)
     """Torch threads when training on CPU. 0 (auto): one per physical core this process may use (its CPU
     affinity and cgroup quota, shared among a launcher's processes on the node; torch itself counts every

@@ -16,12 +16,13 @@ The recipe, in order:
    (QLoRA). ``cfg.sft`` (any other ``SFTConfig`` field: trackers, optimiser, FSDP/DeepSpeed settings...)
    goes on top of what actune sets; TRL checks it before anything slow starts. SFTTrainer takes
    pre-tokenised examples with a ``labels`` column as they are (TRL 1.16: it only truncates to
-   ``max_length``), so the masks are exactly ours. For speed (:mod:`actune.train.speed`, each exact):
+   ``max_length``), so the masks are exactly ours. For speed (:mod:`actune.train.speed`), exact:
    padding-free batches attended example by example (``cfg.padding_free``, checked on the model first),
    a loss that projects only the trained positions through the LM head (``cfg.loss_head``), one torch
-   thread per usable physical core (``cfg.torch_threads``). The dev loss is computed
-   ``cfg.evals_per_epoch`` times per epoch and at the end, with a checkpoint each time; the checkpoint
-   with the lowest dev loss is loaded back at the end.
+   thread per usable physical core (``cfg.torch_threads``); the same in distribution, not the same random
+   stream: LoRA dropout masks drawn from the gaps between drops (``cfg.dropout_masks``). The dev loss is
+   computed ``cfg.evals_per_epoch`` times per epoch and at the end, with a checkpoint each time; the
+   checkpoint with the lowest dev loss is loaded back at the end.
 6. ``trainer.save_model()`` into ``<output_dir>.checkpoints/final``: that adapter with its tokenizer,
    ``actune_prompt.json`` (method, zero-shot regime, wire format: how eval must prompt the tuned model),
    ``training_meta.json`` (config, sizes, token counts, losses, dev losses, best step),
@@ -65,9 +66,8 @@ from actune.train.config import TrainConfig
 from actune.train.model_card import write_model_card
 
 __all__ = ["TrainError", "TrainResult", "train", "tokenize_dataset", "dev_task_ids", "split_by_task",
-           "resolve_dtype", "resolve_loss_head", "sft_args", "make_trainer", "speed_line", "merge_adapter",
-           "TRAINING_META_FILE", "TRAINING_TASKS_FILE", "LOSS_PLOT_FILE",
-           "MERGED_DIR"]
+           "resolve_dtype", "resolve_loss_head", "resolve_dropout_masks", "sft_args", "make_trainer", "speed_line",
+           "merge_adapter", "TRAINING_META_FILE", "TRAINING_TASKS_FILE", "LOSS_PLOT_FILE", "MERGED_DIR"]
 
 TRAINING_META_FILE = "training_meta.json"
 TENSORBOARD_DIR = "runs"
@@ -387,12 +387,20 @@ def resolve_loss_head(setting: str, device_type: str) -> str:
     return setting if setting != "auto" else "trained" if device_type == "cpu" else "trl"
 
 
+def resolve_dropout_masks(setting: str, device_type: str, compiled: bool = False) -> str:
+    """``gaps`` or ``torch`` for a ``TrainConfig.dropout_masks`` setting; auto: ``gaps`` on CPU unless the
+    model is compiled (``train.sft.torch_compile``: the gaps' data-dependent sizes would break its graph at
+    every LoRA layer)."""
+    return setting if setting != "auto" else "gaps" if device_type == "cpu" and not compiled else "torch"
+
+
 def make_trainer(cfg: TrainConfig, args: Any, dtype: str, model_dir: Path, tokenizer: Any, train_ds: Any,
                  dev_ds: Any = None, *, callbacks: list[Any] | None = None) -> tuple[Any, dict[str, Any]]:
     """Step 5 of the recipe: the base model in ``dtype`` with ``cfg.lora``, in actune's ``SFTTrainer``
     (:mod:`actune.train.speed`), on tokenised ``input_ids`` + ``labels``; ``args`` from :func:`sft_args`.
     Returns the trainer and what it runs with: ``{"padding_free", "padding_free_check", "attention",
-    "loss_head"}`` (the check: ``passed``, ``failed`` (then the batches are padded) or ``not run``)."""
+    "loss_head", "dropout_masks"}`` (the check: ``passed``, ``failed`` (then the batches are padded) or
+    ``not run``; the masks: ``gaps``, ``torch``, or None without LoRA dropout)."""
     from accelerate import DistributedType
     from peft import LoraConfig
 
@@ -408,11 +416,13 @@ def make_trainer(cfg: TrainConfig, args: Any, dtype: str, model_dir: Path, token
     lora = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
                       target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
     loss_head = resolve_loss_head(cfg.loss_head, args.device.type)
+    masks = resolve_dropout_masks(cfg.dropout_masks, args.device.type, bool(args.torch_compile))
     trainer = ActuneSFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=dev_ds,
                                processing_class=tokenizer, peft_config=lora, callbacks=callbacks,
-                               loss_head=loss_head)
+                               loss_head=loss_head, dropout_masks=masks)
     speed = {"padding_free": _padding_free(args), "padding_free_check": check,
-             "attention": model.config._attn_implementation, "loss_head": loss_head}
+             "attention": model.config._attn_implementation, "loss_head": loss_head,
+             "dropout_masks": ("gaps" if trainer.gap_dropouts else "torch") if cfg.lora.dropout > 0 else None}
     return trainer, speed
 
 
@@ -428,7 +438,8 @@ def speed_line(speed: dict[str, Any]) -> str:
         batches = "padded batches"
     head = ("loss on the trained positions only" if speed["loss_head"] == "trained"
             else "TRL's loss head (entropy and token accuracy logged)")
-    return f"{batches}, {head}"
+    masks = {"gaps": ", LoRA dropout masks from geometric gaps", "torch": ", LoRA dropout masks from torch"}
+    return f"{batches}, {head}{masks.get(speed.get('dropout_masks'), '')}"
 
 
 def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> TrainResult:

@@ -1,8 +1,9 @@
-"""The speed settings change nothing that is learned: a padding-free batch gives each example the logits and
-loss of a padded batch, actune's trainer (padding-free, loss on the trained positions only) gives TRL's
-padded loss and gradients, the start-up check catches an attention that lets a row's examples see each other,
-a whole recipe run trains the same adapter either way; and the thread count follows cores, affinity and
-quota."""
+"""The speed settings change nothing that is learned (the dropout masks: nothing in distribution): a
+padding-free batch gives each example the logits and loss of a padded batch, actune's trainer (padding-free,
+loss on the trained positions only) gives TRL's padded loss and gradients, the start-up check catches an
+attention that lets a row's examples see each other, a whole recipe run trains the same adapter either way;
+LoRA dropout masks drawn from geometric gaps drop each element independently with the dropout's probability;
+and the thread count follows cores, affinity and quota."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from training_records import tiny_config, write_store
 
 from actune.bootstrap.export import export_dataset
 from actune.train import speed
-from actune.train.run import sft_args, train
+from actune.train.run import sft_args, speed_line, train
 
 VOCAB = 256
 
@@ -78,7 +79,7 @@ def test_a_padding_free_batch_gives_each_example_its_padded_logits_and_loss(kind
     assert speed.padding_free_matches_padded(model)
 
 
-def _trainer(cls, model, tmp_path, padding_free: bool, **kw):
+def _trainer(cls, model, tmp_path, padding_free: bool, dropout: float = 0.0, **kw):
     from datasets import Dataset
     from peft import LoraConfig
     from trl import SFTConfig
@@ -86,7 +87,7 @@ def _trainer(cls, model, tmp_path, padding_free: bool, **kw):
     args = SFTConfig(output_dir=str(tmp_path), per_device_train_batch_size=4, report_to="none", use_cpu=True,
                      gradient_checkpointing=False, padding_free=padding_free, max_length=None if padding_free else 64)
     # init_lora_weights=False: B random too, so that A gets a gradient
-    lora = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules="all-linear", init_lora_weights=False)
+    lora = LoraConfig(r=4, lora_alpha=8, lora_dropout=dropout, target_modules="all-linear", init_lora_weights=False)
     return cls(model=model, args=args, train_dataset=Dataset.from_list(trajectories()), processing_class=tiny_tokenizer(),
                peft_config=lora, **kw)
 
@@ -161,7 +162,8 @@ def test_a_recipe_run_learns_the_same_either_way(tmp_path, embedded_model):
     for k in w_t:
         torch.testing.assert_close(w_f[k], w_t[k], rtol=1e-4, atol=1e-7, msg=k)
     assert meta_f["speed"] == {"padding_free": True, "padding_free_check": "passed", "attention": speed.VARLEN_SDPA,
-                               "loss_head": "trained", "torch_threads": torch.get_num_threads()}
+                               "loss_head": "trained", "dropout_masks": None,  # lora.dropout 0
+                               "torch_threads": torch.get_num_threads()}
     assert meta_t["speed"]["padding_free"] is False and meta_t["speed"]["loss_head"] == "trl"
     assert (f"train: padding-free batches ({speed.VARLEN_SDPA} attention; exactness check passed), "
             "loss on the trained positions only") in lines_f
@@ -228,3 +230,108 @@ def test_loss_head_auto():
 
     assert [resolve_loss_head("auto", d) for d in ("cpu", "cuda")] == ["trained", "trl"]
     assert resolve_loss_head("trl", "cpu") == "trl" and resolve_loss_head("trained", "cuda") == "trained"
+
+
+@pytest.mark.parametrize("p, batch", [(0.05, 0), (0.05, 7), (0.3, 0)])  # batch 7: many draws to cover n
+def test_dropped_positions_drop_each_element_independently_with_probability_p(p, batch):
+    n = 1_000_000
+    torch.manual_seed(3)
+    pos = speed.dropped_positions(n, p, batch=batch)
+    assert pos.dtype == torch.long and int(pos[0]) >= 0 and int(pos[-1]) < n
+    assert bool((pos[1:] > pos[:-1]).all())  # ascending, no position twice
+    dropped = torch.zeros(n, dtype=torch.float64)
+    dropped[pos] = 1
+    sigma = (p * (1 - p) / n) ** 0.5
+    for part in (dropped, dropped[: n // 2], dropped[n // 2:]):  # the rate is the same all along
+        assert abs(float(part.mean()) - p) < 6 * sigma * (n / len(part)) ** 0.5
+    assert abs(float((dropped[1:] * dropped[:-1]).mean()) - p * p) < 6 * (p * p / n) ** 0.5  # neighbours independent
+    torch.manual_seed(3)
+    assert torch.equal(speed.dropped_positions(n, p, batch=batch), pos)  # seeded by torch's generator
+    assert speed.dropped_positions(0, p).numel() == 0
+
+
+def _positions_one_by_one(n: int, p: float, uniforms: list[float]) -> list[int]:
+    """The dropped positions as the definition reads: from each drop (or the start), skip
+    floor(log(V) / log(1-p)) kept elements, then drop one; V = 1 - uniform."""
+    import math
+
+    out, at = [], 0
+    for u in uniforms:
+        at += math.floor(math.log(1.0 - u) / math.log1p(-p))
+        if at >= n:
+            return out
+        out.append(at)
+        at += 1
+    raise AssertionError("not enough uniforms")
+
+
+@pytest.mark.parametrize("n, p, batch", [(50, 0.3, 0), (50, 0.3, 2), (2000, 0.05, 0), (1, 0.5, 0)])
+def test_dropped_positions_are_the_gaps_of_the_uniforms_it_draws(n, p, batch):
+    torch.manual_seed(11)
+    got = speed.dropped_positions(n, p, batch=batch).tolist()
+    torch.manual_seed(11)
+    uniforms = torch.rand(4 * n + 64, dtype=torch.float32).tolist()  # the same stream, drawn at once
+    assert got == _positions_one_by_one(n, p, uniforms)
+
+
+def test_dropped_positions_refuse_a_probability_outside_0_1_and_ignore_the_default_dtype():
+    for p in (0.0, 1.0, -0.1):
+        with pytest.raises(ValueError, match=r"\(0, 1\)"):
+            speed.dropped_positions(10, p)
+    before = torch.get_default_dtype()
+    try:
+        torch.set_default_dtype(torch.float64)
+        torch.manual_seed(2)
+        wide = speed.dropped_positions(5000, 0.1)
+    finally:
+        torch.set_default_dtype(before)
+    torch.manual_seed(2)
+    assert torch.equal(wide, speed.dropped_positions(5000, 0.1))
+
+
+def test_gap_dropout_zeroes_or_scales_each_element_and_its_gradient():
+    torch.manual_seed(0)
+    x = torch.randn(64, 300, requires_grad=True)
+    d = speed.GapDropout(0.2)
+    assert d.eval()(x) is x and speed.GapDropout(0.0).train()(x) is x
+    y = d.train()(x)
+    kept = y != 0
+    assert 0.15 < 1 - float(kept.float().mean()) < 0.25
+    torch.testing.assert_close(y[kept], x[kept] / 0.8)
+    y.backward(torch.ones_like(y))
+    torch.testing.assert_close(x.grad, kept.float() / 0.8)  # the same elements dropped in the backward
+    # a transposed (non-contiguous) bf16 input: the same rule, nn.Dropout's bf16 scale
+    xt = torch.randn(300, 64, dtype=torch.bfloat16).t().requires_grad_()
+    yt = d(xt)
+    kept = yt != 0
+    assert not xt.is_contiguous() and yt.dtype == torch.bfloat16 and yt.shape == xt.shape
+    assert torch.equal(yt[kept], (xt * (1 / 0.8))[kept])
+    yt.backward(torch.ones_like(yt))
+    assert torch.equal(xt.grad, kept.to(torch.bfloat16) * (1 / 0.8))
+    with pytest.raises(ValueError, match=r"\[0, 1\)"):
+        speed.GapDropout(1.0)
+
+
+@pytest.mark.parametrize("masks, expected", [("gaps", speed.GapDropout), ("torch", torch.nn.Dropout)])
+def test_actunes_trainer_draws_lora_dropout_as_told(tmp_path, masks, expected):
+    trainer = _trainer(speed.ActuneSFTTrainer, tiny_model(), tmp_path, padding_free=True, dropout=0.1,
+                       dropout_masks=masks)
+    dropouts = [d for m in trainer.model.modules() if isinstance(getattr(m, "lora_dropout", None), torch.nn.ModuleDict)
+                for d in m.lora_dropout.values()]
+    assert len(dropouts) == 7 * 2 and all(type(d) is expected and d.p == 0.1 for d in dropouts)
+    assert trainer.gap_dropouts == (14 if masks == "gaps" else 0)
+    with pytest.raises(ValueError, match="dropout_masks must be one of"):
+        _trainer(speed.ActuneSFTTrainer, tiny_model(), tmp_path, padding_free=True, dropout_masks="fast")
+
+
+def test_dropout_masks_auto():
+    from actune.train.run import resolve_dropout_masks
+
+    assert [resolve_dropout_masks("auto", d) for d in ("cpu", "cuda")] == ["gaps", "torch"]
+    assert resolve_dropout_masks("torch", "cpu") == "torch" and resolve_dropout_masks("gaps", "cuda") == "gaps"
+    assert resolve_dropout_masks("auto", "cpu", compiled=True) == "torch"  # no graph breaks at every LoRA layer
+    settings = {"padding_free": True, "padding_free_check": "passed", "attention": speed.VARLEN_SDPA,
+                "loss_head": "trained"}
+    assert speed_line({**settings, "dropout_masks": "gaps"}).endswith(
+        "loss on the trained positions only, LoRA dropout masks from geometric gaps")
+    assert speed_line({**settings, "dropout_masks": None}).endswith("loss on the trained positions only")

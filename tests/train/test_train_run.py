@@ -175,6 +175,41 @@ def test_resume_from_the_last_complete_checkpoint_keeps_the_best(tmp_path, embed
 
 
 
+def test_a_run_resumed_mid_way_with_lora_dropout_ends_with_the_uninterrupted_runs_adapter(tmp_path, embedded_model,
+                                                                                         monkeypatch):
+    """LoRA dropout from geometric gaps draws on torch's generator, which the checkpoints carry: step 3 redone
+    after a resume from step 2 draws the same masks, so the adapter is bit for bit the same."""
+    from safetensors.torch import load_file
+
+    from actune.train.config import LoraSettings
+
+    export_dataset(write_store(tmp_path / "store.jsonl"), tmp_path / "ds", "text")
+    cfg = tiny_config(tmp_path, embedded_model, max_steps=3, lora=LoraSettings(r=4, alpha=8, dropout=0.3),
+                      dropout_masks="gaps")
+
+    def crash(tmp: Path, out: Path) -> None:  # the whole run done, kept aside before its checkpoints go
+        shutil.copytree(tmp, tmp_path / "first")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(train_run, "replace_folder", crash)
+    with pytest.raises(OSError, match="disk full"):
+        train(cfg, log=lambda line: None)
+    monkeypatch.undo()
+    ckpts = tmp_path / "adapter.checkpoints"
+    assert sorted(p.name for p in ckpts.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-3"]  # best and last
+    shutil.rmtree(ckpts / "checkpoint-3")  # as if killed during step 3
+    lines: list[str] = []
+    train(cfg, log=lines.append)
+    assert f"train: resuming from {ckpts / 'checkpoint-2'}" in lines
+    first = json.loads((tmp_path / "first" / "training_meta.json").read_text())
+    meta = json.loads((tmp_path / "adapter" / "training_meta.json").read_text())
+    assert meta["speed"]["dropout_masks"] == "gaps" and len(meta["losses"]) == 3
+    assert meta["losses"] == first["losses"] and meta["eval_losses"] == first["eval_losses"]
+    ours = load_file(str(tmp_path / "adapter" / "adapter_model.safetensors"))
+    theirs = load_file(str(tmp_path / "first" / "adapter_model.safetensors"))
+    assert ours.keys() == theirs.keys() and all(bool((ours[k] == theirs[k]).all()) for k in ours)
+
+
 def test_a_run_first_puts_back_an_adapter_that_a_crashed_swap_left_aside(tmp_path, embedded_model):
     from actune.atomic_write import _aside
 
