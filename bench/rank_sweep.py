@@ -23,13 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from actune.cli.quickstart_config import QuickstartConfig
-from actune.cli.quickstart_run import STATE_FILE, Layout, served_tuned_model
+from actune.cli.quickstart_run import STATE_FILE, Layout, served_tuned_model, stored_config_as_current
 from actune.tasks.config import TaskConfig
 
 
 def load_run_config(run: Path) -> QuickstartConfig:
+    """The config of the quickstart run in ``run``, as the quickstart itself reads it on a resume (keys renamed
+    since mapped, keys added since at their defaults)."""
     state = json.loads((run / STATE_FILE).read_text(encoding="utf-8"))
-    return QuickstartConfig.model_validate(state["config"])
+    return QuickstartConfig.model_validate(stored_config_as_current(state["config"]))
 
 
 def trained_adapter(cfg: QuickstartConfig, dataset: Path, out: Path, rank: int) -> Path:

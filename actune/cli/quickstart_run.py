@@ -39,7 +39,8 @@ from actune.config import ConfigError
 from actune.stop_signals import stop_signals_as_interrupt
 from actune.tasks.config import TaskConfig
 
-__all__ = ["Layout", "Stage", "plan_stages", "estimate_seconds", "run_quickstart", "served_tuned_model", "STATE_FILE"]
+__all__ = ["Layout", "Stage", "plan_stages", "estimate_seconds", "run_quickstart", "served_tuned_model",
+           "stored_config_as_current", "STATE_FILE"]
 
 STATE_FILE = "quickstart-state.json"
 
@@ -87,13 +88,19 @@ class Stage:
 # --- estimates -------------------------------------------------------------------------------------
 # Rates of the embedded model (SmolLM2-135M) on 2 cores: cpu-bf16 measured by the full preset's seed-1 run
 # (README, AMD EPYC with AVX512_BF16: bootstrap 2,900 and eval 3,900 episodes an hour at 16 at once) and
-# the padding-free trainer (ReflAct seed 2: 128k tokens in 446 s with dev evaluations, ~290 tokens/s);
-# cpu-fp32 scaled from the AVX2-only figures in the notes (float32 serving about a quarter of that,
-# training about 45 tokens/s); cuda is a guess. They only feed the ETA printed up front: the stages show
-# live progress.
+# the padding-free trainer (ReflAct seed 2: 128k tokens in 446 s with dev evaluations, ~290 tokens/s), x1.3
+# for the gap dropout masks (seed 3's ReAct round 1 retrained alike: 508 s against 680 s).
+# cpu-fp32 is for an AVX2-only CPU, where none of actune's runs has been timed. Serving: the AVX2 EPYC of
+# the notes served 57.8 generated tok/s at 16 in float32 (bench/serve_throughput.py, 64 new tokens), the
+# bf16 EPYC above 172.6 in the same bench: a third of the episode rate. Training: float32 with the CPU
+# capped at AVX2 on the bf16 EPYC (bench/emulate_avx2.sh) ran actune train at 212 tokens/s (0.74x bf16),
+# and that emulation served 1.4x faster than the real AVX2 machine (~155 once discounted alike); the one real
+# training figure (the old padded trainer, 44 tokens/s, x1.57 for today's trainer: ~70) suggests a larger
+# gap. 110 tokens/s sits between the two readings. cuda is a guess. They only feed the ETA printed up front:
+# the stages show live progress.
 _RATES = {
-    "cpu-bf16": {"episodes_h": 3000.0, "train_tok_s": 260.0, "server_s": 40.0},
-    "cpu-fp32": {"episodes_h": 800.0, "train_tok_s": 45.0, "server_s": 40.0},
+    "cpu-bf16": {"episodes_h": 3000.0, "train_tok_s": 340.0, "server_s": 40.0},
+    "cpu-fp32": {"episodes_h": 1000.0, "train_tok_s": 110.0, "server_s": 40.0},
     "cuda": {"episodes_h": 40000.0, "train_tok_s": 20000.0, "server_s": 90.0},
 }
 _TOKENS_PER_EXAMPLE = 335  # zero-shot world episode, prompt included (seed-1 run: 75.6k tokens / 226 examples)
@@ -174,7 +181,7 @@ def _load_state(layout: Layout, cfg: QuickstartConfig) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ConfigError(f"{layout.state}: unreadable quickstart state ({e}); remove it to start over") from None
     if state.get("config") != config:
-        old = _as_current(state.get("config") or {})
+        old = stored_config_as_current(state.get("config") or {})
         if old.get("model") is None:
             old["model"] = config["model"]  # named once since; its sections (serve, train) are compared anyway
         keys = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
@@ -193,7 +200,7 @@ def _load_state(layout: Layout, cfg: QuickstartConfig) -> dict[str, Any]:
     return state
 
 
-def _as_current(old: dict[str, Any]) -> dict[str, Any]:
+def stored_config_as_current(old: dict[str, Any]) -> dict[str, Any]:
     """A stored config read by today's QuickstartConfig (renamed keys mapped, keys added since at their
     defaults), so a run started by an older actune resumes when nothing that matters changed."""
     def rename(node: Any) -> Any:

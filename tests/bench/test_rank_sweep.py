@@ -42,3 +42,25 @@ def test_adapter_parameters_counts_every_saved_tensor(tmp_path):
     save_file({"a.lora_A.weight": torch.zeros(4, 576), "a.lora_B.weight": torch.zeros(576, 4)},
               str(tmp_path / "adapter_model.safetensors"))
     assert sweep.adapter_parameters(tmp_path) == 2 * 4 * 576
+
+
+def test_a_run_stored_by_an_older_actune_is_read_as_the_quickstart_reads_it(tmp_path):
+    import json
+
+    from actune.cli.quickstart_config import load_quickstart
+    from actune.cli.quickstart_run import STATE_FILE
+
+    cfg = load_quickstart("smoke")
+    old = cfg.model_dump(mode="json")
+
+    def rename(node):  # an agent section's episode_steps was called max_steps
+        if isinstance(node, dict):
+            node = {k: rename(v) for k, v in node.items()}
+            if "episode_steps" in node and "regime" in node:
+                node["max_steps"] = node.pop("episode_steps")
+        return [rename(v) for v in node] if isinstance(node, list) else node
+
+    stored = rename(old)
+    assert stored != old  # the smoke preset has agent sections
+    (tmp_path / STATE_FILE).write_text(json.dumps({"config": stored, "done": {}}))
+    assert sweep.load_run_config(tmp_path) == cfg
