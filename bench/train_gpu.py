@@ -135,8 +135,9 @@ def run_path(path: str, args: argparse.Namespace, speed: Any, examples: list[dic
     common = dict(model=model, args=sft, train_dataset=Dataset.from_list(examples), processing_class=tokenizer,
                   peft_config=lora, callbacks=[clock])
     if free:
-        head = args.loss_head if args.loss_head != "auto" else "trl" if cuda else "trained"
-        masks = "torch" if cuda else "gaps"  # actune train's auto (train.run.resolve_dropout_masks)
+        device_type = "cuda" if cuda else "cpu"
+        head = speed.resolve_loss_head(args.loss_head, device_type)
+        masks = speed.resolve_dropout_masks("auto", device_type)
         trainer = speed.ActuneSFTTrainer(**common, loss_head=head, dropout_masks=masks)
     else:
         head, masks, trainer = "trl", "torch", SFTTrainer(**common)

@@ -66,7 +66,7 @@ from actune.train.config import TrainConfig
 from actune.train.model_card import write_model_card
 
 __all__ = ["TrainError", "TrainResult", "train", "tokenize_dataset", "dev_task_ids", "split_by_task",
-           "resolve_dtype", "resolve_loss_head", "resolve_dropout_masks", "sft_args", "make_trainer", "speed_line",
+           "resolve_dtype", "sft_args", "make_trainer", "speed_line",
            "merge_adapter", "TRAINING_META_FILE", "TRAINING_TASKS_FILE", "LOSS_PLOT_FILE", "MERGED_DIR"]
 
 TRAINING_META_FILE = "training_meta.json"
@@ -381,19 +381,6 @@ def _load_model(model_dir: Path, cfg: TrainConfig, dtype: str, args: Any) -> Any
     return AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype), **kwargs)
 
 
-def resolve_loss_head(setting: str, device_type: str) -> str:
-    """``trained`` or ``trl`` for a ``TrainConfig.loss_head`` setting; auto: ``trained`` on CPU (where TRL's
-    head projects every position), ``trl`` elsewhere (its Triton kernel projects only the trained ones)."""
-    return setting if setting != "auto" else "trained" if device_type == "cpu" else "trl"
-
-
-def resolve_dropout_masks(setting: str, device_type: str, compiled: bool = False) -> str:
-    """``gaps`` or ``torch`` for a ``TrainConfig.dropout_masks`` setting; auto: ``gaps`` on CPU unless the
-    model is compiled (``train.sft.torch_compile``: the gaps' data-dependent sizes would break its graph at
-    every LoRA layer)."""
-    return setting if setting != "auto" else "gaps" if device_type == "cpu" and not compiled else "torch"
-
-
 def make_trainer(cfg: TrainConfig, args: Any, dtype: str, model_dir: Path, tokenizer: Any, train_ds: Any,
                  dev_ds: Any = None, *, callbacks: list[Any] | None = None) -> tuple[Any, dict[str, Any]]:
     """Step 5 of the recipe: the base model in ``dtype`` with ``cfg.lora``, in actune's ``SFTTrainer``
@@ -404,7 +391,12 @@ def make_trainer(cfg: TrainConfig, args: Any, dtype: str, model_dir: Path, token
     from accelerate import DistributedType
     from peft import LoraConfig
 
-    from actune.train.speed import ActuneSFTTrainer, padding_free_matches_padded
+    from actune.train.speed import (
+        ActuneSFTTrainer,
+        padding_free_matches_padded,
+        resolve_dropout_masks,
+        resolve_loss_head,
+    )
 
     model = _load_model(model_dir, cfg, dtype, args)
     check = "not run"

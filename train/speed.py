@@ -59,7 +59,7 @@ from trl import SFTTrainer
 
 __all__ = ["VARLEN_SDPA", "varlen_sdpa_attention", "register_varlen_sdpa", "padding_free_matches_padded",
            "ActuneSFTTrainer", "cpu_threads", "set_torch_threads", "LOSS_HEADS", "DROPOUT_MASKS", "GapDropout",
-           "dropped_positions", "use_gap_dropout"]
+           "dropped_positions", "use_gap_dropout", "resolve_loss_head", "resolve_dropout_masks"]
 
 VARLEN_SDPA = "actune_sdpa_varlen"
 """The ``attn_implementation`` name :func:`register_varlen_sdpa` registers."""
@@ -229,6 +229,19 @@ def use_gap_dropout(model: torch.nn.Module) -> int:
                 dropouts[name] = GapDropout(d.p).train(d.training)
                 n += 1
     return n
+
+
+def resolve_loss_head(setting: str, device_type: str) -> str:
+    """``trained`` or ``trl`` for a ``TrainConfig.loss_head`` setting; auto: ``trained`` on CPU (where TRL's
+    head projects every position), ``trl`` elsewhere (its Triton kernel projects only the trained ones)."""
+    return setting if setting != "auto" else "trained" if device_type == "cpu" else "trl"
+
+
+def resolve_dropout_masks(setting: str, device_type: str, compiled: bool = False) -> str:
+    """``gaps`` or ``torch`` for a ``TrainConfig.dropout_masks`` setting; auto: ``gaps`` on CPU unless the
+    model is compiled (``train.sft.torch_compile``: the gaps' data-dependent sizes would break its graph at
+    every LoRA layer)."""
+    return setting if setting != "auto" else "gaps" if device_type == "cpu" and not compiled else "torch"
 
 
 class ActuneSFTTrainer(SFTTrainer):

@@ -226,7 +226,7 @@ def test_set_torch_threads(monkeypatch):
 
 
 def test_loss_head_auto():
-    from actune.train.run import resolve_loss_head
+    from actune.train.speed import resolve_loss_head
 
     assert [resolve_loss_head("auto", d) for d in ("cpu", "cuda")] == ["trained", "trl"]
     assert resolve_loss_head("trl", "cpu") == "trl" and resolve_loss_head("trained", "cuda") == "trained"
@@ -325,7 +325,7 @@ def test_actunes_trainer_draws_lora_dropout_as_told(tmp_path, masks, expected):
 
 
 def test_dropout_masks_auto():
-    from actune.train.run import resolve_dropout_masks
+    from actune.train.speed import resolve_dropout_masks
 
     assert [resolve_dropout_masks("auto", d) for d in ("cpu", "cuda")] == ["gaps", "torch"]
     assert resolve_dropout_masks("torch", "cpu") == "torch" and resolve_dropout_masks("gaps", "cuda") == "gaps"
