@@ -31,7 +31,7 @@ def _quickstart(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from actune.cli.quickstart_config import load_quickstart
-    from actune.cli.quickstart_run import run_quickstart
+    from actune.cli.quickstart_run import hardware_kind, run_quickstart
     from actune.cli.stage_command import COLLECT_ERRORS, EXPORT_ERRORS, TRAIN_ERRORS, stage_errors
 
     overrides = list(args.overrides)
@@ -39,7 +39,11 @@ def _quickstart(args: argparse.Namespace) -> int:
         overrides.append(f"seed={args.seed}")
     if args.rounds is not None:
         overrides.append(f"rounds={args.rounds}")
-    cfg = load_quickstart(args.preset, overrides)
+    kind = hardware_kind()
+    cfg = load_quickstart(args.preset, overrides, hardware=kind)
+    if cfg.hardware_overrides.get(kind):
+        print(f"actune quickstart: on {kind} the preset sets {' '.join(cfg.hardware_overrides[kind])} "
+              "(its hardware_overrides; the command line's overrides win)", file=sys.stderr)
     name = Path(args.preset).stem if args.preset.endswith((".yaml", ".yml")) else args.preset
     out = Path(args.out) if args.out else Path("runs") / f"quickstart-{name}-seed{cfg.seed}"
     caught = stage_errors([*COLLECT_ERRORS, *EXPORT_ERRORS, *TRAIN_ERRORS])

@@ -12,7 +12,7 @@ the core never imports a stage.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -26,7 +26,12 @@ from actune.serve.config import ServeConfig
 from actune.train.config import TrainConfig
 from actune.world.config import WorldConfig
 
-__all__ = ["BootstrapPass", "QuickstartConfig", "PRESET_DIR", "PRESETS", "preset_path", "load_quickstart"]
+__all__ = ["BootstrapPass", "QuickstartConfig", "HardwareKind", "PRESET_DIR", "PRESETS", "preset_path",
+           "load_quickstart"]
+
+HardwareKind = Literal["cpu-bf16", "cpu-fp32", "cuda"]
+"""What a run trains and serves on: a GPU, a CPU with native bf16 (AVX512_BF16 or AMX), or another CPU
+(float32; AVX2-only machines)."""
 
 # configs/quickstart/ of the source tree, installed as the package actune.presets (pyproject.toml), so a
 # wheel finds its presets too
@@ -86,6 +91,11 @@ class QuickstartConfig(StrictModel):
     """The training recipe (``dataset`` and ``output_dir`` are set by the pipeline)."""
     eval: EvalConfig = Field(default_factory=EvalConfig)
     """Eval settings (``models``, ``out_dir``, ``env.corpus`` and ``tasks.path`` are set by the pipeline)."""
+    hardware_overrides: dict[HardwareKind, list[str]] = Field(default_factory=dict)
+    """``key=value`` overrides applied on one kind of hardware only, before the command line's own (which
+    win), so a preset can shrink to fit a slower machine: the full preset runs one round-1 attempt a
+    question on ``cpu-fp32``. Applied by ``actune quickstart``, which says which; the run's stored config
+    holds the values they set (this field itself is not compared on resume)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -116,5 +126,19 @@ def preset_path(preset: str) -> Path:
     return path
 
 
-def load_quickstart(preset: str, overrides: list[str] | None = None) -> QuickstartConfig:
-    return load_config(QuickstartConfig, preset_path(preset), list(overrides or []))
+def load_quickstart(preset: str, overrides: list[str] | None = None,
+                    hardware: HardwareKind | None = None) -> QuickstartConfig:
+    """The preset with ``overrides``; with ``hardware``, that kind's ``hardware_overrides`` go first.
+
+    Every kind's overrides are checked here, whatever the hardware, so a bad key fails on any machine."""
+    path, overrides = preset_path(preset), list(overrides or [])
+    cfg = load_config(QuickstartConfig, path, overrides)
+    chosen = cfg
+    for kind, extra in cfg.hardware_overrides.items():
+        try:
+            shaped = load_config(QuickstartConfig, path, [*extra, *overrides])
+        except ConfigError as e:
+            raise ConfigError(f"hardware_overrides.{kind}: {e}") from None
+        if kind == hardware:
+            chosen = shaped
+    return chosen

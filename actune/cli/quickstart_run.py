@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -40,7 +41,7 @@ from actune.stop_signals import stop_signals_as_interrupt
 from actune.tasks.config import TaskConfig
 
 __all__ = ["Layout", "Stage", "plan_stages", "estimate_seconds", "run_quickstart", "served_tuned_model",
-           "stored_config_as_current", "STATE_FILE"]
+           "stored_config_as_current", "train_in_child_process", "STATE_FILE"]
 
 STATE_FILE = "quickstart-state.json"
 
@@ -86,30 +87,42 @@ class Stage:
 
 
 # --- estimates -------------------------------------------------------------------------------------
-# Rates of the embedded model (SmolLM2-135M) on 2 cores: cpu-bf16 measured by the full preset's seed-1 run
-# (README, AMD EPYC with AVX512_BF16: bootstrap 2,900 and eval 3,900 episodes an hour at 16 at once) and
-# the padding-free trainer (ReflAct seed 2: 128k tokens in 446 s with dev evaluations, ~290 tokens/s), x1.3
-# for the gap dropout masks (seed 3's ReAct round 1 retrained alike: 508 s against 680 s).
-# cpu-fp32 is for an AVX2-only CPU, where none of actune's runs has been timed. Serving: the AVX2 EPYC of
+# Calibrated on the full preset's whole runs (README): seed 1 on an AMD EPYC with AVX512_BF16 (1h57m) and
+# seed 4 on an Intel Xeon with AMX (2h02m), stage by stage. Episode costs are in units of a round-1 ReAct
+# bootstrap episode (type-matched exemplars); ``episodes_h`` is that episode's rate at 16 requests at once
+# (seed 1: 800 in 12.5 min at 48 at once = 3,840 an hour = 3,000 x concurrency_speedup(48)).
+# cpu-fp32 is for an AVX2-only CPU, where none of actune's whole runs has been timed. Serving: the AVX2 EPYC of
 # the notes served 57.8 generated tok/s at 16 in float32 (bench/serve_throughput.py, 64 new tokens), the
 # bf16 EPYC above 172.6 in the same bench: a third of the episode rate. Training: float32 with the CPU
 # capped at AVX2 on the bf16 EPYC (bench/emulate_avx2.sh) ran actune train at 212 tokens/s (0.74x bf16),
 # and that emulation served 1.4x faster than the real AVX2 machine (~155 once discounted alike); the one real
 # training figure (the old padded trainer, 44 tokens/s, x1.57 for today's trainer: ~70) suggests a larger
-# gap. 110 tokens/s sits between the two readings. cuda is a guess. They only feed the ETA printed up front:
-# the stages show live progress.
+# gap: cpu-fp32 trains at a third of cpu-bf16's whole-stage rate, between the two readings. cuda is a guess.
+# They only feed the ETA printed up front: the stages show live progress.
 _RATES = {
-    "cpu-bf16": {"episodes_h": 3000.0, "train_tok_s": 340.0, "server_s": 40.0},
-    "cpu-fp32": {"episodes_h": 1000.0, "train_tok_s": 110.0, "server_s": 40.0},
+    "cpu-bf16": {"episodes_h": 3000.0, "train_tok_s": 240.0, "server_s": 40.0},
+    "cpu-fp32": {"episodes_h": 1000.0, "train_tok_s": 80.0, "server_s": 60.0},
     "cuda": {"episodes_h": 40000.0, "train_tok_s": 20000.0, "server_s": 90.0},
 }
-_TOKENS_PER_EXAMPLE = 335  # zero-shot world episode, prompt included (seed-1 run: 75.6k tokens / 226 examples)
-_KEEP_RATE = {"react": 0.2, "reflact": 0.09}
-"""Round-1 keep rate with type-matched exemplars (seed-1 runs: ReAct 321 of 1,600, ReflAct 69 of 800)."""
-_EPISODE_COST = {"react": 1.0, "reflact": 1.8}
-"""Time of an episode relative to ReAct's: ReflAct writes a three-part reflection every step (seed-1 run: 1,476
-bootstrap episodes an hour against ReAct's ~2,900, eval 2,530 against ~3,900)."""
-_EXPORTED = 0.7  # share of kept episodes left after near-duplicate removal and the per-task cap (226 of 321)
+"""``train_tok_s`` is a whole training stage's rate (model load, dev evaluations, checkpoints and the merge
+included) over the examples' tokens x epochs: seed 4's four trainings 183-231 tokens/s (Intel Xeon with AMX),
+seed 5's 239-267 (AMD EPYC)."""
+_TOKENS_PER_EXAMPLE = {"react": 335, "reflact": 500}
+"""A zero-shot world episode, prompt included (seed-1 run: 75.6k tokens / 226 ReAct examples; a ReflAct
+example trained 1.4-1.6x as long as a ReAct one in seeds 1 and 4)."""
+_KEEP_RATE = {"react": 0.21, "reflact": 0.09}
+"""Round-1 keep rate with type-matched exemplars (seeds 1-4: ReAct 166-180 of 800, ReflAct 70-82 of 800)."""
+_LATER_KEEP_RATE = 0.24
+"""Keep rate of a tuned model's episodes on the tasks no earlier round solved (seeds 1-4, round 2: 55-78 of
+~275 ReAct, 75-77 of ~335 ReflAct)."""
+_EPISODE_COST = {
+    "bootstrap": {"react": 1.0, "reflact": 1.3},  # seed 1: 800 ReflAct episodes in 16 min against ReAct's 12.5
+    "prompted": {"react": 1.0, "reflact": 1.77},  # eval's generic prompt (six exemplars; ReflAct 10k tokens)
+    "tuned": {"react": 0.63, "reflact": 0.75},  # zero-shot (seed 3 eval: 33 s an episode against 52 prompted)
+}
+_EXPORTED = {"few_attempts": 0.9, "many_attempts": 0.7}
+"""Share of kept round-1 episodes left after near-duplicate removal and the per-task cap: 0.86-0.91 with
+2 attempts a task (seeds 1-4), 0.7 with 4 (226 of 321)."""
 _CONCURRENCY_SPEEDUP = ((16, 1.0), (32, 1.21), (64, 1.34))
 """Generated tok/s against 16 requests at once (the rates above), by bench/serve_throughput.py on the same
 CPU with 4 GiB of KV cache: 168, 203 and 225 tok/s at 16, 32 and 64."""
@@ -139,28 +152,45 @@ def hardware_kind() -> str:
     return "cpu-bf16" if native_bf16() else "cpu-fp32"
 
 
+def _solved_share(keep: float, attempts: int) -> float:
+    """Share of tasks with at least one kept episode after ``attempts`` tries: attempts at one task agree
+    (seeds 1-4, 2 attempts: ~125 tasks solved by ~170 kept ReAct episodes, 0.75 of the independent count)."""
+    return min(0.95, keep * attempts * 0.75 ** (attempts - 1))
+
+
 def estimate_seconds(cfg: QuickstartConfig, kind: str) -> dict[str, float]:
     """Rough wall time per stage kind (bootstrap, train, eval) of a whole run, from :data:`_RATES`."""
     rate = _RATES[kind]
     boot_h = rate["episodes_h"] * concurrency_speedup(cfg.bootstrap.concurrency)
     eval_h = rate["episodes_h"] * concurrency_speedup(cfg.eval.concurrency)
+    attempts, n_train = cfg.bootstrap.attempts_per_task, cfg.world.n_train
+    cap = cfg.bootstrap.export.max_per_task
+    exported = _EXPORTED["few_attempts" if cap is None or attempts <= cap else "many_attempts"]
+    epochs = cfg.train.num_train_epochs
     boot = train = evals = 0.0
     for method in cfg.methods:
-        keep, cost = _KEEP_RATE.get(method, 0.2), _EPISODE_COST.get(method, 1.0)
+        keep = _KEEP_RATE.get(method, 0.2)
+        cost = {stage: costs.get(method, 1.0) for stage, costs in _EPISODE_COST.items()}
         target = cfg.bootstrap.target_correct
-        boot_eps = min(target / keep, cfg.world.n_train * cfg.bootstrap.attempts_per_task)
-        later = max(0, cfg.rounds - 1) * cfg.world.n_train * 0.5 * cfg.round_attempts  # about half unsolved
-        boot += (boot_eps + later) * cost / boot_h * 3600
-        examples = _EXPORTED * min(target, boot_eps * keep)
-        epochs = cfg.train.num_train_epochs if cfg.train.max_steps <= 0 else (
-            cfg.train.max_steps * cfg.train.per_device_train_batch_size / max(examples, 1))
-        # each later round adds what it keeps to the retraining set
-        rounds_examples = sum(examples + r * _EXPORTED * keep * cfg.world.n_train * 0.5 * cfg.round_attempts
-                              for r in range(cfg.rounds))
-        train += rounds_examples * _TOKENS_PER_EXAMPLE * cost * epochs / rate["train_tok_s"]
-        n_models = 1 + int(cfg.oracle_baseline) + cfg.rounds
-        evals += cfg.world.n_test * n_models * cost / eval_h * 3600 + n_models * rate["server_s"]
-    boot += cfg.rounds * rate["server_s"]
+        episodes = min(target / keep, n_train * attempts)  # the passes stop at the target
+        boot += episodes * cost["bootstrap"] / boot_h * 3600
+        examples = exported * min(target, episodes * keep)
+        solved = _solved_share(keep, attempts)
+        trained = examples
+        for _ in range(2, cfg.rounds + 1):  # later rounds: the tuned model on what is still unsolved
+            later = n_train * (1 - solved) * cfg.round_attempts
+            boot += later * cost["tuned"] / boot_h * 3600
+            kept = later * _LATER_KEEP_RATE
+            examples += kept  # a later round's keeps are all exported (seeds 1-4: 74 of 74, 75 of 75)
+            trained += examples  # each round retrains from the base model on every round's data so far
+            solved = min(0.95, solved + (1 - solved) * _solved_share(_LATER_KEEP_RATE, cfg.round_attempts))
+        if cfg.train.max_steps > 0:
+            epochs = cfg.train.max_steps * cfg.train.per_device_train_batch_size / max(examples, 1)
+        train += trained * _TOKENS_PER_EXAMPLE.get(method, 335) * epochs / rate["train_tok_s"]
+        n_prompted = 1 + int(cfg.oracle_baseline)
+        evals += cfg.world.n_test * (n_prompted * cost["prompted"] + cfg.rounds * cost["tuned"]) / eval_h * 3600
+        evals += (n_prompted + cfg.rounds) * rate["server_s"]
+    boot += cfg.rounds * rate["server_s"] + max(0, cfg.rounds - 1) * (len(cfg.methods) - 1) * rate["server_s"]
     return {"bootstrap": boot, "train": train, "eval": evals}
 
 
@@ -172,8 +202,14 @@ def _fmt(seconds: float) -> str:
 
 
 # --- state -----------------------------------------------------------------------------------------
+def _comparable(config: dict[str, Any]) -> dict[str, Any]:
+    """A config as a run is compared on resume: the values in force, not the per-hardware table that set
+    some of them (a preset that gains an entry for other hardware still resumes its runs)."""
+    return {k: v for k, v in config.items() if k != "hardware_overrides"}
+
+
 def _load_state(layout: Layout, cfg: QuickstartConfig) -> dict[str, Any]:
-    config = cfg.model_dump(mode="json")
+    config = _comparable(cfg.model_dump(mode="json"))
     if not layout.state.exists():
         return {"config": config, "done": {}}
     try:
@@ -212,7 +248,7 @@ def stored_config_as_current(old: dict[str, Any]) -> dict[str, Any]:
         return [rename(v) for v in node] if isinstance(node, list) else node
 
     try:
-        return QuickstartConfig.model_validate(rename(old)).model_dump(mode="json")
+        return _comparable(QuickstartConfig.model_validate(rename(old)).model_dump(mode="json"))
     except ValueError:
         return old  # not readable today: compared as stored, so the refusal names what differs
 
@@ -378,12 +414,10 @@ class _Pipeline:
         self.log(f"export {method} round {r}: {summary.exported} examples from {len(stores)} store(s)")
 
     def train(self, method: str, r: int) -> None:
-        from actune.train.run import train
-
         tcfg = self.cfg.train.model_copy(update={"dataset": self.layout.dataset(method, r),
                                                  "output_dir": self.layout.adapter(method, r),
                                                  "seed": self.cfg.seed})
-        train(tcfg, log=self.log)
+        train_in_child_process(tcfg)
 
     def eval(self, method: str) -> None:
         from actune.eval.config import EvalModel
@@ -423,6 +457,76 @@ class _Pipeline:
 
         paths = write_quickstart_report(self.cfg, self.layout)
         self.log(f"report: {paths['md']}")
+
+
+def _stop_when_orphaned(parent: int, every_s: float = 1.0) -> None:
+    """SIGTERM this process once ``parent`` is gone (killed with no chance to stop its children): a
+    training would otherwise run on alone, holding the cores."""
+    import signal
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every_s)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _train_child(config_json: str, errors: Any) -> None:
+    """The child's side of :func:`train_in_child_process`: train, or send back what stopped it."""
+    from actune.train.config import TrainConfig
+    from actune.train.run import train
+
+    _stop_when_orphaned(os.getppid())
+    try:
+        with stop_signals_as_interrupt():
+            train(TrainConfig.model_validate_json(config_json), log=lambda m: print(m, file=sys.stderr, flush=True))
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as e:  # noqa: BLE001 - every error goes back to the parent, which raises it
+        try:
+            errors.send(e)
+        except Exception:  # noqa: BLE001 - an exception that does not pickle goes back as its text
+            errors.send(RuntimeError(f"{type(e).__name__}: {e}"))
+        sys.exit(1)
+
+
+def train_in_child_process(cfg: Any, *, stop_timeout_s: float = 120.0) -> None:
+    """``actune train`` of ``cfg`` in a fresh process, which exits when the adapter is written.
+
+    Why not in the quickstart's process: four trainings in one process ran at half the first one's rate
+    by the fourth (seed 4 on an Intel Xeon, resident size 9 GB by then), and a training's memory, torch
+    threads and allocator state should not outlive it. An error in the child is raised here as itself; a
+    stop (SIGTERM, Ctrl-C) here stops the child first (it unwinds as ``actune train`` does, its last
+    complete checkpoint is where a rerun resumes) and waits for it, so no process is left behind."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")  # fork after torch and the HTTP client's threads is unsafe
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_train_child, args=(cfg.model_dump_json(), send), name="actune-train")
+    child.start()
+    send.close()
+    try:
+        child.join()
+    except BaseException:
+        if child.is_alive():
+            child.terminate()
+            child.join(stop_timeout_s)
+            if child.is_alive():
+                child.kill()
+                child.join()
+        raise
+    if child.exitcode == 0:
+        return
+    if receive.poll():
+        raise receive.recv()
+    if child.exitcode == 130:
+        raise KeyboardInterrupt
+    from actune.train.run import TrainError
+
+    raise TrainError(f"training of {cfg.output_dir} died (exit code {child.exitcode}); rerun to resume from its "
+                     "last complete checkpoint")
 
 
 def plan_stages(cfg: QuickstartConfig, pipe: _Pipeline, kind: str) -> list[Stage]:

@@ -70,7 +70,8 @@ def test_a_run_stored_by_an_older_actune_resumes(tmp_path: Path) -> None:
         del old[section]["allow_mixed_store"]
     _save_state(layout, {"config": old, "done": {"world": {"wall_s": 1.0}}})
     state = _load_state(layout, cfg)
-    assert state["done"] == {"world": {"wall_s": 1.0}} and state["config"] == cfg.model_dump(mode="json")
+    current = {k: v for k, v in cfg.model_dump(mode="json").items() if k != "hardware_overrides"}
+    assert state["done"] == {"world": {"wall_s": 1.0}} and state["config"] == current
     old["seed"] = 7  # a real difference is still refused, by name
     _save_state(layout, {"config": old, "done": {}})
     with pytest.raises(ConfigError, match=r"differs in: seed\)"):
@@ -179,3 +180,50 @@ def test_concurrency_speedup_follows_the_measured_table() -> None:
     fast = load_quickstart("full", ["bootstrap.concurrency=64", "eval.concurrency=64"])
     slow = load_quickstart("full", ["bootstrap.concurrency=16", "eval.concurrency=16"])
     assert estimate_seconds(fast, "cpu-bf16")["eval"] < estimate_seconds(slow, "cpu-bf16")["eval"]
+
+
+def test_hardware_overrides_apply_on_their_kind_only_and_the_command_line_wins(tmp_path: Path) -> None:
+    preset = tmp_path / "p.yaml"
+    preset.write_text("world: {n_train: 40}\nhardware_overrides:\n  cpu-fp32: [world.n_train=20, rounds=2]\n")
+    assert load_quickstart(str(preset)).world.n_train == 40  # no hardware named: the preset as written
+    assert load_quickstart(str(preset), hardware="cpu-bf16").world.n_train == 40
+    fp32 = load_quickstart(str(preset), hardware="cpu-fp32")
+    assert (fp32.world.n_train, fp32.rounds) == (20, 2)
+    assert load_quickstart(str(preset), ["world.n_train=30"], hardware="cpu-fp32").world.n_train == 30
+
+
+def test_a_bad_hardware_override_fails_on_any_hardware(tmp_path: Path) -> None:
+    preset = tmp_path / "p.yaml"
+    preset.write_text("hardware_overrides:\n  cpu-fp32: [bootstrap.no_such_key=1]\n")
+    with pytest.raises(ConfigError, match=r"(?s)hardware_overrides\.cpu-fp32: .*bootstrap.no_such_key: unknown key"):
+        load_quickstart(str(preset), hardware="cpu-bf16")
+    preset.write_text("hardware_overrides:\n  tpu: [rounds=2]\n")
+    with pytest.raises(ConfigError, match="hardware_overrides"):
+        load_quickstart(str(preset))
+
+
+def test_a_run_resumes_when_only_the_hardware_table_changed(tmp_path: Path) -> None:
+    layout = Layout(tmp_path)
+    state = _load_state(layout, load_quickstart("smoke"))
+    state["done"]["world"] = {"wall_s": 1.0}
+    _save_state(layout, state)
+    grown = load_quickstart("smoke", ["hardware_overrides={cuda: [rounds=3]}"])
+    assert _load_state(layout, grown)["done"] == {"world": {"wall_s": 1.0}}
+    assert "hardware_overrides" not in json.loads(layout.state.read_text())["config"]
+
+
+def test_full_estimate_matches_the_measured_whole_runs() -> None:
+    # seed 1 (AMD EPYC, 1h57m: bootstrap 36, train 52.5, eval 28.6 min) and seed 4 (Intel Xeon with AMX,
+    # 2h03m: bootstrap 32, train 60, eval 31 min), README
+    est = {k: v / 60 for k, v in estimate_seconds(load_quickstart("full"), "cpu-bf16").items()}
+    assert 30 <= est["bootstrap"] <= 40 and 40 <= est["train"] <= 62 and 25 <= est["eval"] <= 33
+    assert 105 <= sum(est.values()) <= 125
+
+
+def test_full_preset_shrinks_on_a_cpu_without_bf16() -> None:
+    bf16, fp32 = load_quickstart("full", hardware="cpu-bf16"), load_quickstart("full", hardware="cpu-fp32")
+    assert (bf16.bootstrap.attempts_per_task, fp32.bootstrap.attempts_per_task) == (2, 1)
+    assert fp32.world.n_test >= 300 and fp32.rounds == 2  # the bar's floor and round 2 are kept
+    as_is, shrunk = (sum(estimate_seconds(c, "cpu-fp32").values()) for c in (bf16, fp32))
+    assert shrunk < 0.8 * as_is and shrunk < 4.25 * 3600
+    assert load_quickstart("full", ["bootstrap.attempts_per_task=2"], hardware="cpu-fp32").bootstrap.attempts_per_task == 2

@@ -1,0 +1,104 @@
+"""The quickstart trains each adapter in a child process: the adapter lands, the parent never loads the
+training stack, errors come back as themselves, and a stopped parent leaves no child behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from actune.cli.quickstart_run import train_in_child_process
+from actune.train.config import TrainConfig
+from actune.train.run import TrainError
+
+TRAIN_DIR = Path(__file__).resolve().parents[1] / "train"
+
+
+def _script(tmp: Path, model: Path, steps: int) -> str:
+    # a fresh interpreter, so "the parent never imported trl" is checked on a process no other test touched
+    return f"""
+import sys
+sys.path.insert(0, {str(TRAIN_DIR)!r})
+from pathlib import Path
+from training_records import tiny_config, write_store
+from actune.bootstrap.export import export_dataset
+from actune.cli.quickstart_run import train_in_child_process
+from actune.stop_signals import stop_signals_as_interrupt
+tmp = Path({str(tmp)!r})
+if not (tmp / "ds").exists():  # a rerun trains on the same dataset
+    export_dataset(write_store(tmp / "store.jsonl"), tmp / "ds", "text")
+cfg = tiny_config(tmp, Path({str(model)!r}), max_steps={steps}, save_steps=1)
+with stop_signals_as_interrupt():  # as run_quickstart does
+    train_in_child_process(cfg)
+print("trl" in sys.modules, "torch" in sys.modules, flush=True)
+"""
+
+
+def _children(pid: int) -> dict[int, str]:
+    """pid -> command line of each child of ``pid``."""
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return {int(c): Path(f"/proc/{c}/cmdline").read_bytes().replace(b"\0", b" ").decode() for c in out.split()}
+
+
+def _wait_for_a_checkpoint(proc: subprocess.Popen, tmp: Path, log: Path) -> None:
+    ckpts = tmp / "adapter.checkpoints"
+    deadline = time.monotonic() + 600
+    while not (ckpts.is_dir() and any(ckpts.glob("checkpoint-*"))):  # training is under way
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.5)
+
+
+def _gone(pid: int, within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.5)
+    return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_a_stopped_parent_leaves_no_training_behind_and_a_rerun_finishes_in_a_child(tmp_path, embedded_model, sig):
+    script = _script(tmp_path, embedded_model, 30)
+    log = tmp_path / "first-run.log"  # a file, not a pipe: an unread pipe could block the orphaned child
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-c", script], stdout=out, stderr=out)
+    try:
+        _wait_for_a_checkpoint(proc, tmp_path, log)
+        children = _children(proc.pid)
+        # the training child (and multiprocessing's resource tracker, which leaves with its parent)
+        assert [args for args in children.values() if "spawn_main" in args]
+        proc.send_signal(sig)
+        proc.wait(timeout=180)
+        # SIGTERM: the parent stops the child and waits; SIGKILL: the orphaned child sees it and stops itself
+        for pid, args in children.items():
+            assert _gone(pid, within_s=60), args
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = log.read_text()[-3000:]
+    assert proc.returncode == -signal.SIGKILL if sig == signal.SIGKILL else proc.returncode != 0, err
+    assert not (tmp_path / "adapter" / "adapter_model.safetensors").exists(), err
+    done = sorted(int(p.name.split("-")[1]) for p in (tmp_path / "adapter.checkpoints").glob("checkpoint-*"))
+    assert done  # a rerun resumes from the last complete one (train's own resume tests check how)
+    rerun = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    resumed = [line for line in rerun.stderr.splitlines() if "train: resuming from" in line]
+    assert resumed and resumed[0].endswith(f"checkpoint-{done[-1]}"), rerun.stderr[-3000:]
+    assert (tmp_path / "adapter" / "adapter_model.safetensors").is_file()
+    assert rerun.stdout.splitlines()[-1] == "False False"  # trl and torch were loaded by the child only
+
+
+def test_an_error_in_the_child_is_raised_as_itself(tmp_path):
+    cfg = TrainConfig(dataset=tmp_path / "nothing", output_dir=tmp_path / "adapter", max_steps=2)
+    with pytest.raises(TrainError, match="dataset not found"):
+        train_in_child_process(cfg)
+    assert not (tmp_path / "adapter").exists()
