@@ -549,6 +549,27 @@ def plan_stages(cfg: QuickstartConfig, pipe: _Pipeline, kind: str) -> list[Stage
     return stages
 
 
+def run_stage(stage: Stage, state: dict[str, Any], layout: Layout) -> None:
+    """Run one stage and record its wall time in ``state["done"]``. A stage stopped part-way (a signal, a
+    crash, a dead server) keeps the time it ran in ``state["partial"]``, and the rerun that finishes it adds
+    that in: a run resumed across sessions still reports what each stage cost (``runs`` says in how many)."""
+    partial: dict[str, Any] = state.setdefault("partial", {})
+    before = partial.get(stage.name, {"wall_s": 0.0, "runs": 0})
+    s0 = time.monotonic()
+    try:
+        stage.run()
+    except BaseException:
+        partial[stage.name] = {"wall_s": round(before["wall_s"] + time.monotonic() - s0, 1),
+                               "runs": before["runs"] + 1}
+        _save_state(layout, state)
+        raise
+    partial.pop(stage.name, None)
+    state["done"][stage.name] = {"wall_s": round(before["wall_s"] + time.monotonic() - s0, 1),
+                                 "runs": before["runs"] + 1,
+                                 "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    _save_state(layout, state)
+
+
 def run_quickstart(cfg: QuickstartConfig, out: Path, *, show_progress: bool = True,
                    log: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True)) -> Path:
     """Run (or resume) every stage; return the path of ``report.md``."""
@@ -573,10 +594,7 @@ def run_quickstart(cfg: QuickstartConfig, out: Path, *, show_progress: bool = Tr
             remaining = sum(s.estimate_s for s in stages[i - 1:] if s.name not in done)
             log(f"\n=== [{i}/{len(stages)}] {stage.name} · elapsed {_fmt(time.monotonic() - t0)} · "
                 f"about {_fmt(remaining)} left")
-            s0 = time.monotonic()
-            stage.run()
-            done[stage.name] = {"wall_s": round(time.monotonic() - s0, 1),
-                                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-            _save_state(layout, state)
-    log(f"quickstart: done in {_fmt(time.monotonic() - t0)}")
+            run_stage(stage, state, layout)
+    total = sum(s.get("wall_s", 0.0) for s in done.values())
+    log(f"quickstart: done in {_fmt(time.monotonic() - t0)} (stages in all, across resumes: {_fmt(total)})")
     return layout.out / "report.md"

@@ -227,3 +227,27 @@ def test_full_preset_shrinks_on_a_cpu_without_bf16() -> None:
     as_is, shrunk = (sum(estimate_seconds(c, "cpu-fp32").values()) for c in (bf16, fp32))
     assert shrunk < 0.8 * as_is and shrunk < 4.25 * 3600
     assert load_quickstart("full", ["bootstrap.attempts_per_task=2"], hardware="cpu-fp32").bootstrap.attempts_per_task == 2
+
+
+def test_a_stage_stopped_part_way_keeps_its_time_and_the_rerun_adds_it(tmp_path: Path) -> None:
+    from actune.cli.quickstart_run import Stage, run_stage
+
+    layout = Layout(tmp_path)
+    state = _load_state(layout, load_quickstart("smoke"))
+
+    def stopped() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_stage(Stage("bootstrap round 1", 1.0, stopped), state, layout)
+    stored = json.loads(layout.state.read_text())
+    assert stored["done"] == {} and stored["partial"]["bootstrap round 1"]["runs"] == 1
+    stored["partial"]["bootstrap round 1"]["wall_s"] = 600.0  # as if the first run had lasted ten minutes
+    _save_state(layout, stored)
+
+    resumed = _load_state(layout, load_quickstart("smoke"))
+    run_stage(Stage("bootstrap round 1", 1.0, lambda: None), resumed, layout)
+    stored = json.loads(layout.state.read_text())
+    assert stored["partial"] == {}
+    assert stored["done"]["bootstrap round 1"]["runs"] == 2
+    assert 600.0 <= stored["done"]["bootstrap round 1"]["wall_s"] < 601.0
