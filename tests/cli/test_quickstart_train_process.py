@@ -45,10 +45,17 @@ def _children(pid: int) -> dict[int, str]:
     return {int(c): Path(f"/proc/{c}/cmdline").read_bytes().replace(b"\0", b" ").decode() for c in out.split()}
 
 
+def _complete_checkpoints(tmp: Path) -> list[int]:
+    """Steps of the checkpoints a rerun can resume from (the Trainer writes trainer_state.json last: a
+    folder without it was cut while saving)."""
+    return sorted(int(p.name.split("-")[1]) for p in (tmp / "adapter.checkpoints").glob("checkpoint-*")
+                  if (p / "trainer_state.json").is_file())
+
+
 def _wait_for_a_checkpoint(proc: subprocess.Popen, tmp: Path, log: Path) -> None:
-    ckpts = tmp / "adapter.checkpoints"
     deadline = time.monotonic() + 600
-    while not (ckpts.is_dir() and any(ckpts.glob("checkpoint-*"))):  # training is under way
+    # a complete one: a stop while the first folder is still being written leaves nothing to resume from
+    while not _complete_checkpoints(tmp):  # training is under way
         assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
         time.sleep(0.5)
 
@@ -87,7 +94,7 @@ def test_a_stopped_parent_leaves_no_training_behind_and_a_rerun_finishes_in_a_ch
     err = log.read_text()[-3000:]
     assert proc.returncode == -signal.SIGKILL if sig == signal.SIGKILL else proc.returncode != 0, err
     assert not (tmp_path / "adapter" / "adapter_model.safetensors").exists(), err
-    done = sorted(int(p.name.split("-")[1]) for p in (tmp_path / "adapter.checkpoints").glob("checkpoint-*"))
+    done = _complete_checkpoints(tmp_path)
     assert done  # a rerun resumes from the last complete one (train's own resume tests check how)
     rerun = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
