@@ -251,3 +251,13 @@ def test_a_stage_stopped_part_way_keeps_its_time_and_the_rerun_adds_it(tmp_path:
     assert stored["partial"] == {}
     assert stored["done"]["bootstrap round 1"]["runs"] == 2
     assert 600.0 <= stored["done"]["bootstrap round 1"]["wall_s"] < 601.0
+
+
+def test_smoke_shrinks_on_a_cpu_without_bf16_and_still_runs_every_stage() -> None:
+    bf16, fp32 = load_quickstart("smoke", hardware="cpu-bf16"), load_quickstart("smoke", hardware="cpu-fp32")
+    assert bf16 == load_quickstart("smoke")  # nothing changes where bf16 is native
+    assert (fp32.world.n_test, fp32.bootstrap.target_correct, fp32.round_attempts) == (16, 12, 1)
+    assert fp32.eval.concurrency >= fp32.world.n_test  # one eval wave per model
+    assert fp32.rounds == 2 and fp32.oracle_baseline and fp32.train.merge  # every stage and model kind stays
+    as_is, shrunk = (sum(estimate_seconds(c, "cpu-fp32").values()) for c in (bf16, fp32))
+    assert shrunk < 0.85 * as_is

@@ -15,7 +15,7 @@ import json
 import pytest
 
 from actune.cli.quickstart_config import load_quickstart
-from actune.cli.quickstart_run import Layout, run_quickstart
+from actune.cli.quickstart_run import Layout, hardware_kind, run_quickstart
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
@@ -27,7 +27,8 @@ def smoke_run(embedded_model, tmp_path_factory):
     from actune.serve.server import free_port
 
     out = tmp_path_factory.mktemp("quickstart") / "smoke"
-    cfg = load_quickstart("smoke", [f"serve.port={free_port()}"])
+    # the shape make demo runs on this machine (its hardware_overrides included)
+    cfg = load_quickstart("smoke", [f"serve.port={free_port()}"], hardware=hardware_kind())
     logs: list[str] = []
     report = run_quickstart(cfg, out, show_progress=False, log=logs.append)
     return cfg, Layout(out), report, logs
