@@ -91,17 +91,16 @@ class Stage:
 # seed 4 on an Intel Xeon with AMX (2h02m), stage by stage. Episode costs are in units of a round-1 ReAct
 # bootstrap episode (type-matched exemplars); ``episodes_h`` is that episode's rate at 16 requests at once
 # (seed 1: 800 in 12.5 min at 48 at once = 3,840 an hour = 3,000 x concurrency_speedup(48)).
-# cpu-fp32 is for an AVX2-only CPU, where none of actune's whole runs has been timed. Serving: the AVX2 EPYC of
-# the notes served 57.8 generated tok/s at 16 in float32 (bench/serve_throughput.py, 64 new tokens), the
-# bf16 EPYC above 172.6 in the same bench: a third of the episode rate. Training: float32 with the CPU
-# capped at AVX2 on the bf16 EPYC (bench/emulate_avx2.sh) ran actune train at 212 tokens/s (0.74x bf16),
-# and that emulation served 1.4x faster than the real AVX2 machine (~155 once discounted alike); the one real
-# training figure (the old padded trainer, 44 tokens/s, x1.57 for today's trainer: ~70) suggests a larger
-# gap: cpu-fp32 trains at a third of cpu-bf16's whole-stage rate, between the two readings. cuda is a guess.
+# cpu-fp32 is for an AVX2-only CPU, timed on a real one (2-core AMD EPYC, AVX2 only, 2026-12-01, the full
+# preset's cpu-fp32 shape, seed 6): bootstrap round 1 (400 ReAct + 400 ReflAct episodes at 48) ran 44.1 min
+# against this table's 43.9 (a third of the bf16 episode rate, as the notes' 57.8 against 172.6 generated
+# tok/s at 16 said), and a whole ReAct training stage (98 examples, 3 epochs) 864.6 s: 114 tokens/s in the
+# units below, so 110 (it had been guessed at 80 before any real figure). The smoke preset as it stood read
+# 19.5 min here against 18.9 measured. cuda is a guess.
 # They only feed the ETA printed up front: the stages show live progress.
 _RATES = {
     "cpu-bf16": {"episodes_h": 3000.0, "train_tok_s": 240.0, "server_s": 40.0},
-    "cpu-fp32": {"episodes_h": 1000.0, "train_tok_s": 80.0, "server_s": 60.0},
+    "cpu-fp32": {"episodes_h": 1000.0, "train_tok_s": 110.0, "server_s": 60.0},
     "cuda": {"episodes_h": 40000.0, "train_tok_s": 20000.0, "server_s": 90.0},
 }
 """``train_tok_s`` is a whole training stage's rate (model load, dev evaluations, checkpoints and the merge

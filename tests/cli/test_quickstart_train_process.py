@@ -74,7 +74,7 @@ def _gone(pid: int, within_s: float) -> bool:
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
 def test_a_stopped_parent_leaves_no_training_behind_and_a_rerun_finishes_in_a_child(tmp_path, embedded_model, sig):
-    script = _script(tmp_path, embedded_model, 30)
+    script = _script(tmp_path, embedded_model, 12)
     log = tmp_path / "first-run.log"  # a file, not a pipe: an unread pipe could block the orphaned child
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-c", script], stdout=out, stderr=out)
