@@ -14,7 +14,7 @@ import pytest
 
 from actune.cli.quickstart_run import train_in_child_process
 from actune.train.config import TrainConfig
-from actune.train.run import TrainError
+from actune.train.run import TrainError, _complete_checkpoint
 
 TRAIN_DIR = Path(__file__).resolve().parents[1] / "train"
 
@@ -46,10 +46,9 @@ def _children(pid: int) -> dict[int, str]:
 
 
 def _complete_checkpoints(tmp: Path) -> list[int]:
-    """Steps of the checkpoints a rerun can resume from (the Trainer writes trainer_state.json last: a
-    folder without it was cut while saving)."""
+    """Steps of the checkpoints a rerun can resume from, by actune train's own rule."""
     return sorted(int(p.name.split("-")[1]) for p in (tmp / "adapter.checkpoints").glob("checkpoint-*")
-                  if (p / "trainer_state.json").is_file())
+                  if _complete_checkpoint(p))
 
 
 def _wait_for_a_checkpoint(proc: subprocess.Popen, tmp: Path, log: Path) -> None:
