@@ -12,6 +12,9 @@ install:
 model: install
 	$(ACTUNE) model prepare smollm2-135m
 
+# The demo never plays ALFWorld: its set-up leaves out compiling ALFWorld's planner (3-5 minutes on 2 cores
+# with a cold pip cache); make test adds it later.
+demo: export ACTUNE_NO_ALFWORLD ?= 1
 demo: model
 	bash scripts/demo.sh
 
