@@ -18,8 +18,9 @@ demo: export ACTUNE_NO_ALFWORLD ?= 1
 demo: model
 	bash scripts/demo.sh
 
+# --durations: the slowest tests in every run CI prints (the suite takes 3x longer on an AVX2-only CPU).
 test: model
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 # The pipeline measured beside its engine, one table (about 16 minutes on 2 cores); the other bench/
 # scripts measure one piece each.
