@@ -72,6 +72,11 @@ class QuickstartConfig(StrictModel):
     rounds: int = Field(1, ge=1, le=5)
     """Expert iteration: round r >= 2 bootstraps with round r-1's tuned model (zero-shot) on the training
     tasks no earlier round solved, then retrains from the base model on every round's kept data."""
+    mix_methods: bool = False
+    """FireAct's mix: each method's adapter also trains on the kept episodes of the other methods whose steps
+    convert into its format (a ReflAct reflection becomes a ReAct thought; ReAct steps cannot become
+    reflections, so a ReflAct adapter gains nothing), after its own and through the same dedupe and
+    ``bootstrap.export.max_per_task``. More examples at no bootstrap cost; training takes longer in proportion."""
     round_attempts: int = Field(4, ge=1)
     """Sampled attempts per unsolved task in rounds >= 2."""
     round_temperature: float = Field(0.4, ge=0)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from actune.atomic_write import atomic_write_text
+from actune.bootstrap.export import convertible
 from actune.cli.quickstart_config import QuickstartConfig
 from actune.config import ConfigError
 from actune.stop_signals import stop_signals_as_interrupt
@@ -165,8 +166,10 @@ def estimate_seconds(cfg: QuickstartConfig, kind: str) -> dict[str, float]:
     attempts, n_train = cfg.bootstrap.attempts_per_task, cfg.world.n_train
     cap = cfg.bootstrap.export.max_per_task
     exported = _EXPORTED["few_attempts" if cap is None or attempts <= cap else "many_attempts"]
-    epochs = cfg.train.num_train_epochs
     boot = train = evals = 0.0
+    # per method: examples it exports itself, round by round (each round adds its keeps to the earlier ones)
+    own: dict[str, list[float]] = {}
+    solved_r1: dict[str, float] = {}
     for method in cfg.methods:
         keep = _KEEP_RATE.get(method, 0.2)
         cost = {stage: costs.get(method, 1.0) for stage, costs in _EPISODE_COST.items()}
@@ -174,21 +177,29 @@ def estimate_seconds(cfg: QuickstartConfig, kind: str) -> dict[str, float]:
         episodes = min(target / keep, n_train * attempts)  # the passes stop at the target
         boot += episodes * cost["bootstrap"] / boot_h * 3600
         examples = exported * min(target, episodes * keep)
-        solved = _solved_share(keep, attempts)
-        trained = examples
+        solved = solved_r1[method] = _solved_share(keep, attempts)
+        own[method] = [examples]
         for _ in range(2, cfg.rounds + 1):  # later rounds: the tuned model on what is still unsolved
             later = n_train * (1 - solved) * cfg.round_attempts
             boot += later * cost["tuned"] / boot_h * 3600
-            kept = later * _LATER_KEEP_RATE
-            examples += kept  # a later round's keeps are all exported (seeds 1-4: 74 of 74, 75 of 75)
-            trained += examples  # each round retrains from the base model on every round's data so far
+            examples += later * _LATER_KEEP_RATE  # a later round's keeps are all exported (seeds 1-4: 74 of 74)
+            own[method].append(examples)
             solved = min(0.95, solved + (1 - solved) * _solved_share(_LATER_KEEP_RATE, cfg.round_attempts))
-        if cfg.train.max_steps > 0:
-            epochs = cfg.train.max_steps * cfg.train.per_device_train_batch_size / max(examples, 1)
-        train += trained * _TOKENS_PER_EXAMPLE.get(method, 335) * epochs / rate["train_tok_s"]
         n_prompted = 1 + int(cfg.oracle_baseline)
         evals += cfg.world.n_test * (n_prompted * cost["prompted"] + cfg.rounds * cost["tuned"]) / eval_h * 3600
         evals += (n_prompted + cfg.rounds) * rate["server_s"]
+    for method in cfg.methods:
+        per_round = list(own[method])
+        if cfg.mix_methods:  # borrowed episodes fill the per-task cap where the method's own attempts leave room
+            room = 1.0 if cap is None or attempts < cap else 1 - solved_r1[method]
+            for other in cfg.methods:
+                if other != method and convertible(other, method):
+                    per_round = [mine + room * theirs for mine, theirs in zip(per_round, own[other])]
+        epochs = cfg.train.num_train_epochs
+        if cfg.train.max_steps > 0:
+            epochs = cfg.train.max_steps * cfg.train.per_device_train_batch_size / max(per_round[-1], 1)
+        # each round retrains from the base model on every round's data so far
+        train += sum(per_round) * _TOKENS_PER_EXAMPLE.get(method, 335) * epochs / rate["train_tok_s"]
     boot += cfg.rounds * rate["server_s"] + max(0, cfg.rounds - 1) * (len(cfg.methods) - 1) * rate["server_s"]
     return {"bootstrap": boot, "train": train, "eval": evals}
 
@@ -404,10 +415,17 @@ class _Pipeline:
                 })
                 self._run_bootstrap(boot, serve, run_id, served)
 
+    def export_methods(self, method: str) -> list[str]:
+        """The methods whose stores feed ``method``'s adapter: its own first (the per-task cap keeps the first
+        episodes), then, with ``mix_methods``, every other method whose steps convert into ``method``'s."""
+        others = [m for m in self.cfg.methods if m != method and convertible(m, method)] if self.cfg.mix_methods else []
+        return [method, *others]
+
     def export(self, method: str, r: int) -> None:
         from actune.bootstrap.export import export_dataset
 
-        stores = [self.layout.store(method, k) for k in range(1, r + 1) if self.layout.store(method, k).exists()]
+        stores = [self.layout.store(m, k) for m in self.export_methods(method) for k in range(1, r + 1)
+                  if self.layout.store(m, k).exists()]
         export_cfg = self.cfg.bootstrap.export.model_copy(update={"steps_method": method, "seed": self.cfg.seed})
         summary = export_dataset(stores, self.layout.dataset(method, r), self.cfg.train.wire_format, export_cfg)
         self.log(f"export {method} round {r}: {summary.exported} examples from {len(stores)} store(s)")

@@ -261,3 +261,78 @@ def test_smoke_shrinks_on_a_cpu_without_bf16_and_still_runs_every_stage() -> Non
     assert fp32.rounds == 2 and fp32.oracle_baseline and fp32.train.merge  # every stage and model kind stays
     as_is, shrunk = (sum(estimate_seconds(c, "cpu-fp32").values()) for c in (bf16, fp32))
     assert shrunk < 0.85 * as_is
+
+
+def _kept(task_id: str, method: str, steps: list) -> "object":
+    """A kept record of ``method`` (its own step format), as the loop writes it."""
+    from actune.agent.render import instruction_for
+    from actune.judge import judge, record_verdict
+    from actune.trajectory import TaskRecord, Trajectory
+
+    t = Trajectory(task=TaskRecord(task_id, f"Who makes {task_id}?", "Sony", meta={"supporting_titles": [task_id]}),
+                   method=method, steps=steps, prediction="Sony", correct=True, finish_reason="answered", run_id="r",
+                   episode_id=f"{task_id}-{method}",
+                   info={"env_info": {"titles": [task_id]}, "prompt": {"method": method, "env": "wiki", "finish_action": "finish",
+                                    "instruction": instruction_for(method, "wiki", "(1) search[entity]\n(2) finish[answer]"),
+                                    "question": f"Question: Who makes {task_id}?"}})
+    return record_verdict(t, judge(t))
+
+
+def _write_round1_stores(layout: Layout) -> None:
+    from actune.trajectory import Step
+
+    def react(task_id: str) -> object:
+        return _kept(task_id, "react", [Step("thought", f"Search {task_id}.", 1),
+                                        Step("action", f"search[{task_id}]", 1, action_name="search", action_arg=task_id),
+                                        Step("observation", f"{task_id} is made by Sony.", 1),
+                                        Step("thought", "It is Sony.", 2),
+                                        Step("answer", "finish[Sony]", 2, action_name="finish", action_arg="Sony")])
+
+    def reflact(task_id: str) -> object:
+        return _kept(task_id, "reflact", [Step("reflection", "The maker is not known yet.", 1),
+                                          Step("action", f"search[{task_id}]", 1, action_name="search", action_arg=task_id),
+                                          Step("observation", f"{task_id} is made by Sony.", 1),
+                                          Step("reflection", "The maker is Sony: the goal is reached.", 2),
+                                          Step("answer", "FINAL ANSWER: Sony", 2, action_name="finish",
+                                               action_arg="Sony")])
+
+    for method, records in (("react", [react("t1")]), ("reflact", [reflact("t1"), reflact("t2")])):
+        store = layout.store(method, 1)
+        store.parent.mkdir(parents=True, exist_ok=True)
+        store.write_text("".join(r.to_json() + "\n" for r in records))
+
+
+@pytest.mark.parametrize("mix", [False, True])
+def test_mix_methods_feeds_reflact_episodes_to_the_react_adapter_only(tmp_path: Path, mix: bool) -> None:
+    from datasets import load_from_disk
+
+    cfg = load_quickstart("smoke", ["methods=[react,reflact]", f"mix_methods={str(mix).lower()}"])
+    layout = Layout(tmp_path)
+    pipe = _Pipeline(cfg, layout, show_progress=False, log=lambda m: None)
+    _write_round1_stores(layout)
+    assert pipe.export_methods("react") == (["react", "reflact"] if mix else ["react"])
+    assert pipe.export_methods("reflact") == ["reflact"]  # ReAct steps cannot become reflections
+    pipe.export("react", 1)
+    pipe.export("reflact", 1)
+    react_rows = load_from_disk(str(layout.dataset("react", 1)))
+    got = sorted((r["task_id"], r["source_method"]) for r in react_rows)
+    if mix:  # t1 has its own ReAct episode first, then ReflAct's (cap 2 a task); t2 only ReflAct's
+        assert got == [("t1", "react"), ("t1", "reflact"), ("t2", "reflact")]
+        borrowed = next(r for r in react_rows if r["task_id"] == "t2")
+        assert "Thought 1: The maker is not known yet.\n" in borrowed["text"]
+        assert borrowed["text"].endswith("Thought 2: The maker is Sony: the goal is reached.\nAction 2: finish[Sony]\n")
+    else:
+        assert got == [("t1", "react")]
+    reflact_rows = load_from_disk(str(layout.dataset("reflact", 1)))
+    assert sorted((r["task_id"], r["source_method"]) for r in reflact_rows) == [("t1", "reflact"), ("t2", "reflact")]
+
+
+def test_estimate_adds_the_borrowed_examples_to_react_training_only() -> None:
+    alone = estimate_seconds(load_quickstart("full", ["bootstrap.attempts_per_task=1"]), "cpu-bf16")
+    mixed = estimate_seconds(load_quickstart("full", ["bootstrap.attempts_per_task=1", "mix_methods=true"]), "cpu-bf16")
+    assert (mixed["bootstrap"], mixed["eval"]) == (alone["bootstrap"], alone["eval"])  # no episode more
+    react_alone = estimate_seconds(load_quickstart("full", ["bootstrap.attempts_per_task=1", "methods=[react]"]),
+                                   "cpu-bf16")
+    reflact_alone = alone["train"] - react_alone["train"]
+    # ReAct's training grows by ReflAct's examples at ReAct's tokens per example; ReflAct's stays as it was
+    assert mixed["train"] - alone["train"] == pytest.approx(reflact_alone * 335 / 500)
