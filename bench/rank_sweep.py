@@ -70,22 +70,24 @@ def _prod(shape: list[int]) -> int:
     return n
 
 
-def evaluate(cfg: QuickstartConfig, run: Path, method: str, adapters: dict[int, Path], out: Path) -> dict[str, Any]:
+def evaluate(cfg: QuickstartConfig, run: Path, method: str, adapters: dict[str, Path], out: Path,
+             name: str = "rank-sweep") -> dict[str, Any]:
+    """The prompted model and each adapter (by label, in order) in the run's loop on its world's dev split."""
     from actune.eval.config import EvalModel
     from actune.eval.run import run_eval
 
     base = cfg.serve.model
     models = [EvalModel(label="prompted", model=base)]
-    for rank, adapter in sorted(adapters.items()):
+    for label, adapter in adapters.items():
         model, lora = served_tuned_model(adapter, base)
-        models.append(EvalModel(label=f"tuned-r{rank}", model=model, adapter=lora))
+        models.append(EvalModel(label=label, model=model, adapter=lora))
     world = Layout(run).world
     ecfg = cfg.eval.model_copy(update={
         "out_dir": out / "eval", "models": models, "endpoints": [],
         "env": cfg.eval.env.model_copy(update={"name": "wiki", "corpus": str(world / "corpus.jsonl")}),
         "tasks": TaskConfig(format="custom", path=str(world / "dev.jsonl"), split="dev"),
         "agent": cfg.eval.agent.model_copy(update={"method": method, "seed": cfg.seed})})
-    run_eval(ecfg, cfg.serve, name=f"rank-sweep-{method}", show_progress=False)
+    run_eval(ecfg, cfg.serve, name=f"{name}-{method}", show_progress=False)
     return json.loads((out / "eval" / "report.json").read_text(encoding="utf-8"))
 
 
@@ -165,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         own = layout.adapter(args.method, args.round)
         adapters[rank] = own if rank == cfg.train.lora.r else trained_adapter(cfg, dataset, out, rank)
     figures = {rank: training_figures(a) for rank, a in adapters.items()}
-    report = evaluate(cfg, run, args.method, adapters, out)
+    report = evaluate(cfg, run, args.method, {f"tuned-r{rank}": a for rank, a in sorted(adapters.items())}, out)
     rows = sweep_rows(report, figures)
     (out / "sweep.json").write_text(json.dumps({"run": str(run), "method": args.method, "round": args.round,
                                                 "split": "dev", "rows": rows}, indent=2) + "\n", encoding="utf-8")

@@ -41,8 +41,8 @@ from actune.config import ConfigError
 from actune.stop_signals import stop_signals_as_interrupt
 from actune.tasks.config import TaskConfig
 
-__all__ = ["Layout", "Stage", "plan_stages", "estimate_seconds", "run_quickstart", "served_tuned_model",
-           "stored_config_as_current", "train_in_child_process", "STATE_FILE"]
+__all__ = ["Layout", "Stage", "plan_stages", "estimate_seconds", "export_methods", "export_stores", "run_quickstart",
+           "served_tuned_model", "stored_config_as_current", "train_in_child_process", "STATE_FILE"]
 
 STATE_FILE = "quickstart-state.json"
 
@@ -277,6 +277,20 @@ def served_tuned_model(adapter: Path, base: str) -> tuple[str, Path | None]:
     return base, adapter
 
 
+def export_methods(cfg: QuickstartConfig, method: str) -> list[str]:
+    """The methods whose stores feed ``method``'s adapter: its own first (the per-task cap keeps the first
+    episodes), then, with ``mix_methods``, every other method whose steps convert into ``method``'s."""
+    others = [m for m in cfg.methods if m != method and convertible(m, method)] if cfg.mix_methods else []
+    return [method, *others]
+
+
+def export_stores(cfg: QuickstartConfig, layout: Layout, method: str, r: int) -> list[Path]:
+    """The stores exported for ``method``'s round-``r`` adapter, in order: every round so far of each method
+    of :func:`export_methods`."""
+    return [layout.store(m, k) for m in export_methods(cfg, method) for k in range(1, r + 1)
+            if layout.store(m, k).exists()]
+
+
 class _Pipeline:
     def __init__(self, cfg: QuickstartConfig, layout: Layout, show_progress: bool,
                  log: Callable[[str], None]) -> None:
@@ -415,17 +429,10 @@ class _Pipeline:
                 })
                 self._run_bootstrap(boot, serve, run_id, served)
 
-    def export_methods(self, method: str) -> list[str]:
-        """The methods whose stores feed ``method``'s adapter: its own first (the per-task cap keeps the first
-        episodes), then, with ``mix_methods``, every other method whose steps convert into ``method``'s."""
-        others = [m for m in self.cfg.methods if m != method and convertible(m, method)] if self.cfg.mix_methods else []
-        return [method, *others]
-
     def export(self, method: str, r: int) -> None:
         from actune.bootstrap.export import export_dataset
 
-        stores = [self.layout.store(m, k) for m in self.export_methods(method) for k in range(1, r + 1)
-                  if self.layout.store(m, k).exists()]
+        stores = export_stores(self.cfg, self.layout, method, r)
         export_cfg = self.cfg.bootstrap.export.model_copy(update={"steps_method": method, "seed": self.cfg.seed})
         summary = export_dataset(stores, self.layout.dataset(method, r), self.cfg.train.wire_format, export_cfg)
         self.log(f"export {method} round {r}: {summary.exported} examples from {len(stores)} store(s)")

@@ -10,7 +10,15 @@ import pytest
 
 from actune.cli.quickstart_config import PRESETS, load_quickstart
 from actune.cli.quickstart_report import headline_rows
-from actune.cli.quickstart_run import Layout, _load_state, _Pipeline, _save_state, estimate_seconds, plan_stages
+from actune.cli.quickstart_run import (
+    Layout,
+    _load_state,
+    _Pipeline,
+    _save_state,
+    estimate_seconds,
+    export_methods,
+    plan_stages,
+)
 from actune.config import ConfigError
 
 
@@ -310,8 +318,8 @@ def test_mix_methods_feeds_reflact_episodes_to_the_react_adapter_only(tmp_path: 
     layout = Layout(tmp_path)
     pipe = _Pipeline(cfg, layout, show_progress=False, log=lambda m: None)
     _write_round1_stores(layout)
-    assert pipe.export_methods("react") == (["react", "reflact"] if mix else ["react"])
-    assert pipe.export_methods("reflact") == ["reflact"]  # ReAct steps cannot become reflections
+    assert export_methods(cfg, "react") == (["react", "reflact"] if mix else ["react"])
+    assert export_methods(cfg, "reflact") == ["reflact"]  # ReAct steps cannot become reflections
     pipe.export("react", 1)
     pipe.export("reflact", 1)
     react_rows = load_from_disk(str(layout.dataset("react", 1)))

@@ -1,0 +1,138 @@
+"""Does ``mix_methods`` help? One round of a finished quickstart run trained both ways, scored on the dev split.
+
+    .venv/bin/python bench/mix_ablation.py --run runs/full-a1-mix-seed7 --method react --round 1
+
+The run's own adapter is one arm; the other is trained here on the same run's stores with ``mix_methods``
+flipped (the same recipe, seed and dev-loss checkpoint pick): with mixing, the method's adapter also learns
+from the other methods' kept episodes that convert into its steps; without, from its own only. Both, and the
+prompted model, then play the same loop on the world's **dev** questions: the test split is never read, so
+what is chosen here can go into a preset honestly. Resumable: an adapter already under ``--out`` is not
+retrained, and eval continues its stores.
+
+Writes ``<out>/ablation.json``, ``<out>/ablation.png`` and the eval report (``<out>/eval/report.md``); prints one
+table: examples, best step and dev loss, dev correct & grounded with its interval, the paired difference
+against the prompted model and McNemar's p, and the mixed arm paired against the unmixed one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rank_sweep import evaluate, load_run_config, training_figures
+
+from actune.cli.quickstart_config import QuickstartConfig
+from actune.cli.quickstart_run import Layout, export_stores
+
+ARMS = {True: "tuned-mixed", False: "tuned-own"}
+
+
+def other_arm(cfg: QuickstartConfig, run: Path, method: str, r: int, out: Path) -> Path:
+    """The adapter of the arm the run did not train (trained under ``out`` unless already there)."""
+    from actune.bootstrap.export import export_dataset
+    from actune.train.run import train
+
+    flipped = cfg.model_copy(update={"mix_methods": not cfg.mix_methods})
+    arm = out / ARMS[flipped.mix_methods]
+    adapter = arm / "adapter"
+    if (adapter / "adapter_config.json").is_file():
+        return adapter
+    stores = export_stores(flipped, Layout(run), method, r)
+    export_cfg = cfg.bootstrap.export.model_copy(update={"steps_method": method, "seed": cfg.seed})
+    summary = export_dataset(stores, arm / "dataset", cfg.train.wire_format, export_cfg)
+    print(f"{arm.name}: {summary.exported} examples from {len(stores)} store(s)", file=sys.stderr, flush=True)
+    tcfg = cfg.train.model_copy(update={"dataset": arm / "dataset", "output_dir": adapter, "seed": cfg.seed})
+    train(tcfg, log=lambda m: print(f"{arm.name}: {m}", file=sys.stderr, flush=True))
+    return adapter
+
+
+def ablation_rows(report: dict[str, Any], figures: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per model of the report (prompted first), with the mixed arm paired against the unmixed one."""
+    rows = []
+    for m in report["models"]:
+        cg = m["metrics"]["correct_grounded"]
+        row: dict[str, Any] = {"label": m["label"], "dev_cg": cg["mean"], "dev_cg_low": cg["low"],
+                               "dev_cg_high": cg["high"], "n": cg["n"], **figures.get(m["label"], {})}
+        vs = (m.get("vs_first") or {}).get("correct_grounded")
+        if vs:
+            row.update(diff=vs["diff"]["mean"], b=vs["b"], c=vs["c"], p=vs["p_value"])
+        rows.append(row)
+    return rows
+
+
+def mixed_vs_own(cfg: QuickstartConfig, eval_dir: Path) -> dict[str, Any]:
+    """The mixed arm paired against the unmixed one on the dev questions (the eval's own paired statistics)."""
+    from actune.eval.stats import paired_comparison
+    from actune.trajectory import read_trajectories
+
+    own, mixed = (read_trajectories(eval_dir / ARMS[m] / "trajectories.jsonl") for m in (False, True))
+    e = cfg.eval
+    return paired_comparison(own, mixed, metric="correct_grounded", samples=e.bootstrap_samples,
+                             confidence=e.confidence, seed=e.seed).to_dict()
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| model | examples | best step (of) | dev loss | dev correct & grounded | vs prompted | McNemar p |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        step = f"{r['best_step']} ({r['steps']})" if r.get("best_step") is not None else "–"
+        loss = f"{r['best_eval_loss']:.4f}" if r.get("best_eval_loss") is not None else "–"
+        vs = f"{100 * r['diff']:+.1f} pts, {r['b']}/{r['c']}" if "diff" in r else "reference"
+        p = f"{r['p']:.2g}" if "p" in r else ""
+        lines.append(f"| {r['label']} | {r.get('train_examples') or '–'} | {step} | {loss} | "
+                     f"{r['dev_cg']:.3f} [{r['dev_cg_low']:.3f}, {r['dev_cg_high']:.3f}] | {vs} | {p} |")
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    x = range(len(rows))
+    ax.bar(x, [r["dev_cg"] for r in rows], color=["grey"] + ["C0"] * (len(rows) - 1),
+           yerr=[[r["dev_cg"] - r["dev_cg_low"] for r in rows], [r["dev_cg_high"] - r["dev_cg"] for r in rows]],
+           capsize=4)
+    ax.set_xticks(list(x), [r["label"] for r in rows])
+    ax.set_ylabel("dev correct & grounded")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--run", required=True, help="a quickstart run folder whose round has been trained")
+    ap.add_argument("--method", default="react")
+    ap.add_argument("--round", type=int, default=1)
+    ap.add_argument("--out", help="working folder (default: <run>/mix-ablation-<method>-r<round>)")
+    args = ap.parse_args(argv)
+
+    run = Path(args.run).resolve()
+    cfg = load_run_config(run)
+    out = Path(args.out).resolve() if args.out else run / f"mix-ablation-{args.method}-r{args.round}"
+    out.mkdir(parents=True, exist_ok=True)
+    adapters = {ARMS[cfg.mix_methods]: Layout(run).adapter(args.method, args.round),
+                ARMS[not cfg.mix_methods]: other_arm(cfg, run, args.method, args.round, out)}
+    adapters = {label: adapters[label] for label in (ARMS[False], ARMS[True])}
+    figures = {label: training_figures(a) for label, a in adapters.items()}
+    report = evaluate(cfg, run, args.method, adapters, out, name="mix-ablation")
+    rows = ablation_rows(report, figures)
+    paired = mixed_vs_own(cfg, out / "eval")
+    (out / "ablation.json").write_text(json.dumps({"run": str(run), "method": args.method, "round": args.round,
+                                                   "split": "dev", "rows": rows, "mixed_vs_own": paired},
+                                                  indent=2) + "\n", encoding="utf-8")
+    plot(rows, out / "ablation.png")
+    print(format_table(rows))
+    print(f"\nmixed vs own (dev, paired): {paired}")
+    print(f"\n{out / 'ablation.json'}, {out / 'ablation.png'}, {out / 'eval' / 'report.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
