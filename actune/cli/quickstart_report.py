@@ -6,7 +6,8 @@ It reads each method's eval report (``eval/<method>/report.json``) and states, f
 against the prompted model with the generic prompt, the headline metric (correct AND grounded), the
 paired difference with its interval, McNemar's exact p-value, the ratio, and whether the project's
 bar is met: at least 2x the prompted rate, at least 10 points higher, p < 0.01. A miss is reported as
-a miss, with what was measured.
+a miss, with what was measured, beside what each tuned model learnt from (examples by source method,
+tasks, steps, epochs, rank).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from actune.cli.quickstart_config import QuickstartConfig
     from actune.cli.quickstart_run import Layout
 
-__all__ = ["HEADLINE", "BAR", "headline_rows", "write_quickstart_report"]
+__all__ = ["HEADLINE", "BAR", "headline_rows", "training_rows", "write_quickstart_report"]
 
 HEADLINE = "correct_grounded"
 BAR = {"ratio": 2.0, "points": 0.10, "p": 0.01}
@@ -67,7 +68,44 @@ def _pct(est: dict[str, Any]) -> str:
     return f"{est['mean']:.3f} [{est['low']:.3f}, {est['high']:.3f}]"
 
 
-def _markdown(title: str, rows: list[dict[str, Any]], stages: dict[str, Any], cfg: dict[str, Any]) -> str:
+def training_rows(cfg: QuickstartConfig, layout: Layout) -> list[dict[str, Any]]:
+    """What each tuned model learnt from (the issue's "data size x epochs x rank against gain"): per method and
+    round, the exported examples by source method and their tasks (``export_summary.json``), and the steps,
+    epochs and dev-picked step of its training (``training_meta.json``). Rounds not yet trained are left out."""
+    rows = []
+    for method in cfg.methods:
+        for r in range(1, cfg.rounds + 1):
+            summary_path = layout.dataset(method, r) / "export_summary.json"
+            meta_path = layout.adapter(method, r) / "training_meta.json"
+            if not (summary_path.is_file() and meta_path.is_file()):
+                continue
+            summary = json.loads(summary_path.read_text(encoding="utf-8"))
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            rows.append({"method": method, "round": r, "exported": summary["exported"], "tasks": summary["tasks"],
+                         "by_source": {m: c["exported"] for m, c in summary["methods"].items() if c["exported"]},
+                         "train_examples": meta.get("train_examples"), "dev_examples": meta.get("dev_examples"),
+                         "steps": meta.get("steps"), "best_step": meta.get("best_step"),
+                         "epochs": cfg.train.num_train_epochs, "lora_r": cfg.train.lora.r})
+    return rows
+
+
+def _training_markdown(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    lines = ["## Training data", "",
+             "| model | examples (by source method) | tasks | trained / dev slice | steps (dev-picked) | epochs "
+             "| LoRA r |",
+             "|---|---|---:|---|---|---:|---:|"]
+    for t in rows:
+        sources = ", ".join(f"{m} {n}" for m, n in t["by_source"].items())
+        lines.append(f"| {t['method']} tuned-r{t['round']} | {t['exported']} ({sources}) | {t['tasks']} | "
+                     f"{t['train_examples']} / {t['dev_examples']} | {t['steps']} ({t['best_step']}) | "
+                     f"{t['epochs']:g} | {t['lora_r']} |")
+    return lines + [""]
+
+
+def _markdown(title: str, rows: list[dict[str, Any]], stages: dict[str, Any], cfg: dict[str, Any],
+              training: list[dict[str, Any]]) -> str:
     lines = [f"# {title}", "",
              f"Headline: `{HEADLINE}` — the answer is right AND every page it rests on was read (a comparison "
              "answered by luck does not count). Means over held-out test questions with 95% bootstrap "
@@ -89,6 +127,7 @@ def _markdown(title: str, rows: list[dict[str, Any]], stages: dict[str, Any], cf
             lines.append(f"| {r['label']} | {_pct(r[HEADLINE])} | {_pct(r['correct'])} | {diff} | {bc} | {p} | "
                          f"{ratio} | {verdict} |")
         lines += ["", f"Per-kind tables, costs and failure modes: `eval/{method}/report.md`; plot: `scores.png`.", ""]
+    lines += _training_markdown(training)
     if stages:
         total = sum(s.get("wall_s", 0) for s in stages.values())
         lines += ["## Stages (wall time)", "", "| stage | minutes |", "|---|---:|"]
@@ -138,9 +177,10 @@ def write_quickstart_report(cfg: QuickstartConfig, layout: Layout) -> dict[str, 
     stages = state.get("done", {})
     title = f"Quickstart {cfg.name}, seed {cfg.seed}"
     paths = {"md": layout.out / "report.md", "json": layout.out / "report.json", "png": layout.out / "scores.png"}
+    training = training_rows(cfg, layout)
     atomic_write_text(paths["json"], json.dumps({"title": title, "headline": HEADLINE, "bar": BAR, "rows": rows,
-                                                 "stages": stages, "config": cfg.model_dump(mode="json")},
-                                                indent=2) + "\n")
-    atomic_write_text(paths["md"], _markdown(title, rows, stages, cfg.model_dump(mode="json")))
+                                                 "training": training, "stages": stages,
+                                                 "config": cfg.model_dump(mode="json")}, indent=2) + "\n")
+    atomic_write_text(paths["md"], _markdown(title, rows, stages, cfg.model_dump(mode="json"), training))
     _plot(rows, paths["png"], title)
     return paths

@@ -161,6 +161,30 @@ def test_report_json_is_written_with_rows(tmp_path: Path) -> None:
     assert paths["png"].read_bytes()[:4] == b"\x89PNG"
 
 
+def test_report_says_what_each_tuned_model_learnt_from(tmp_path: Path) -> None:
+    from actune.cli.quickstart_report import write_quickstart_report
+
+    cfg = load_quickstart("smoke", ["rounds=2"])
+    layout = Layout(tmp_path)
+    layout.eval_dir("react").mkdir(parents=True)
+    (layout.eval_dir("react") / "report.json").write_text(
+        json.dumps(_report((0.1, 0.05, 0.15), (0.3, 0.2, 0.4), b=1, c=20, p=1e-5)))
+    layout.dataset("react", 1).mkdir(parents=True)
+    (layout.dataset("react", 1) / "export_summary.json").write_text(json.dumps({
+        "exported": 161, "tasks": 131,
+        "methods": {"react": {"exported": 109}, "reflact": {"exported": 52}, "cot": {"exported": 0}}}))
+    layout.adapter("react", 1).mkdir(parents=True)
+    (layout.adapter("react", 1) / "training_meta.json").write_text(json.dumps({
+        "train_examples": 147, "dev_examples": 14, "steps": 111, "best_step": 95}))
+    layout.dataset("react", 2).mkdir(parents=True)  # round 2 exported but not trained yet: left out
+    (layout.dataset("react", 2) / "export_summary.json").write_text(json.dumps({"exported": 1, "tasks": 1, "methods": {}}))
+    paths = write_quickstart_report(cfg, layout)
+    assert json.loads(paths["json"].read_text())["training"] == [{
+        "method": "react", "round": 1, "exported": 161, "tasks": 131, "by_source": {"react": 109, "reflact": 52},
+        "train_examples": 147, "dev_examples": 14, "steps": 111, "best_step": 95, "epochs": 1.0, "lora_r": 16}]
+    assert "| react tuned-r1 | 161 (react 109, reflact 52) | 131 | 147 / 14 | 111 (95) | 1 | 16 |" in paths["md"].read_text()
+
+
 def test_gpu_preset_is_the_papers_scale_on_one_gpu() -> None:
     gpu = load_quickstart("gpu")
     assert gpu.serve.device == "cuda" and gpu.serve.model == gpu.train.base_model == "Qwen/Qwen2.5-0.5B-Instruct"
