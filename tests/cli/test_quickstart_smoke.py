@@ -52,6 +52,10 @@ def test_every_stage_ran_and_the_report_has_its_structure(smoke_run) -> None:
         assert set(row["vs_prompted"]) >= {"diff", "b", "c", "p_value", "ratio"}
     for row in data["rows"][2:]:
         assert set(row["bar"]) == {"ratio", "points", "p", "met"}
+    # what each tuned model learnt from, read back from the export and training files of this very run
+    assert [(t["method"], t["round"], t["by_source"].keys() == {"react"}) for t in data["training"]] == [
+        ("react", 1, True), ("react", 2, True)]
+    assert all(t["train_examples"] + t["dev_examples"] <= t["exported"] for t in data["training"])
     assert report.read_text().startswith("# Quickstart quickstart-smoke, seed 0")
     assert (layout.out / "scores.png").read_bytes()[:4] == b"\x89PNG"
     assert (layout.eval_dir("react") / "report.md").is_file()
