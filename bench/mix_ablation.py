@@ -22,17 +22,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rank_sweep import evaluate, load_run_config, training_figures
+from rank_sweep import evaluate, load_run_config, sweep_rows, training_figures
 
 from actune.cli.quickstart_config import QuickstartConfig
-from actune.cli.quickstart_run import Layout, export_stores
+from actune.cli.quickstart_run import Layout, export_round, export_stores
 
 ARMS = {True: "tuned-mixed", False: "tuned-own"}
 
 
 def other_arm(cfg: QuickstartConfig, run: Path, method: str, r: int, out: Path) -> Path:
     """The adapter of the arm the run did not train (trained under ``out`` unless already there)."""
-    from actune.bootstrap.export import export_dataset
     from actune.train.run import train
 
     flipped = cfg.model_copy(update={"mix_methods": not cfg.mix_methods})
@@ -41,26 +40,11 @@ def other_arm(cfg: QuickstartConfig, run: Path, method: str, r: int, out: Path) 
     if (adapter / "adapter_config.json").is_file():
         return adapter
     stores = export_stores(flipped, Layout(run), method, r)
-    export_cfg = cfg.bootstrap.export.model_copy(update={"steps_method": method, "seed": cfg.seed})
-    summary = export_dataset(stores, arm / "dataset", cfg.train.wire_format, export_cfg)
+    summary = export_round(cfg, stores, method, arm / "dataset")
     print(f"{arm.name}: {summary.exported} examples from {len(stores)} store(s)", file=sys.stderr, flush=True)
     tcfg = cfg.train.model_copy(update={"dataset": arm / "dataset", "output_dir": adapter, "seed": cfg.seed})
     train(tcfg, log=lambda m: print(f"{arm.name}: {m}", file=sys.stderr, flush=True))
     return adapter
-
-
-def ablation_rows(report: dict[str, Any], figures: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per model of the report (prompted first), with the mixed arm paired against the unmixed one."""
-    rows = []
-    for m in report["models"]:
-        cg = m["metrics"]["correct_grounded"]
-        row: dict[str, Any] = {"label": m["label"], "dev_cg": cg["mean"], "dev_cg_low": cg["low"],
-                               "dev_cg_high": cg["high"], "n": cg["n"], **figures.get(m["label"], {})}
-        vs = (m.get("vs_first") or {}).get("correct_grounded")
-        if vs:
-            row.update(diff=vs["diff"]["mean"], b=vs["b"], c=vs["c"], p=vs["p_value"])
-        rows.append(row)
-    return rows
 
 
 def mixed_vs_own(cfg: QuickstartConfig, eval_dir: Path) -> dict[str, Any]:
@@ -122,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     adapters = {label: adapters[label] for label in (ARMS[False], ARMS[True])}
     figures = {label: training_figures(a) for label, a in adapters.items()}
     report = evaluate(cfg, run, args.method, adapters, out, name="mix-ablation")
-    rows = ablation_rows(report, figures)
+    rows = sweep_rows(report, figures)
     paired = mixed_vs_own(cfg, out / "eval")
     (out / "ablation.json").write_text(json.dumps({"run": str(run), "method": args.method, "round": args.round,
                                                    "split": "dev", "rows": rows, "mixed_vs_own": paired},

@@ -91,8 +91,9 @@ def evaluate(cfg: QuickstartConfig, run: Path, method: str, adapters: dict[str, 
     return json.loads((out / "eval" / "report.json").read_text(encoding="utf-8"))
 
 
-def sweep_rows(report: dict[str, Any], figures: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per model of the report: the prompted model first, then each rank in order."""
+def sweep_rows(report: dict[str, Any], figures: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per model of the report, in its order (the prompted model first), with the training figures of
+    each tuned model by label (bench/mix_ablation.py builds its rows here too)."""
     rows = []
     for m in report["models"]:
         cg = m["metrics"]["correct_grounded"]
@@ -102,8 +103,7 @@ def sweep_rows(report: dict[str, Any], figures: dict[int, dict[str, Any]]) -> li
         if vs:
             row.update(diff=vs["diff"]["mean"], diff_low=vs["diff"]["low"], diff_high=vs["diff"]["high"],
                        b=vs["b"], c=vs["c"], p=vs["p_value"])
-        if m["label"].startswith("tuned-r"):
-            row.update(figures[int(m["label"].removeprefix("tuned-r"))])
+        row.update(figures.get(m["label"], {}))
         rows.append(row)
     return rows
 
@@ -166,8 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     for rank in args.ranks:
         own = layout.adapter(args.method, args.round)
         adapters[rank] = own if rank == cfg.train.lora.r else trained_adapter(cfg, dataset, out, rank)
-    figures = {rank: training_figures(a) for rank, a in adapters.items()}
-    report = evaluate(cfg, run, args.method, {f"tuned-r{rank}": a for rank, a in sorted(adapters.items())}, out)
+    labelled = {f"tuned-r{rank}": a for rank, a in sorted(adapters.items())}
+    figures = {label: training_figures(a) for label, a in labelled.items()}
+    report = evaluate(cfg, run, args.method, labelled, out)
     rows = sweep_rows(report, figures)
     (out / "sweep.json").write_text(json.dumps({"run": str(run), "method": args.method, "round": args.round,
                                                 "split": "dev", "rows": rows}, indent=2) + "\n", encoding="utf-8")

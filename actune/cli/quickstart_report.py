@@ -72,11 +72,14 @@ def training_rows(cfg: QuickstartConfig, layout: Layout) -> list[dict[str, Any]]
     """What each tuned model learnt from (the issue's "data size x epochs x rank against gain"): per method and
     round, the exported examples by source method and their tasks (``export_summary.json``), and the steps,
     epochs and dev-picked step of its training (``training_meta.json``). Rounds not yet trained are left out."""
+    from actune.bootstrap.export import SUMMARY_FILE
+    from actune.train.run import TRAINING_META_FILE
+
     rows = []
     for method in cfg.methods:
         for r in range(1, cfg.rounds + 1):
-            summary_path = layout.dataset(method, r) / "export_summary.json"
-            meta_path = layout.adapter(method, r) / "training_meta.json"
+            summary_path = layout.dataset(method, r) / SUMMARY_FILE
+            meta_path = layout.adapter(method, r) / TRAINING_META_FILE
             if not (summary_path.is_file() and meta_path.is_file()):
                 continue
             summary = json.loads(summary_path.read_text(encoding="utf-8"))

@@ -41,8 +41,8 @@ from actune.config import ConfigError
 from actune.stop_signals import stop_signals_as_interrupt
 from actune.tasks.config import TaskConfig
 
-__all__ = ["Layout", "Stage", "plan_stages", "estimate_seconds", "export_methods", "export_stores", "run_quickstart",
-           "served_tuned_model", "stored_config_as_current", "train_in_child_process", "STATE_FILE"]
+__all__ = ["Layout", "Stage", "plan_stages", "estimate_seconds", "export_methods", "export_round", "export_stores",
+           "run_quickstart", "served_tuned_model", "stored_config_as_current", "train_in_child_process", "STATE_FILE"]
 
 STATE_FILE = "quickstart-state.json"
 
@@ -291,6 +291,15 @@ def export_stores(cfg: QuickstartConfig, layout: Layout, method: str, r: int) ->
             if layout.store(m, k).exists()]
 
 
+def export_round(cfg: QuickstartConfig, stores: list[Path], method: str, out_dir: Path) -> Any:
+    """Export ``stores`` as ``method``'s training set in ``out_dir`` with the run's export settings and seed;
+    the :class:`~actune.bootstrap.export.ExportSummary`."""
+    from actune.bootstrap.export import export_dataset
+
+    export_cfg = cfg.bootstrap.export.model_copy(update={"steps_method": method, "seed": cfg.seed})
+    return export_dataset(stores, out_dir, cfg.train.wire_format, export_cfg)
+
+
 class _Pipeline:
     def __init__(self, cfg: QuickstartConfig, layout: Layout, show_progress: bool,
                  log: Callable[[str], None]) -> None:
@@ -430,11 +439,8 @@ class _Pipeline:
                 self._run_bootstrap(boot, serve, run_id, served)
 
     def export(self, method: str, r: int) -> None:
-        from actune.bootstrap.export import export_dataset
-
         stores = export_stores(self.cfg, self.layout, method, r)
-        export_cfg = self.cfg.bootstrap.export.model_copy(update={"steps_method": method, "seed": self.cfg.seed})
-        summary = export_dataset(stores, self.layout.dataset(method, r), self.cfg.train.wire_format, export_cfg)
+        summary = export_round(self.cfg, stores, method, self.layout.dataset(method, r))
         self.log(f"export {method} round {r}: {summary.exported} examples from {len(stores)} store(s)")
 
     def train(self, method: str, r: int) -> None:

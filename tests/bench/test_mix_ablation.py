@@ -39,13 +39,13 @@ def test_rows_carry_training_figures_and_the_table_shows_both_arms():
             m["vs_first"] = {"correct_grounded": vs}
         return m
 
-    vs_own = {"diff": {"mean": 0.12}, "b": 3, "c": 15, "p_value": 0.0075}
-    vs_mixed = {"diff": {"mean": 0.2}, "b": 2, "c": 22, "p_value": 3.6e-5}
+    vs_own = {"diff": {"mean": 0.12, "low": 0.04, "high": 0.2}, "b": 3, "c": 15, "p_value": 0.0075}
+    vs_mixed = {"diff": {"mean": 0.2, "low": 0.11, "high": 0.29}, "b": 2, "c": 22, "p_value": 3.6e-5}
     report = {"models": [model("prompted", 0.1, 0.05, 0.16), model("tuned-own", 0.22, 0.14, 0.3, vs_own),
                          model("tuned-mixed", 0.3, 0.21, 0.39, vs_mixed)]}
     figures = {"tuned-own": {"train_examples": 98, "best_step": 60, "best_eval_loss": 0.1234, "steps": 75},
                "tuned-mixed": {"train_examples": 140, "best_step": 105, "best_eval_loss": 0.1111, "steps": 105}}
-    rows = ablation.ablation_rows(report, figures)
+    rows = ablation.sweep_rows(report, figures)
     assert rows[0] == {"label": "prompted", "dev_cg": 0.1, "dev_cg_low": 0.05, "dev_cg_high": 0.16, "n": 100}
     assert ablation.format_table(rows).splitlines()[2:] == [
         "| prompted | – | – | – | 0.100 [0.050, 0.160] | reference |  |",

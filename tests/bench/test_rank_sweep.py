@@ -24,7 +24,7 @@ def _model(label, mean, low, high, vs=None):
 def test_rows_pair_each_rank_with_its_training_figures_and_the_table_shows_them():
     vs = {"diff": {"mean": 0.12, "low": 0.05, "high": 0.2}, "b": 3, "c": 15, "p_value": 0.0075}
     report = {"models": [_model("prompted", 0.1, 0.05, 0.16), _model("tuned-r4", 0.22, 0.14, 0.3, vs)]}
-    figures = {4: {"rank": 4, "alpha": 8, "train_examples": 136, "best_step": 68, "best_eval_loss": 0.1234,
+    figures = {"tuned-r4": {"rank": 4, "alpha": 8, "train_examples": 136, "best_step": 68, "best_eval_loss": 0.1234,
                    "steps": 102, "trainable_params": 1_221_120}}
     rows = sweep.sweep_rows(report, figures)
     assert rows[0] == {"label": "prompted", "dev_cg": 0.1, "dev_cg_low": 0.05, "dev_cg_high": 0.16, "n": 100}
