@@ -93,7 +93,7 @@ def evaluate(cfg: QuickstartConfig, run: Path, method: str, adapters: dict[str, 
 
 def sweep_rows(report: dict[str, Any], figures: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per model of the report, in its order (the prompted model first), with the training figures of
-    each tuned model by label (bench/mix_ablation.py builds its rows here too)."""
+    each tuned model by label (bench/ablation.py builds its rows here too)."""
     rows = []
     for m in report["models"]:
         cg = m["metrics"]["correct_grounded"]

@@ -216,8 +216,18 @@ def _steps_per_epoch(n_examples: int, args: Any) -> int:
     return max(1, math.ceil(batches / args.gradient_accumulation_steps))
 
 
-def _training_tasks(ds: Any) -> list[dict[str, str]]:
+def _training_tasks(ds: Any, model_dir: Path | None = None) -> list[dict[str, str]]:
+    """Every task the tuned model has seen: the dataset's, and those of its base model when that is a local
+    fine-tune recording its own (a later expert-iteration round trained on from the previous round's merged
+    model), so eval's leakage check sees the whole lineage, not the last round only."""
     first: dict[str, str] = {}
+    inherited = model_dir / TRAINING_TASKS_FILE if model_dir is not None else None
+    if inherited is not None and inherited.is_file():
+        try:
+            for item in json.loads(inherited.read_text(encoding="utf-8")):
+                first.setdefault(str(item["id"]), str(item["question"]))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError, KeyError) as e:
+            raise TrainError(f"{inherited}: unreadable training tasks of the base model ({e})") from None
     for task_id, question in zip(ds["task_id"], ds["question"]):
         first.setdefault(str(task_id), question)
     return [{"id": k, "question": first[k]} for k in sorted(first)]
@@ -606,7 +616,7 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> Trai
                 "wall_s": time.perf_counter() - t0,
             }
             meta_text = json.dumps(meta, indent=2) + "\n"
-            tasks_text = json.dumps(_training_tasks(ds), indent=2, ensure_ascii=False) + "\n"
+            tasks_text = json.dumps(_training_tasks(ds, Path(model_dir)), indent=2, ensure_ascii=False) + "\n"
             for folder in (final, final / MERGED_DIR) if cfg.merge else (final,):
                 atomic_write_text(folder / TRAINING_META_FILE, meta_text)
                 atomic_write_text(folder / TRAINING_TASKS_FILE, tasks_text)

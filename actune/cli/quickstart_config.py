@@ -71,7 +71,14 @@ class QuickstartConfig(StrictModel):
     prompted ReAct, a ReflAct adapter with prompted ReflAct)."""
     rounds: int = Field(1, ge=1, le=5)
     """Expert iteration: round r >= 2 bootstraps with round r-1's tuned model (zero-shot) on the training
-    tasks no earlier round solved, then retrains from the base model on every round's kept data."""
+    tasks no earlier round solved, then trains again (``round_start`` says from what)."""
+    round_start: Literal["base", "previous"] = "base"
+    """What round r >= 2 trains: ``base``, a fresh adapter on the base model with every round's kept data so
+    far (STaR's and ReST-EM's choice: no drift from one round's mistakes into the next); ``previous``, a
+    fresh adapter on round r-1's merged model with round r's new kept data only. ``previous`` trains each
+    example once per round instead of again in every later round (on a 2-core CPU most of round 2's
+    training is round 1's data again); it needs ``train.merge`` (the next round's base is that folder), and
+    the tuned model's ``training_tasks.json`` lists the whole lineage's tasks for eval's leakage check."""
     mix_methods: bool = False
     """FireAct's mix: each method's adapter also trains on the kept episodes of the other methods whose steps
     convert into its format (a ReflAct reflection becomes a ReAct thought; ReAct steps cannot become
@@ -113,6 +120,9 @@ class QuickstartConfig(StrictModel):
             raise ValueError("methods: name each method once, at least one")
         if not self.passes:
             raise ValueError("passes: at least one bootstrap pass")
+        if self.round_start == "previous" and self.rounds > 1 and not self.train.merge:
+            raise ValueError("round_start=previous trains round r on round r-1's merged model: it needs "
+                             "train.merge=true")
         return self
 
 

@@ -70,8 +70,9 @@ def _pct(est: dict[str, Any]) -> str:
 
 def training_rows(cfg: QuickstartConfig, layout: Layout) -> list[dict[str, Any]]:
     """What each tuned model learnt from (the issue's "data size x epochs x rank against gain"): per method and
-    round, the exported examples by source method and their tasks (``export_summary.json``), and the steps,
-    epochs and dev-picked step of its training (``training_meta.json``). Rounds not yet trained are left out."""
+    round, the model it trained on (``round_start``), the exported examples by source method and their tasks
+    (``export_summary.json``), and the steps, epochs and dev-picked step of its training
+    (``training_meta.json``). Rounds not yet trained are left out."""
     from actune.bootstrap.export import SUMMARY_FILE
     from actune.train.run import TRAINING_META_FILE
 
@@ -88,6 +89,7 @@ def training_rows(cfg: QuickstartConfig, layout: Layout) -> list[dict[str, Any]]
                          "by_source": {m: c["exported"] for m, c in summary["methods"].items() if c["exported"]},
                          "train_examples": meta.get("train_examples"), "dev_examples": meta.get("dev_examples"),
                          "steps": meta.get("steps"), "best_step": meta.get("best_step"),
+                         "trained_on": "base" if r == 1 or cfg.round_start == "base" else f"tuned-r{r - 1}",
                          "epochs": cfg.train.num_train_epochs, "lora_r": cfg.train.lora.r})
     return rows
 
@@ -96,12 +98,13 @@ def _training_markdown(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
     lines = ["## Training data", "",
-             "| model | examples (by source method) | tasks | trained / dev slice | steps (dev-picked) | epochs "
-             "| LoRA r |",
-             "|---|---|---:|---|---|---:|---:|"]
+             "| model | trained on | examples (by source method) | tasks | trained / dev slice | steps (dev-picked) "
+             "| epochs | LoRA r |",
+             "|---|---|---|---:|---|---|---:|---:|"]
     for t in rows:
         sources = ", ".join(f"{m} {n}" for m, n in t["by_source"].items())
-        lines.append(f"| {t['method']} tuned-r{t['round']} | {t['exported']} ({sources}) | {t['tasks']} | "
+        lines.append(f"| {t['method']} tuned-r{t['round']} | {t['trained_on']} | {t['exported']} ({sources}) | "
+                     f"{t['tasks']} | "
                      f"{t['train_examples']} / {t['dev_examples']} | {t['steps']} ({t['best_step']}) | "
                      f"{t['epochs']:g} | {t['lora_r']} |")
     return lines + [""]

@@ -42,7 +42,8 @@ from actune.stop_signals import stop_signals_as_interrupt
 from actune.tasks.config import TaskConfig
 
 __all__ = ["Layout", "Stage", "plan_stages", "estimate_seconds", "export_methods", "export_round", "export_stores",
-           "run_quickstart", "served_tuned_model", "stored_config_as_current", "train_in_child_process", "STATE_FILE"]
+           "run_quickstart", "served_tuned_model", "stored_config_as_current", "train_base", "train_in_child_process",
+           "STATE_FILE"]
 
 STATE_FILE = "quickstart-state.json"
 
@@ -198,7 +199,9 @@ def estimate_seconds(cfg: QuickstartConfig, kind: str) -> dict[str, float]:
         epochs = cfg.train.num_train_epochs
         if cfg.train.max_steps > 0:
             epochs = cfg.train.max_steps * cfg.train.per_device_train_batch_size / max(per_round[-1], 1)
-        # each round retrains from the base model on every round's data so far
+        if cfg.round_start == "previous":  # each round trains on its new examples only
+            per_round = [b - a for a, b in zip([0.0, *per_round], per_round)]
+        # else each round retrains from the base model on every round's data so far
         train += sum(per_round) * _TOKENS_PER_EXAMPLE.get(method, 335) * epochs / rate["train_tok_s"]
     boot += cfg.rounds * rate["server_s"] + max(0, cfg.rounds - 1) * (len(cfg.methods) - 1) * rate["server_s"]
     return {"bootstrap": boot, "train": train, "eval": evals}
@@ -286,9 +289,21 @@ def export_methods(cfg: QuickstartConfig, method: str) -> list[str]:
 
 def export_stores(cfg: QuickstartConfig, layout: Layout, method: str, r: int) -> list[Path]:
     """The stores exported for ``method``'s round-``r`` adapter, in order: every round so far of each method
-    of :func:`export_methods`."""
-    return [layout.store(m, k) for m in export_methods(cfg, method) for k in range(1, r + 1)
+    of :func:`export_methods` (with ``round_start=previous``, round ``r``'s only: the earlier rounds are in
+    the model it trains on)."""
+    first = r if cfg.round_start == "previous" else 1
+    return [layout.store(m, k) for m in export_methods(cfg, method) for k in range(first, r + 1)
             if layout.store(m, k).exists()]
+
+
+def train_base(cfg: QuickstartConfig, layout: Layout, method: str, r: int) -> str:
+    """The model ``method``'s round-``r`` adapter trains on: the preset's base model, or with
+    ``round_start=previous`` (rounds >= 2) round r-1's merged model."""
+    if r == 1 or cfg.round_start == "base":
+        return cfg.train.base_model
+    from actune.train.run import MERGED_DIR
+
+    return str(layout.adapter(method, r - 1) / MERGED_DIR)
 
 
 def export_round(cfg: QuickstartConfig, stores: list[Path], method: str, out_dir: Path) -> Any:
@@ -446,6 +461,7 @@ class _Pipeline:
     def train(self, method: str, r: int) -> None:
         tcfg = self.cfg.train.model_copy(update={"dataset": self.layout.dataset(method, r),
                                                  "output_dir": self.layout.adapter(method, r),
+                                                 "base_model": train_base(self.cfg, self.layout, method, r),
                                                  "seed": self.cfg.seed})
         train_in_child_process(tcfg)
 

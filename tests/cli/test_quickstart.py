@@ -17,7 +17,9 @@ from actune.cli.quickstart_run import (
     _save_state,
     estimate_seconds,
     export_methods,
+    export_stores,
     plan_stages,
+    train_base,
 )
 from actune.config import ConfigError
 
@@ -181,8 +183,9 @@ def test_report_says_what_each_tuned_model_learnt_from(tmp_path: Path) -> None:
     paths = write_quickstart_report(cfg, layout)
     assert json.loads(paths["json"].read_text())["training"] == [{
         "method": "react", "round": 1, "exported": 161, "tasks": 131, "by_source": {"react": 109, "reflact": 52},
-        "train_examples": 147, "dev_examples": 14, "steps": 111, "best_step": 95, "epochs": 1.0, "lora_r": 16}]
-    assert "| react tuned-r1 | 161 (react 109, reflact 52) | 131 | 147 / 14 | 111 (95) | 1 | 16 |" in paths["md"].read_text()
+        "train_examples": 147, "dev_examples": 14, "steps": 111, "best_step": 95, "trained_on": "base",
+        "epochs": 1.0, "lora_r": 16}]
+    assert "| react tuned-r1 | base | 161 (react 109, reflact 52) | 131 | 147 / 14 | 111 (95) | 1 | 16 |" in paths["md"].read_text()
 
 
 def test_gpu_preset_is_the_papers_scale_on_one_gpu() -> None:
@@ -368,3 +371,39 @@ def test_estimate_adds_the_borrowed_examples_to_react_training_only() -> None:
     reflact_alone = alone["train"] - react_alone["train"]
     # ReAct's training grows by ReflAct's examples at ReAct's tokens per example; ReflAct's stays as it was
     assert mixed["train"] - alone["train"] == pytest.approx(reflact_alone * 335 / 500)
+
+
+def _touch_stores(layout: Layout, methods: tuple[str, ...], rounds: tuple[int, ...]) -> None:
+    for method in methods:
+        for r in rounds:
+            layout.store(method, r).parent.mkdir(parents=True, exist_ok=True)
+            layout.store(method, r).touch()
+
+
+def test_round_start_previous_trains_round_r_on_its_new_stores_and_the_previous_merged_model(tmp_path: Path) -> None:
+    layout = Layout(tmp_path)
+    _touch_stores(layout, ("react", "reflact"), (1, 2))
+    base = load_quickstart("full", ["mix_methods=true"])
+    prev = load_quickstart("full", ["mix_methods=true", "round_start=previous"])
+    assert export_stores(base, layout, "react", 2) == [layout.store("react", 1), layout.store("react", 2),
+                                                       layout.store("reflact", 1), layout.store("reflact", 2)]
+    assert export_stores(prev, layout, "react", 2) == [layout.store("react", 2), layout.store("reflact", 2)]
+    assert export_stores(prev, layout, "react", 1) == [layout.store("react", 1), layout.store("reflact", 1)]
+    assert train_base(base, layout, "react", 2) == "smollm2-135m"
+    assert train_base(prev, layout, "react", 1) == "smollm2-135m"
+    assert train_base(prev, layout, "reflact", 2) == str(layout.adapter("reflact", 1) / "merged")
+
+
+def test_round_start_previous_needs_merged_models() -> None:
+    with pytest.raises(ConfigError, match="round_start=previous .* train.merge=true"):
+        load_quickstart("full", ["round_start=previous", "train.merge=false"])
+    load_quickstart("full", ["round_start=previous", "train.merge=false", "rounds=1"])  # no later round: fine
+
+
+def test_estimate_with_round_start_previous_trains_each_round_on_its_new_examples_only() -> None:
+    over = ["bootstrap.attempts_per_task=1", "methods=[react]"]
+    one = estimate_seconds(load_quickstart("full", [*over, "rounds=1"]), "cpu-fp32")["train"]
+    two = estimate_seconds(load_quickstart("full", over), "cpu-fp32")["train"]
+    prev = estimate_seconds(load_quickstart("full", [*over, "round_start=previous"]), "cpu-fp32")["train"]
+    # from the base model round 2 trains round 1's examples again; from the previous model only its new ones
+    assert prev == pytest.approx(two - one)

@@ -308,3 +308,19 @@ def test_only_complete_checkpoints_are_resumed_from(tmp_path):
     (tmp_path / "checkpoint-x").mkdir()
     assert train_run._last_checkpoint(tmp_path) == str(tmp_path / "checkpoint-10")
     assert train_run._last_checkpoint(tmp_path / "checkpoint-x") is None
+
+
+def test_training_tasks_include_those_of_a_base_model_that_recorded_its_own(tmp_path):
+    # a later expert-iteration round trained on the previous round's merged model: eval's leakage check must
+    # see the earlier rounds' tasks too (a plain dict stands in for the dataset's two columns)
+    from actune.train.run import TrainError, _training_tasks
+
+    ds = {"task_id": ["t3", "t1", "t3"], "question": ["Q3?", "Q1 again?", "Q3 again?"]}
+    assert _training_tasks(ds, tmp_path) == [{"id": "t1", "question": "Q1 again?"}, {"id": "t3", "question": "Q3?"}]
+    (tmp_path / "training_tasks.json").write_text(json.dumps([{"id": "t1", "question": "Q1?"},
+                                                             {"id": "t2", "question": "Q2?"}]))
+    assert _training_tasks(ds, tmp_path) == [{"id": "t1", "question": "Q1?"}, {"id": "t2", "question": "Q2?"},
+                                             {"id": "t3", "question": "Q3?"}]
+    (tmp_path / "training_tasks.json").write_text('[{"id": "t1"}]')
+    with pytest.raises(TrainError, match=r"training_tasks.json: unreadable training tasks of the base model"):
+        _training_tasks(ds, tmp_path)

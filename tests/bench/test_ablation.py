@@ -1,5 +1,5 @@
-"""bench/mix_ablation.py's own logic: which stores the other arm is exported from, and the rows and table it
-builds from an eval report (the ablation itself trains and serves the real model and asserts nothing)."""
+"""bench/ablation.py's own logic: which stores and base model the other arm is trained from, and the rows and
+table it builds from an eval report (the ablation itself trains and serves the real model and asserts nothing)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))  # the script imports rank_sweep beside it, as when run from bench/
-SPEC = importlib.util.spec_from_file_location("bench_mix_ablation", BENCH / "mix_ablation.py")
+SPEC = importlib.util.spec_from_file_location("bench_ablation", BENCH / "ablation.py")
 ablation = importlib.util.module_from_spec(SPEC)
 sys.modules[SPEC.name] = ablation
 SPEC.loader.exec_module(ablation)
@@ -30,6 +30,17 @@ def test_the_other_arm_reads_the_stores_the_run_did_not(tmp_path):
                                                         layout.store("reflact", 1), layout.store("reflact", 2)]
     assert export_stores(flipped, layout, "react", 2) == [layout.store("react", 1), layout.store("react", 2)]
     assert export_stores(mixed, layout, "reflact", 1) == [layout.store("reflact", 1)]
+
+
+def test_the_flipped_choice_and_its_arm_labels():
+    from actune.cli.quickstart_config import load_quickstart
+
+    cfg = load_quickstart("full", ["mix_methods=true"])
+    assert ablation.flipped_value(cfg, "mix_methods") is False
+    assert ablation.flipped_value(cfg, "round_start") == "previous"
+    prev = cfg.model_copy(update={"round_start": "previous"})
+    assert ablation.flipped_value(prev, "round_start") == "base"
+    assert list(ablation.ARMS["round_start"].values()) == ["tuned-from-base", "tuned-from-previous"]
 
 
 def test_rows_carry_training_figures_and_the_table_shows_both_arms():
