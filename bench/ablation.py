@@ -31,7 +31,7 @@ from typing import Any
 from rank_sweep import evaluate, load_run_config, sweep_rows, training_figures
 
 from actune.cli.quickstart_config import QuickstartConfig
-from actune.cli.quickstart_run import Layout, export_round, export_stores, train_base
+from actune.cli.quickstart_run import Layout, export_round, export_stores, round_train_config
 
 ARMS = {"mix_methods": {False: "tuned-own", True: "tuned-mixed"},
         "round_start": {"base": "tuned-from-base", "previous": "tuned-from-previous"}}
@@ -54,11 +54,10 @@ def other_arm(cfg: QuickstartConfig, run: Path, flip: str, method: str, r: int, 
         return adapter
     stores = export_stores(flipped, Layout(run), method, r)
     summary = export_round(cfg, stores, method, arm / "dataset")
-    base = train_base(flipped, Layout(run), method, r)
-    print(f"{arm.name}: {summary.exported} examples from {len(stores)} store(s), on {base}", file=sys.stderr,
-          flush=True)
-    tcfg = cfg.train.model_copy(update={"dataset": arm / "dataset", "output_dir": adapter, "seed": cfg.seed,
-                                        "base_model": base})
+    tcfg = round_train_config(flipped, Layout(run), method, r).model_copy(
+        update={"dataset": arm / "dataset", "output_dir": adapter})
+    print(f"{arm.name}: {summary.exported} examples from {len(stores)} store(s), on {tcfg.base_model}",
+          file=sys.stderr, flush=True)
     train(tcfg, log=lambda m: print(f"{arm.name}: {m}", file=sys.stderr, flush=True))
     return adapter
 

@@ -79,6 +79,10 @@ class QuickstartConfig(StrictModel):
     example once per round instead of again in every later round (on a 2-core CPU most of round 2's
     training is round 1's data again); it needs ``train.merge`` (the next round's base is that folder), and
     the tuned model's ``training_tasks.json`` lists the whole lineage's tasks for eval's leakage check."""
+    round_epochs: float | None = Field(None, gt=0)
+    """``train.num_train_epochs`` of rounds >= 2 (None: round 1's). With ``round_start=previous`` a later round
+    starts from a model that already writes the format: seed 8's round 2 reached its best dev loss at epoch 2
+    of 3 (README)."""
     mix_methods: bool = False
     """FireAct's mix: each method's adapter also trains on the kept episodes of the other methods whose steps
     convert into its format (a ReflAct reflection becomes a ReAct thought; ReAct steps cannot become

@@ -42,7 +42,8 @@ from actune.stop_signals import stop_signals_as_interrupt
 from actune.tasks.config import TaskConfig
 
 __all__ = ["Layout", "Stage", "plan_stages", "estimate_seconds", "export_methods", "export_round", "export_stores",
-           "run_quickstart", "served_tuned_model", "stored_config_as_current", "train_base", "train_in_child_process",
+           "round_epochs", "round_train_config", "run_quickstart", "served_tuned_model", "stored_config_as_current",
+           "train_base", "train_in_child_process",
            "STATE_FILE"]
 
 STATE_FILE = "quickstart-state.json"
@@ -196,13 +197,14 @@ def estimate_seconds(cfg: QuickstartConfig, kind: str) -> dict[str, float]:
             for other in cfg.methods:
                 if other != method and convertible(other, method):
                     per_round = [mine + room * theirs for mine, theirs in zip(per_round, own[other])]
-        epochs = cfg.train.num_train_epochs
-        if cfg.train.max_steps > 0:
-            epochs = cfg.train.max_steps * cfg.train.per_device_train_batch_size / max(per_round[-1], 1)
         if cfg.round_start == "previous":  # each round trains on its new examples only
             per_round = [b - a for a, b in zip([0.0, *per_round], per_round)]
         # else each round retrains from the base model on every round's data so far
-        train += sum(per_round) * _TOKENS_PER_EXAMPLE.get(method, 335) * epochs / rate["train_tok_s"]
+        for r, examples in enumerate(per_round, 1):
+            epochs = round_epochs(cfg, r)
+            if cfg.train.max_steps > 0:
+                epochs = cfg.train.max_steps * cfg.train.per_device_train_batch_size / max(examples, 1)
+            train += examples * _TOKENS_PER_EXAMPLE.get(method, 335) * epochs / rate["train_tok_s"]
     boot += cfg.rounds * rate["server_s"] + max(0, cfg.rounds - 1) * (len(cfg.methods) - 1) * rate["server_s"]
     return {"bootstrap": boot, "train": train, "eval": evals}
 
@@ -294,6 +296,19 @@ def export_stores(cfg: QuickstartConfig, layout: Layout, method: str, r: int) ->
     first = r if cfg.round_start == "previous" else 1
     return [layout.store(m, k) for m in export_methods(cfg, method) for k in range(first, r + 1)
             if layout.store(m, k).exists()]
+
+
+def round_epochs(cfg: QuickstartConfig, r: int) -> float:
+    """``train.num_train_epochs`` of round ``r``: ``round_epochs`` for rounds >= 2 when set."""
+    return cfg.round_epochs if r > 1 and cfg.round_epochs is not None else cfg.train.num_train_epochs
+
+
+def round_train_config(cfg: QuickstartConfig, layout: Layout, method: str, r: int) -> Any:
+    """The :class:`~actune.train.config.TrainConfig` of ``method``'s round-``r`` training: the preset's recipe
+    on the round's dataset, base model (:func:`train_base`) and epochs (:func:`round_epochs`), the run's seed."""
+    return cfg.train.model_copy(update={"dataset": layout.dataset(method, r), "output_dir": layout.adapter(method, r),
+                                        "base_model": train_base(cfg, layout, method, r),
+                                        "num_train_epochs": round_epochs(cfg, r), "seed": cfg.seed})
 
 
 def train_base(cfg: QuickstartConfig, layout: Layout, method: str, r: int) -> str:
@@ -459,11 +474,7 @@ class _Pipeline:
         self.log(f"export {method} round {r}: {summary.exported} examples from {len(stores)} store(s)")
 
     def train(self, method: str, r: int) -> None:
-        tcfg = self.cfg.train.model_copy(update={"dataset": self.layout.dataset(method, r),
-                                                 "output_dir": self.layout.adapter(method, r),
-                                                 "base_model": train_base(self.cfg, self.layout, method, r),
-                                                 "seed": self.cfg.seed})
-        train_in_child_process(tcfg)
+        train_in_child_process(round_train_config(self.cfg, self.layout, method, r))
 
     def eval(self, method: str) -> None:
         from actune.eval.config import EvalModel

@@ -19,6 +19,7 @@ from actune.cli.quickstart_run import (
     export_methods,
     export_stores,
     plan_stages,
+    round_train_config,
     train_base,
 )
 from actune.config import ConfigError
@@ -407,3 +408,38 @@ def test_estimate_with_round_start_previous_trains_each_round_on_its_new_example
     prev = estimate_seconds(load_quickstart("full", [*over, "round_start=previous"]), "cpu-fp32")["train"]
     # from the base model round 2 trains round 1's examples again; from the previous model only its new ones
     assert prev == pytest.approx(two - one)
+
+
+def test_round_train_config_sets_each_rounds_data_base_and_epochs(tmp_path: Path) -> None:
+    layout = Layout(tmp_path)
+    cfg = load_quickstart("full", ["seed=8", "round_start=previous", "round_epochs=2"])
+    one, two = (round_train_config(cfg, layout, "react", r) for r in (1, 2))
+    assert (one.dataset, one.output_dir, one.base_model, one.num_train_epochs, one.seed) == (
+        layout.dataset("react", 1), layout.adapter("react", 1), "smollm2-135m", 3.0, 8)
+    assert (two.dataset, two.output_dir, two.base_model, two.num_train_epochs, two.seed) == (
+        layout.dataset("react", 2), layout.adapter("react", 2), str(layout.adapter("react", 1) / "merged"), 2.0, 8)
+    assert round_train_config(load_quickstart("full"), layout, "react", 2).num_train_epochs == 3.0
+
+
+def test_estimate_counts_round_epochs_for_later_rounds_only() -> None:
+    over = ["bootstrap.attempts_per_task=1", "methods=[react]", "round_start=previous"]
+    one = estimate_seconds(load_quickstart("full", [*over, "rounds=1"]), "cpu-fp32")["train"]
+    three = estimate_seconds(load_quickstart("full", over), "cpu-fp32")["train"]
+    two = estimate_seconds(load_quickstart("full", [*over, "round_epochs=2"]), "cpu-fp32")["train"]
+    assert two - one == pytest.approx((three - one) * 2 / 3)  # round 2 at 2 epochs of 3; round 1 unchanged
+
+
+def test_report_says_a_later_round_trained_on_the_previous_model_for_its_epochs(tmp_path: Path) -> None:
+    from actune.cli.quickstart_report import training_rows
+
+    cfg = load_quickstart("smoke", ["rounds=2", "round_start=previous", "round_epochs=2"])
+    layout = Layout(tmp_path)
+    for r in (1, 2):
+        layout.dataset("react", r).mkdir(parents=True)
+        (layout.dataset("react", r) / "export_summary.json").write_text(json.dumps(
+            {"exported": 10 * r, "tasks": 5 * r, "methods": {"react": {"exported": 10 * r}}}))
+        layout.adapter("react", r).mkdir(parents=True)
+        (layout.adapter("react", r) / "training_meta.json").write_text(json.dumps(
+            {"train_examples": 9 * r, "dev_examples": r, "steps": 7 * r, "best_step": 7 * r}))
+    assert [(t["round"], t["trained_on"], t["exported"], t["epochs"]) for t in training_rows(cfg, layout)] == [
+        (1, "base", 10, cfg.train.num_train_epochs), (2, "tuned-r1", 20, 2.0)]
