@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import json
 import re
 import sys
 import unicodedata
@@ -61,17 +60,13 @@ from actune.serve.adapters import adapter_name
 from actune.serve.config import ServeConfig
 from actune.store import StoreState, TrajectoryStore, read_state
 from actune.task_record import Task
+from actune.training_tasks import TRAINING_TASKS_FILE, read_training_tasks
 from actune.trajectory import ModelRecord, Trajectory, read_trajectories
 
 __all__ = ["PlannedModel", "ServerGroup", "TRAINING_TASKS_FILE", "adapter_name", "base_models", "served_names",
            "merged_model_folder", "plan_models", "group_by_base", "plan_groups", "group_serve_config",
            "check_endpoints", "check_leakage", "endpoint_kind", "endpoint_note", "store_path", "run_eval",
            "ensure_adapters"]
-
-TRAINING_TASKS_FILE = "training_tasks.json"
-"""Written by training (``actune.train.run.TRAINING_TASKS_FILE``, not imported: that module needs the
-training stack) into the adapter and merged model folders: ``[{"id", "question"}, ...]``, the tasks it saw."""
-
 
 @dataclass
 class PlannedModel:
@@ -237,19 +232,6 @@ def _normalise_question(q: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", unicodedata.normalize("NFKC", q).casefold()).split())
 
 
-def _training_tasks(path: Path) -> list[dict[str, str]]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
-    if not isinstance(data, list):
-        raise ConfigError(f"{path}: expected a list of {{\"id\", \"question\"}} objects")
-    for j, item in enumerate(data):
-        if not (isinstance(item, dict) and isinstance(item.get("id"), str) and isinstance(item.get("question"), str)):
-            raise ConfigError(f"{path}: [{j}]: expected an object with string \"id\" and \"question\"")
-    return data
-
-
 def _training_folders(m: EvalModel) -> list[Path]:
     folders = [Path(m.adapter)] if m.adapter is not None else []
     base = Path(m.model).expanduser()
@@ -266,7 +248,7 @@ def check_leakage(cfg: EvalConfig, tasks: list[Task]) -> None:
             path = folder / TRAINING_TASKS_FILE
             if not path.is_file():
                 continue
-            seen = _training_tasks(path)
+            seen = read_training_tasks(path)
             ids = {t["id"] for t in seen}
             questions = {q for q in (_normalise_question(t["question"]) for t in seen) if q}
             leaked = [t for t in tasks if t.id in ids or _normalise_question(t.question) in questions]

@@ -62,8 +62,10 @@ from typing import Any, Callable
 from actune import cpu_features
 from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
 from actune.atomic_write import atomic_write_text, recover_folder, replace_folder
+from actune.config import ConfigError
 from actune.train.config import TrainConfig
 from actune.train.model_card import write_model_card
+from actune.training_tasks import TRAINING_TASKS_FILE, read_training_tasks
 
 __all__ = ["TrainError", "TrainResult", "train", "tokenize_dataset", "dev_task_ids", "split_by_task",
            "resolve_dtype", "sft_args", "make_trainer", "speed_line",
@@ -76,8 +78,6 @@ FINAL_DIR = "final"
 """The folder of ``<output_dir>.checkpoints`` where the adapter is assembled before it becomes ``output_dir``."""
 TRACKER_PACKAGES = {"tensorboard": "tensorboard", "trackio": "trackio", "wandb": "wandb", "mlflow": "mlflow"}
 """``report_to`` trackers checked before training starts -> the package that provides each."""
-TRAINING_TASKS_FILE = "training_tasks.json"
-"""``[{"id", "question"}]`` of every task in the training dataset (train and dev slice)."""
 LOSS_PLOT_FILE = "loss.png"
 MERGED_DIR = "merged"
 
@@ -216,17 +216,17 @@ def _steps_per_epoch(n_examples: int, args: Any) -> int:
     return max(1, math.ceil(batches / args.gradient_accumulation_steps))
 
 
-def _training_tasks(ds: Any, model_dir: Path | None = None) -> list[dict[str, str]]:
-    """Every task the tuned model has seen: the dataset's, and those of its base model when that is a local
-    fine-tune recording its own (a later expert-iteration round trained on from the previous round's merged
-    model), so eval's leakage check sees the whole lineage, not the last round only."""
+def _training_tasks(ds: Any, model_dir: Path) -> list[dict[str, str]]:
+    """Every task the tuned model has seen (train and dev slice): the dataset's, and those of its base model when
+    that is a local fine-tune recording its own (a later expert-iteration round trained on from the previous
+    round's merged model), so eval's leakage check sees the whole lineage, not the last round only."""
     first: dict[str, str] = {}
-    inherited = model_dir / TRAINING_TASKS_FILE if model_dir is not None else None
-    if inherited is not None and inherited.is_file():
+    inherited = model_dir / TRAINING_TASKS_FILE
+    if inherited.is_file():
         try:
-            for item in json.loads(inherited.read_text(encoding="utf-8")):
-                first.setdefault(str(item["id"]), str(item["question"]))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError, KeyError) as e:
+            for item in read_training_tasks(inherited):
+                first.setdefault(item["id"], item["question"])
+        except (OSError, UnicodeDecodeError, ConfigError) as e:
             raise TrainError(f"{inherited}: unreadable training tasks of the base model ({e})") from None
     for task_id, question in zip(ds["task_id"], ds["question"]):
         first.setdefault(str(task_id), question)

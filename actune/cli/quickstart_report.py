@@ -74,7 +74,7 @@ def training_rows(cfg: QuickstartConfig, layout: Layout) -> list[dict[str, Any]]
     (``export_summary.json``), and the steps, epochs and dev-picked step of its training
     (``training_meta.json``). Rounds not yet trained are left out."""
     from actune.bootstrap.export import SUMMARY_FILE
-    from actune.cli.quickstart_run import round_epochs
+    from actune.cli.quickstart_run import round_epochs, trains_on_previous
     from actune.train.run import TRAINING_META_FILE
 
     rows = []
@@ -90,7 +90,7 @@ def training_rows(cfg: QuickstartConfig, layout: Layout) -> list[dict[str, Any]]
                          "by_source": {m: c["exported"] for m, c in summary["methods"].items() if c["exported"]},
                          "train_examples": meta.get("train_examples"), "dev_examples": meta.get("dev_examples"),
                          "steps": meta.get("steps"), "best_step": meta.get("best_step"),
-                         "trained_on": "base" if r == 1 or cfg.round_start == "base" else f"tuned-r{r - 1}",
+                         "trained_on": f"tuned-r{r - 1}" if trains_on_previous(cfg, r) else "base",
                          "epochs": round_epochs(cfg, r), "lora_r": cfg.train.lora.r})
     return rows
 

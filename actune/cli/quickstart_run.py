@@ -43,8 +43,7 @@ from actune.tasks.config import TaskConfig
 
 __all__ = ["Layout", "Stage", "plan_stages", "estimate_seconds", "export_methods", "export_round", "export_stores",
            "round_epochs", "round_train_config", "run_quickstart", "served_tuned_model", "stored_config_as_current",
-           "train_base", "train_in_child_process",
-           "STATE_FILE"]
+           "train_base", "train_in_child_process", "trains_on_previous", "STATE_FILE"]
 
 STATE_FILE = "quickstart-state.json"
 
@@ -293,9 +292,14 @@ def export_stores(cfg: QuickstartConfig, layout: Layout, method: str, r: int) ->
     """The stores exported for ``method``'s round-``r`` adapter, in order: every round so far of each method
     of :func:`export_methods` (with ``round_start=previous``, round ``r``'s only: the earlier rounds are in
     the model it trains on)."""
-    first = r if cfg.round_start == "previous" else 1
+    first = r if trains_on_previous(cfg, r) else 1
     return [layout.store(m, k) for m in export_methods(cfg, method) for k in range(first, r + 1)
             if layout.store(m, k).exists()]
+
+
+def trains_on_previous(cfg: QuickstartConfig, r: int) -> bool:
+    """Whether round ``r`` trains on round r-1's merged model with its own data only (``round_start``)."""
+    return r > 1 and cfg.round_start == "previous"
 
 
 def round_epochs(cfg: QuickstartConfig, r: int) -> float:
@@ -314,7 +318,7 @@ def round_train_config(cfg: QuickstartConfig, layout: Layout, method: str, r: in
 def train_base(cfg: QuickstartConfig, layout: Layout, method: str, r: int) -> str:
     """The model ``method``'s round-``r`` adapter trains on: the preset's base model, or with
     ``round_start=previous`` (rounds >= 2) round r-1's merged model."""
-    if r == 1 or cfg.round_start == "base":
+    if not trains_on_previous(cfg, r):
         return cfg.train.base_model
     from actune.train.run import MERGED_DIR
 
