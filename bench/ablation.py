@@ -38,23 +38,32 @@ ARMS = {"mix_methods": {False: "tuned-own", True: "tuned-mixed"},
 """The arms' labels by the flipped choice and its value, in the order they are paired (second against first)."""
 
 
-def flipped_value(cfg: QuickstartConfig, flip: str) -> Any:
-    return {"mix_methods": lambda: not cfg.mix_methods,
-            "round_start": lambda: "base" if cfg.round_start == "previous" else "previous"}[flip]()
+def flipped(cfg: QuickstartConfig, flip: str, method: str) -> QuickstartConfig:
+    """The run's config with ``flip`` the other way for ``method`` (``round_start`` may be set per method)."""
+    if flip == "mix_methods":
+        return cfg.model_copy(update={"mix_methods": not cfg.mix_methods})
+    starts = {m: cfg.round_start_of(m) for m in cfg.methods}
+    starts[method] = "base" if starts[method] == "previous" else "previous"
+    return cfg.model_copy(update={"round_start": starts})
+
+
+def arm_label(cfg: QuickstartConfig, flip: str, method: str) -> str:
+    """The label of ``cfg``'s arm for ``method``."""
+    return ARMS[flip][cfg.mix_methods if flip == "mix_methods" else cfg.round_start_of(method)]
 
 
 def other_arm(cfg: QuickstartConfig, run: Path, flip: str, method: str, r: int, out: Path) -> Path:
     """The adapter of the arm the run did not train (trained under ``out`` unless already there)."""
     from actune.train.run import train
 
-    flipped = cfg.model_copy(update={flip: flipped_value(cfg, flip)})
-    arm = out / ARMS[flip][getattr(flipped, flip)]
+    other = flipped(cfg, flip, method)
+    arm = out / arm_label(other, flip, method)
     adapter = arm / "adapter"
     if (adapter / "adapter_config.json").is_file():
         return adapter
-    stores = export_stores(flipped, Layout(run), method, r)
+    stores = export_stores(other, Layout(run), method, r)
     summary = export_round(cfg, stores, method, arm / "dataset")
-    tcfg = round_train_config(flipped, Layout(run), method, r).model_copy(
+    tcfg = round_train_config(other, Layout(run), method, r).model_copy(
         update={"dataset": arm / "dataset", "output_dir": adapter})
     print(f"{arm.name}: {summary.exported} examples from {len(stores)} store(s), on {tcfg.base_model}",
           file=sys.stderr, flush=True)
@@ -122,11 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     prefix = "mix" if args.flip == "mix_methods" else args.flip.replace("_", "-")
     out = Path(args.out).resolve() if args.out else run / f"{prefix}-ablation-{args.method}-r{args.round}"
     out.mkdir(parents=True, exist_ok=True)
-    arms = ARMS[args.flip]
-    own = getattr(cfg, args.flip)
-    made = {arms[own]: Layout(run).adapter(args.method, args.round),
-            arms[flipped_value(cfg, args.flip)]: other_arm(cfg, run, args.flip, args.method, args.round, out)}
-    labels = list(arms.values())
+    other = flipped(cfg, args.flip, args.method)
+    made = {arm_label(cfg, args.flip, args.method): Layout(run).adapter(args.method, args.round),
+            arm_label(other, args.flip, args.method): other_arm(cfg, run, args.flip, args.method, args.round, out)}
+    labels = list(ARMS[args.flip].values())
     adapters = {label: made[label] for label in labels}
     if args.previous and args.round > 1:
         adapters = {f"tuned-r{args.round - 1}": Layout(run).adapter(args.method, args.round - 1), **adapters}

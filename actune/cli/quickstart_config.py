@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, PositiveFloat, model_validator
 
 import actune.presets
 from actune.agent.config import StepsMethod
@@ -26,10 +26,11 @@ from actune.serve.config import ServeConfig
 from actune.train.config import TrainConfig
 from actune.world.config import WorldConfig
 
-__all__ = ["BootstrapPass", "QuickstartConfig", "HardwareKind", "PRESET_DIR", "PRESETS", "preset_path",
+__all__ = ["BootstrapPass", "QuickstartConfig", "HardwareKind", "RoundStart", "PRESET_DIR", "PRESETS", "preset_path",
            "load_quickstart"]
 
 HardwareKind = Literal["cpu-bf16", "cpu-fp32", "cuda"]
+RoundStart = Literal["base", "previous"]
 """What a run trains and serves on: a GPU, a CPU with native bf16 (AVX512_BF16 or AMX), or another CPU
 (float32; AVX2-only machines)."""
 
@@ -72,19 +73,21 @@ class QuickstartConfig(StrictModel):
     rounds: int = Field(1, ge=1, le=5)
     """Expert iteration: round r >= 2 bootstraps with round r-1's tuned model (zero-shot) on the training
     tasks no earlier round solved, then trains again (``round_start`` says from what)."""
-    round_start: Literal["base", "previous"] = "base"
-    """What round r >= 2 trains: ``base``, a fresh adapter on the base model with every round's kept data so
-    far (STaR's and ReST-EM's choice: no drift from one round's mistakes into the next); ``previous``, a
-    fresh adapter on round r-1's merged model with round r's new kept data only. ``previous`` trains each
-    example once per round instead of again in every later round (on a 2-core CPU most of round 2's
-    training is round 1's data again); it needs ``train.merge`` (the next round's base is that folder), and
-    the tuned model's ``training_tasks.json`` lists the whole lineage's tasks for eval's leakage check.
-    Measured (README, seed 8): ReflAct's round 2 scored 9 points lower on the dev split this way than from the
-    base (p = 0.012), so the presets keep ``base``."""
-    round_epochs: float | None = Field(None, gt=0)
-    """``train.num_train_epochs`` of rounds >= 2 (None: round 1's). With ``round_start=previous`` a later round
-    starts from a model that already writes the format: seed 8's round 2 reached its best dev loss at epoch 2
-    of 3 (README)."""
+    round_start: RoundStart | dict[StepsMethod, RoundStart] = "base"
+    """What round r >= 2 trains, for every method or per method (``{react: previous}``; a method not named:
+    ``base``; a named method the run leaves out of ``methods`` is ignored, so a preset's shape holds for a
+    one-method run too): ``base``, a fresh adapter on the base model with every round's kept data so far (STaR's and
+    ReST-EM's choice: no drift from one round's mistakes into the next); ``previous``, a fresh adapter on
+    round r-1's merged model with round r's new kept data only. ``previous`` trains each example once
+    instead of again in every later round (on a 2-core CPU most of round 2's training is round 1's data
+    again); it needs ``train.merge`` (the next round's base is that folder), and the tuned model's
+    ``training_tasks.json`` lists the whole lineage's tasks for eval's leakage check. Measured (README, seed
+    8): ReflAct's round 2 scored 9 points lower on the dev split this way than from the base (p = 0.012),
+    while ReAct's met the bar either way (seeds 7 and 8), so only the AVX2-only shape trains ReAct on."""
+    round_epochs: PositiveFloat | dict[StepsMethod, PositiveFloat] | None = None
+    """``train.num_train_epochs`` of rounds >= 2, for every method or per method (None, or a method not
+    named: round 1's). With ``round_start=previous`` a later round starts from a model that already writes
+    the format: seed 8's ReAct round 2 reached its best dev loss at epoch 2 of 3 (README)."""
     mix_methods: bool = False
     """FireAct's mix: each method's adapter also trains on the kept episodes of the other methods whose steps
     convert into its format (a ReflAct reflection becomes a ReAct thought; ReAct steps cannot become
@@ -126,10 +129,21 @@ class QuickstartConfig(StrictModel):
             raise ValueError("methods: name each method once, at least one")
         if not self.passes:
             raise ValueError("passes: at least one bootstrap pass")
-        if self.round_start == "previous" and self.rounds > 1 and not self.train.merge:
-            raise ValueError("round_start=previous trains round r on round r-1's merged model: it needs "
-                             "train.merge=true")
+        on_previous = [m for m in self.methods if self.round_start_of(m) == "previous"]
+        if on_previous and self.rounds > 1 and not self.train.merge:
+            raise ValueError(f"round_start=previous ({', '.join(on_previous)}) trains round r on round r-1's merged "
+                             "model: it needs train.merge=true")
         return self
+
+    def round_start_of(self, method: str) -> RoundStart:
+        """``method``'s ``round_start``."""
+        start = self.round_start
+        return start.get(method, "base") if isinstance(start, dict) else start
+
+    def round_epochs_of(self, method: str) -> float | None:
+        """``method``'s ``round_epochs`` (None: round 1's)."""
+        epochs = self.round_epochs
+        return epochs.get(method) if isinstance(epochs, dict) else epochs
 
 
 def preset_path(preset: str) -> Path:

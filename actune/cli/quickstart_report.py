@@ -90,8 +90,8 @@ def training_rows(cfg: QuickstartConfig, layout: Layout) -> list[dict[str, Any]]
                          "by_source": {m: c["exported"] for m, c in summary["methods"].items() if c["exported"]},
                          "train_examples": meta.get("train_examples"), "dev_examples": meta.get("dev_examples"),
                          "steps": meta.get("steps"), "best_step": meta.get("best_step"),
-                         "trained_on": f"tuned-r{r - 1}" if trains_on_previous(cfg, r) else "base",
-                         "epochs": round_epochs(cfg, r), "lora_r": cfg.train.lora.r})
+                         "trained_on": f"tuned-r{r - 1}" if trains_on_previous(cfg, r, method) else "base",
+                         "epochs": round_epochs(cfg, r, method), "lora_r": cfg.train.lora.r})
     return rows
 
 

@@ -196,11 +196,11 @@ def estimate_seconds(cfg: QuickstartConfig, kind: str) -> dict[str, float]:
             for other in cfg.methods:
                 if other != method and convertible(other, method):
                     per_round = [mine + room * theirs for mine, theirs in zip(per_round, own[other])]
-        if cfg.round_start == "previous":  # each round trains on its new examples only
+        if cfg.round_start_of(method) == "previous":  # each round trains on its new examples only
             per_round = [b - a for a, b in zip([0.0, *per_round], per_round)]
         # else each round retrains from the base model on every round's data so far
         for r, examples in enumerate(per_round, 1):
-            epochs = round_epochs(cfg, r)
+            epochs = round_epochs(cfg, r, method)
             if cfg.train.max_steps > 0:
                 epochs = cfg.train.max_steps * cfg.train.per_device_train_batch_size / max(examples, 1)
             train += examples * _TOKENS_PER_EXAMPLE.get(method, 335) * epochs / rate["train_tok_s"]
@@ -292,19 +292,21 @@ def export_stores(cfg: QuickstartConfig, layout: Layout, method: str, r: int) ->
     """The stores exported for ``method``'s round-``r`` adapter, in order: every round so far of each method
     of :func:`export_methods` (with ``round_start=previous``, round ``r``'s only: the earlier rounds are in
     the model it trains on)."""
-    first = r if trains_on_previous(cfg, r) else 1
+    first = r if trains_on_previous(cfg, r, method) else 1
     return [layout.store(m, k) for m in export_methods(cfg, method) for k in range(first, r + 1)
             if layout.store(m, k).exists()]
 
 
-def trains_on_previous(cfg: QuickstartConfig, r: int) -> bool:
-    """Whether round ``r`` trains on round r-1's merged model with its own data only (``round_start``)."""
-    return r > 1 and cfg.round_start == "previous"
+def trains_on_previous(cfg: QuickstartConfig, r: int, method: str) -> bool:
+    """Whether ``method``'s round ``r`` trains on round r-1's merged model with its own data only
+    (``round_start``)."""
+    return r > 1 and cfg.round_start_of(method) == "previous"
 
 
-def round_epochs(cfg: QuickstartConfig, r: int) -> float:
-    """``train.num_train_epochs`` of round ``r``: ``round_epochs`` for rounds >= 2 when set."""
-    return cfg.round_epochs if r > 1 and cfg.round_epochs is not None else cfg.train.num_train_epochs
+def round_epochs(cfg: QuickstartConfig, r: int, method: str) -> float:
+    """``train.num_train_epochs`` of ``method``'s round ``r``: its ``round_epochs`` for rounds >= 2 when set."""
+    epochs = cfg.round_epochs_of(method)
+    return epochs if r > 1 and epochs is not None else cfg.train.num_train_epochs
 
 
 def round_train_config(cfg: QuickstartConfig, layout: Layout, method: str, r: int) -> Any:
@@ -312,13 +314,13 @@ def round_train_config(cfg: QuickstartConfig, layout: Layout, method: str, r: in
     on the round's dataset, base model (:func:`train_base`) and epochs (:func:`round_epochs`), the run's seed."""
     return cfg.train.model_copy(update={"dataset": layout.dataset(method, r), "output_dir": layout.adapter(method, r),
                                         "base_model": train_base(cfg, layout, method, r),
-                                        "num_train_epochs": round_epochs(cfg, r), "seed": cfg.seed})
+                                        "num_train_epochs": round_epochs(cfg, r, method), "seed": cfg.seed})
 
 
 def train_base(cfg: QuickstartConfig, layout: Layout, method: str, r: int) -> str:
     """The model ``method``'s round-``r`` adapter trains on: the preset's base model, or with
     ``round_start=previous`` (rounds >= 2) round r-1's merged model."""
-    if not trains_on_previous(cfg, r):
+    if not trains_on_previous(cfg, r, method):
         return cfg.train.base_model
     from actune.train.run import MERGED_DIR
 

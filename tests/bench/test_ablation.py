@@ -36,10 +36,14 @@ def test_the_flipped_choice_and_its_arm_labels():
     from actune.cli.quickstart_config import load_quickstart
 
     cfg = load_quickstart("full", ["mix_methods=true"])
-    assert ablation.flipped_value(cfg, "mix_methods") is False
-    assert ablation.flipped_value(cfg, "round_start") == "previous"
-    prev = cfg.model_copy(update={"round_start": "previous"})
-    assert ablation.flipped_value(prev, "round_start") == "base"
+    assert ablation.flipped(cfg, "mix_methods", "react").mix_methods is False
+    assert ablation.arm_label(cfg, "mix_methods", "react") == "tuned-mixed"
+    other = ablation.flipped(cfg, "round_start", "react")
+    assert other.round_start == {"react": "previous", "reflact": "base"}  # only the ablated method flips
+    assert (ablation.arm_label(cfg, "round_start", "react"), ablation.arm_label(other, "round_start", "react")) == (
+        "tuned-from-base", "tuned-from-previous")
+    per_method = load_quickstart("full", ["round_start={react: previous}"])
+    assert ablation.flipped(per_method, "round_start", "react").round_start == {"react": "base", "reflact": "base"}
     assert list(ablation.ARMS["round_start"].values()) == ["tuned-from-base", "tuned-from-previous"]
 
 

@@ -260,6 +260,10 @@ def test_full_preset_shrinks_on_a_cpu_without_bf16() -> None:
     bf16, fp32 = load_quickstart("full", hardware="cpu-bf16"), load_quickstart("full", hardware="cpu-fp32")
     assert (bf16.bootstrap.attempts_per_task, fp32.bootstrap.attempts_per_task) == (2, 1)
     assert fp32.world.n_test >= 300 and fp32.rounds == 2  # the bar's floor and round 2 are kept
+    # ReAct learns from ReflAct's episodes too, and its round 2 goes on from round 1 for 2 epochs; ReflAct as before
+    assert (bf16.mix_methods, fp32.mix_methods) == (False, True)
+    assert [(c.round_start_of(m), c.round_epochs_of(m)) for c in (bf16, fp32) for m in ("react", "reflact")] == [
+        ("base", None), ("base", None), ("previous", 2.0), ("base", None)]
     as_is, shrunk = (sum(estimate_seconds(c, "cpu-fp32").values()) for c in (bf16, fp32))
     assert shrunk < 0.8 * as_is and shrunk < 4.25 * 3600
     assert load_quickstart("full", ["bootstrap.attempts_per_task=2"], hardware="cpu-fp32").bootstrap.attempts_per_task == 2
@@ -395,10 +399,35 @@ def test_round_start_previous_trains_round_r_on_its_new_stores_and_the_previous_
     assert train_base(prev, layout, "reflact", 2) == str(layout.adapter("reflact", 1) / "merged")
 
 
+def test_round_start_and_round_epochs_per_method(tmp_path: Path) -> None:
+    layout = Layout(tmp_path)
+    _touch_stores(layout, ("react", "reflact"), (1, 2))
+    cfg = load_quickstart("full", ["mix_methods=true", "round_start={react: previous}", "round_epochs={react: 2}"])
+    assert export_stores(cfg, layout, "react", 2) == [layout.store("react", 2), layout.store("reflact", 2)]
+    assert export_stores(cfg, layout, "reflact", 2) == [layout.store("reflact", 1), layout.store("reflact", 2)]
+    react, reflact = (round_train_config(cfg, layout, m, 2) for m in ("react", "reflact"))
+    assert (react.base_model, react.num_train_epochs) == (str(layout.adapter("react", 1) / "merged"), 2.0)
+    assert (reflact.base_model, reflact.num_train_epochs) == ("smollm2-135m", 3.0)
+    assert round_train_config(cfg, layout, "react", 1).num_train_epochs == 3.0
+
+
 def test_round_start_previous_needs_merged_models() -> None:
-    with pytest.raises(ConfigError, match="round_start=previous .* train.merge=true"):
+    with pytest.raises(ConfigError, match=r"round_start=previous \(react, reflact\) .* train.merge=true"):
         load_quickstart("full", ["round_start=previous", "train.merge=false"])
+    with pytest.raises(ConfigError, match=r"round_start=previous \(react\) .* train.merge=true"):
+        load_quickstart("full", ["round_start={react: previous}", "train.merge=false"])
     load_quickstart("full", ["round_start=previous", "train.merge=false", "rounds=1"])  # no later round: fine
+    load_quickstart("full", ["round_start={react: base}", "train.merge=false"])
+
+
+def test_per_method_round_settings_name_adapter_methods() -> None:
+    with pytest.raises(ConfigError, match=r"round_start\.dict.*cot"):  # no adapter steps method at all
+        load_quickstart("full", ["round_start={cot: previous}"])
+    with pytest.raises(ConfigError, match="round_epochs"):
+        load_quickstart("full", ["round_epochs={react: 0}"])
+    # a setting for a method this run leaves out is not used (the AVX2-only shape names ReAct's)
+    alone = load_quickstart("full", ["methods=[reflact]", "round_start={react: previous}", "train.merge=false"])
+    assert alone.round_start_of("reflact") == "base"
 
 
 def test_estimate_with_round_start_previous_trains_each_round_on_its_new_examples_only() -> None:
@@ -427,6 +456,18 @@ def test_estimate_counts_round_epochs_for_later_rounds_only() -> None:
     three = estimate_seconds(load_quickstart("full", over), "cpu-fp32")["train"]
     two = estimate_seconds(load_quickstart("full", [*over, "round_epochs=2"]), "cpu-fp32")["train"]
     assert two - one == pytest.approx((three - one) * 2 / 3)  # round 2 at 2 epochs of 3; round 1 unchanged
+
+
+def test_estimate_applies_each_methods_round_start_and_epochs() -> None:
+    over = ["bootstrap.attempts_per_task=1", "mix_methods=true"]
+    def train(*more: str) -> float:
+        return estimate_seconds(load_quickstart("full", [*over, *more]), "cpu-fp32")["train"]
+    base, prev = train(), train("round_start=previous")
+    react_prev = train("round_start={react: previous}")
+    reflact_prev = train("round_start={reflact: previous}")
+    assert base > react_prev > prev and base > reflact_prev > prev
+    assert (base - react_prev) + (base - reflact_prev) == pytest.approx(base - prev)  # the methods add up
+    assert train("round_start={react: previous}", "round_epochs={react: 2}") < react_prev
 
 
 def test_report_says_a_later_round_trained_on_the_previous_model_for_its_epochs(tmp_path: Path) -> None:
