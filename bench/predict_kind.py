@@ -3,11 +3,14 @@
     .venv/bin/python bench/predict_kind.py --run runs/full-fp32shape-seed9 --to cpu-fp32
 
 A session that has only a CPU with native bf16 can still say what a run of the AVX2-only shape would take on
-an AVX2-only CPU: serving stages (bootstrap, eval) scale by the ratio of the two kinds' episode rates, and each
-training stage is its own tokens x epochs (``training_meta.json``) at the other kind's whole-stage training
-rate. The rates are the quickstart ETA's (``_RATES`` in :mod:`actune.cli.quickstart_run`), which were timed on
-real machines of each kind (seed 6's whole run on a real AVX2-only EPYC: 3 h 48 min measured). Other stages
-(world, export, report: seconds) are kept as measured. A prediction, printed as one: it is not a timing.
+an AVX2-only CPU. The prediction uses the quickstart ETA's cost model and rates (``_RATES``,
+``_EPISODE_COST`` in :mod:`actune.cli.quickstart_run`, timed on real machines of each kind: seed 6's whole
+run on a real AVX2-only EPYC took 3 h 48 min against the ETA's 4 h 04 min) with the run's own counts instead
+of the ETA's guesses: each serving stage is the episodes its stores hold (prompted or tuned, per method) at
+the kind's episode rate plus its server starts, each training stage its own tokens x epochs
+(``training_meta.json``) at the kind's whole-stage training rate. So the machine the run happened on does not
+enter (two CPUs of one kind differ by up to 2x). Other stages (world, export, report: seconds) are kept as
+measured. A prediction, printed as one: it is not a timing.
 """
 
 from __future__ import annotations
@@ -17,37 +20,58 @@ import json
 from pathlib import Path
 from typing import Any
 
-from actune.cli.quickstart_run import _RATES, STATE_FILE, Layout
+from rank_sweep import load_run_config
 
-SERVING = ("bootstrap ", "eval ")
+from actune.cli.quickstart_run import _EPISODE_COST, _RATES, STATE_FILE, Layout, concurrency_speedup
 
 
-def predict(run: Path, source: str, target: str) -> list[dict[str, Any]]:
+def _lines(path: Path) -> int:
+    return sum(1 for line in path.open(encoding="utf-8") if line.strip()) if path.is_file() else 0
+
+
+def predict(run: Path, target: str) -> list[dict[str, Any]]:
     """One row per finished stage: its name, measured seconds and predicted seconds on ``target``."""
     from actune.train.run import TRAINING_META_FILE
 
+    cfg, layout, rate = load_run_config(run), Layout(run), _RATES[target]
     state = json.loads((run / STATE_FILE).read_text(encoding="utf-8"))
-    serve_ratio = _RATES[source]["episodes_h"] / _RATES[target]["episodes_h"]
+
+    def serving(episodes: dict[str, int], cost: str, concurrency: int, starts: int) -> tuple[float, str]:
+        units = sum(n * _EPISODE_COST[cost].get(m, 1.0) for m, n in episodes.items())
+        seconds = units / (rate["episodes_h"] * concurrency_speedup(concurrency)) * 3600 + starts * rate["server_s"]
+        return seconds, ", ".join(f"{n} {m}" for m, n in episodes.items()) + f" {cost} episodes, {starts} start(s)"
+
     rows = []
     for name, done in state["done"].items():
-        measured = float(done["wall_s"])
-        if name.startswith(SERVING):
-            predicted, how = measured * serve_ratio, f"x {serve_ratio:g}"
+        measured, words = float(done["wall_s"]), name.split()
+        if name.startswith("bootstrap round "):
+            r = int(words[-1])
+            episodes = {m: _lines(layout.store(m, r)) for m in cfg.methods}
+            # round 1: one server for every method's passes; later rounds: one per method's tuned model
+            predicted, how = serving(episodes, "bootstrap" if r == 1 else "tuned", cfg.bootstrap.concurrency,
+                                     1 if r == 1 else len(cfg.methods))
+        elif name.startswith("eval "):
+            labels = [d for d in sorted(layout.eval_dir(words[1]).iterdir()) if (d / "trajectories.jsonl").is_file()]
+            units = {lab.name: _lines(lab / "trajectories.jsonl") for lab in labels}
+            prompted = sum(n for lab, n in units.items() if lab.startswith("prompted"))
+            p_s, _ = serving({words[1]: prompted}, "prompted", cfg.eval.concurrency, 0)
+            t_s, _ = serving({words[1]: sum(units.values()) - prompted}, "tuned", cfg.eval.concurrency, 0)
+            predicted = p_s + t_s + len(units) * rate["server_s"]
+            how = f"{prompted} prompted + {sum(units.values()) - prompted} tuned episodes, {len(units)} starts"
         elif name.startswith("train "):
-            _, method, _, r = name.split()
-            meta_path = Layout(run).adapter(method, int(r)) / TRAINING_META_FILE
+            meta_path = layout.adapter(words[1], int(words[-1])) / TRAINING_META_FILE
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            work = meta["tokens"] * meta["config"]["num_train_epochs"]
-            predicted = work / _RATES[target]["train_tok_s"]
-            how = f"{meta['tokens']} tokens x {meta['config']['num_train_epochs']:g} epochs"
+            epochs = meta["config"]["num_train_epochs"]
+            predicted = meta["tokens"] * epochs / rate["train_tok_s"]
+            how = f"{meta['tokens']} tokens x {epochs:g} epochs"
         else:
             predicted, how = measured, "as measured"
         rows.append({"stage": name, "measured_s": measured, "predicted_s": predicted, "how": how})
     return rows
 
 
-def format_table(rows: list[dict[str, Any]], source: str, target: str) -> str:
-    lines = [f"| stage | measured ({source}), min | predicted ({target}), min | how |", "|---|---:|---:|---|"]
+def format_table(rows: list[dict[str, Any]], target: str) -> str:
+    lines = [f"| stage | measured here, min | predicted on {target}, min | from |", "|---|---:|---:|---|"]
     for r in rows:
         lines.append(f"| {r['stage']} | {r['measured_s'] / 60:.1f} | {r['predicted_s'] / 60:.1f} | {r['how']} |")
     measured, predicted = (sum(r[k] for r in rows) / 60 for k in ("measured_s", "predicted_s"))
@@ -59,11 +83,9 @@ def format_table(rows: list[dict[str, Any]], source: str, target: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--run", required=True, help="a quickstart run folder")
-    ap.add_argument("--from", dest="source", choices=sorted(_RATES), default="cpu-bf16",
-                    help="the kind the run ran on (default cpu-bf16)")
     ap.add_argument("--to", dest="target", choices=sorted(_RATES), default="cpu-fp32", help="the kind predicted")
     args = ap.parse_args(argv)
-    print(format_table(predict(Path(args.run), args.source, args.target), args.source, args.target))
+    print(format_table(predict(Path(args.run).resolve(), args.target), args.target))
     return 0
 
 

@@ -1,4 +1,5 @@
-"""bench/predict_kind.py's arithmetic on a run folder written here (stage times and training metadata)."""
+"""bench/predict_kind.py's arithmetic on a run folder written here (stage times, stores, eval stores and training
+metadata): the ETA's cost model and cpu-fp32 rates with the run's own counts."""
 
 from __future__ import annotations
 
@@ -10,26 +11,48 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))  # the script imports rank_sweep beside it, as when run from bench/
 SPEC = importlib.util.spec_from_file_location("bench_predict_kind", BENCH / "predict_kind.py")
 predict_kind = importlib.util.module_from_spec(SPEC)
 sys.modules[SPEC.name] = predict_kind
 SPEC.loader.exec_module(predict_kind)
 
 
-def test_serving_scales_by_the_episode_rates_and_training_by_its_own_tokens(tmp_path: Path) -> None:
-    from actune.cli.quickstart_run import STATE_FILE, Layout
+def _write_lines(path: Path, n: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{}\n" * n)
 
-    done = {"world": 30.0, "bootstrap round 1": 600.0, "export react round 2": 5.0,
+
+def test_counts_at_the_kinds_rates_and_training_by_its_own_tokens(tmp_path: Path) -> None:
+    from actune.cli.quickstart_config import load_quickstart
+    from actune.cli.quickstart_run import STATE_FILE, Layout, concurrency_speedup
+
+    cfg = load_quickstart("full")  # ReAct and ReflAct, bootstrap 48 at once, eval 64
+    config = {k: v for k, v in cfg.model_dump(mode="json").items() if k != "hardware_overrides"}
+    done = {"world": 30.0, "bootstrap round 1": 600.0, "bootstrap round 2": 300.0, "export react round 2": 5.0,
             "train react round 2": 300.0, "eval react": 900.0}
-    (tmp_path / STATE_FILE).write_text(json.dumps({"config": {}, "done": {k: {"wall_s": v, "runs": 1}
-                                                                          for k, v in done.items()}}))
-    adapter = Layout(tmp_path).adapter("react", 2)
-    adapter.mkdir(parents=True)
-    (adapter / "training_meta.json").write_text(json.dumps({"tokens": 33000, "config": {"num_train_epochs": 2.0}}))
+    (tmp_path / STATE_FILE).write_text(json.dumps({"config": config, "done": {k: {"wall_s": v, "runs": 1}
+                                                                              for k, v in done.items()}}))
+    layout = Layout(tmp_path)
+    for method, r, n in (("react", 1, 100), ("reflact", 1, 200), ("react", 2, 50), ("reflact", 2, 40)):
+        _write_lines(layout.store(method, r), n)
+    for label, n in (("prompted", 300), ("tuned-r1", 300), ("tuned-r2", 300)):
+        _write_lines(layout.eval_dir("react") / label / "trajectories.jsonl", n)
+    layout.adapter("react", 2).mkdir(parents=True)
+    (layout.adapter("react", 2) / "training_meta.json").write_text(
+        json.dumps({"tokens": 33000, "config": {"num_train_epochs": 2.0}}))
 
-    rows = {r["stage"]: r["predicted_s"] for r in predict_kind.predict(tmp_path, "cpu-bf16", "cpu-fp32")}
-    assert rows == {"world": 30.0, "bootstrap round 1": 1800.0, "export react round 2": 5.0,
-                    "train react round 2": pytest.approx(33000 * 2 / 110), "eval react": 2700.0}
-    table = predict_kind.format_table(predict_kind.predict(tmp_path, "cpu-bf16", "cpu-fp32"), "cpu-bf16", "cpu-fp32")
+    rows = {r["stage"]: r for r in predict_kind.predict(tmp_path, "cpu-fp32")}
+    boot_h, eval_h = 1000 * concurrency_speedup(48), 1000 * concurrency_speedup(64)
+    assert {k: r["predicted_s"] for k, r in rows.items()} == pytest.approx({
+        "world": 30.0,
+        "bootstrap round 1": (100 * 1.0 + 200 * 1.3) / boot_h * 3600 + 60,  # one server for both methods
+        "bootstrap round 2": (50 * 0.63 + 40 * 0.75) / boot_h * 3600 + 2 * 60,  # one per tuned model
+        "export react round 2": 5.0,
+        "train react round 2": 33000 * 2 / 110,
+        "eval react": (300 * 1.0 + 600 * 0.63) / eval_h * 3600 + 3 * 60})
+    assert rows["eval react"]["how"] == "300 prompted + 600 tuned episodes, 3 starts"
+    table = predict_kind.format_table(list(rows.values()), "cpu-fp32")
     assert "| train react round 2 | 5.0 | 10.0 | 33000 tokens x 2 epochs |" in table
-    assert table.splitlines()[-1].startswith("| **total** | **30.6** | **85.6** (1h25m)")
+    total = sum(r["predicted_s"] for r in rows.values()) / 60
+    assert table.splitlines()[-1] == f"| **total** | **35.6** | **{total:.1f}** (1h06m) | |"
