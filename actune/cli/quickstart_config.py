@@ -82,12 +82,14 @@ class QuickstartConfig(StrictModel):
     instead of again in every later round (on a 2-core CPU most of round 2's training is round 1's data
     again); it needs ``train.merge`` (the next round's base is that folder), and the tuned model's
     ``training_tasks.json`` lists the whole lineage's tasks for eval's leakage check. Measured (README, seed
-    8): ReflAct's round 2 scored 9 points lower on the dev split this way than from the base (p = 0.012),
-    while ReAct's met the bar either way (seeds 7 and 8), so only the AVX2-only shape trains ReAct on."""
+    8): ReflAct's round 2 scored 9 points lower on the dev split this way than from the base (p = 0.012), and
+    ReAct's 5 points lower (seed 9, p = 0.30): round 2 keeps almost only single-hop questions, and a model
+    trained on from round 1 on those alone forgets multi-hop ones. So every preset keeps ``base``."""
     round_epochs: PositiveFloat | dict[StepsMethod, PositiveFloat] | None = None
     """``train.num_train_epochs`` of rounds >= 2, for every method or per method (None, or a method not
     named: round 1's). With ``round_start=previous`` a later round starts from a model that already writes
-    the format: seed 8's ReAct round 2 reached its best dev loss at epoch 2 of 3 (README)."""
+    the format: seed 8's ReAct round 2 reached its best dev loss at epoch 2 of 3 (README). The full preset's
+    AVX2-only shape trains ReAct's round 2 (from the base, on its mixed data) for 2 epochs to fit 4 hours."""
     mix_methods: bool = False
     """FireAct's mix: each method's adapter also trains on the kept episodes of the other methods whose steps
     convert into its format (a ReflAct reflection becomes a ReAct thought; ReAct steps cannot become

@@ -260,10 +260,10 @@ def test_full_preset_shrinks_on_a_cpu_without_bf16() -> None:
     bf16, fp32 = load_quickstart("full", hardware="cpu-bf16"), load_quickstart("full", hardware="cpu-fp32")
     assert (bf16.bootstrap.attempts_per_task, fp32.bootstrap.attempts_per_task) == (2, 1)
     assert fp32.world.n_test >= 300 and fp32.rounds == 2  # the bar's floor and round 2 are kept
-    # ReAct learns from ReflAct's episodes too, and its round 2 goes on from round 1 for 2 epochs; ReflAct as before
+    # ReAct learns from ReflAct's episodes too, and its round 2 retrains from the base for 2 epochs; ReflAct as before
     assert (bf16.mix_methods, fp32.mix_methods) == (False, True)
     assert [(c.round_start_of(m), c.round_epochs_of(m)) for c in (bf16, fp32) for m in ("react", "reflact")] == [
-        ("base", None), ("base", None), ("previous", 2.0), ("base", None)]
+        ("base", None), ("base", None), ("base", 2.0), ("base", None)]
     as_is, shrunk = (sum(estimate_seconds(c, "cpu-fp32").values()) for c in (bf16, fp32))
     assert shrunk < 0.8 * as_is and shrunk < 4.25 * 3600
     assert load_quickstart("full", ["bootstrap.attempts_per_task=2"], hardware="cpu-fp32").bootstrap.attempts_per_task == 2
