@@ -30,9 +30,10 @@ __all__ = ["BootstrapPass", "QuickstartConfig", "HardwareKind", "RoundStart", "P
            "load_quickstart"]
 
 HardwareKind = Literal["cpu-bf16", "cpu-fp32", "cuda"]
-RoundStart = Literal["base", "previous"]
 """What a run trains and serves on: a GPU, a CPU with native bf16 (AVX512_BF16 or AMX), or another CPU
 (float32; AVX2-only machines)."""
+RoundStart = Literal["base", "previous"]
+"""What a round >= 2 trains on (:attr:`QuickstartConfig.round_start`)."""
 
 # configs/quickstart/ of the source tree, installed as the package actune.presets (pyproject.toml), so a
 # wheel finds its presets too
