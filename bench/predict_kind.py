@@ -22,11 +22,13 @@ from typing import Any
 
 from rank_sweep import load_run_config
 
-from actune.cli.quickstart_run import _EPISODE_COST, _RATES, STATE_FILE, Layout, concurrency_speedup
+from actune.cli.quickstart_run import _EPISODE_COST, _RATES, STATE_FILE, Layout, serving_seconds
 
 
-def _lines(path: Path) -> int:
-    return sum(1 for line in path.open(encoding="utf-8") if line.strip()) if path.is_file() else 0
+def _episodes(store: Path) -> int:
+    from actune.store import read_state
+
+    return read_state(store).records if store.is_file() else 0
 
 
 def predict(run: Path, target: str) -> list[dict[str, Any]]:
@@ -36,28 +38,30 @@ def predict(run: Path, target: str) -> list[dict[str, Any]]:
     cfg, layout, rate = load_run_config(run), Layout(run), _RATES[target]
     state = json.loads((run / STATE_FILE).read_text(encoding="utf-8"))
 
-    def serving(episodes: dict[str, int], cost: str, concurrency: int, starts: int) -> tuple[float, str]:
-        units = sum(n * _EPISODE_COST[cost].get(m, 1.0) for m, n in episodes.items())
-        seconds = units / (rate["episodes_h"] * concurrency_speedup(concurrency)) * 3600 + starts * rate["server_s"]
-        return seconds, ", ".join(f"{n} {m}" for m, n in episodes.items()) + f" {cost} episodes, {starts} start(s)"
+    def units(episodes: dict[str, int], cost: str) -> float:
+        return sum(n * _EPISODE_COST[cost].get(m, 1.0) for m, n in episodes.items())
 
     rows = []
     for name, done in state["done"].items():
         measured, words = float(done["wall_s"]), name.split()
         if name.startswith("bootstrap round "):
             r = int(words[-1])
-            episodes = {m: _lines(layout.store(m, r)) for m in cfg.methods}
+            episodes = {m: _episodes(layout.store(m, r)) for m in cfg.methods}
+            cost = "bootstrap" if r == 1 else "tuned"
             # round 1: one server for every method's passes; later rounds: one per method's tuned model
-            predicted, how = serving(episodes, "bootstrap" if r == 1 else "tuned", cfg.bootstrap.concurrency,
-                                     1 if r == 1 else len(cfg.methods))
+            starts = 1 if r == 1 else len(cfg.methods)
+            predicted = (serving_seconds(units(episodes, cost), target, cfg.bootstrap.concurrency)
+                         + starts * rate["server_s"])
+            how = ", ".join(f"{n} {m}" for m, n in episodes.items()) + f" {cost} episodes, {starts} start(s)"
         elif name.startswith("eval "):
-            labels = [d for d in sorted(layout.eval_dir(words[1]).iterdir()) if (d / "trajectories.jsonl").is_file()]
-            units = {lab.name: _lines(lab / "trajectories.jsonl") for lab in labels}
-            prompted = sum(n for lab, n in units.items() if lab.startswith("prompted"))
-            p_s, _ = serving({words[1]: prompted}, "prompted", cfg.eval.concurrency, 0)
-            t_s, _ = serving({words[1]: sum(units.values()) - prompted}, "tuned", cfg.eval.concurrency, 0)
-            predicted = p_s + t_s + len(units) * rate["server_s"]
-            how = f"{prompted} prompted + {sum(units.values()) - prompted} tuned episodes, {len(units)} starts"
+            method = words[1]
+            labels = [d for d in sorted(layout.eval_dir(method).iterdir()) if (d / "trajectories.jsonl").is_file()]
+            counts = {lab.name: _episodes(lab / "trajectories.jsonl") for lab in labels}
+            prompted = sum(n for lab, n in counts.items() if lab.startswith("prompted"))
+            tuned = sum(counts.values()) - prompted
+            work = units({method: prompted}, "prompted") + units({method: tuned}, "tuned")
+            predicted = serving_seconds(work, target, cfg.eval.concurrency) + len(counts) * rate["server_s"]
+            how = f"{prompted} prompted + {tuned} tuned episodes, {len(counts)} starts"
         elif name.startswith("train "):
             meta_path = layout.adapter(words[1], int(words[-1])) / TRAINING_META_FILE
             meta = json.loads(meta_path.read_text(encoding="utf-8"))

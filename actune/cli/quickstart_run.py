@@ -140,6 +140,12 @@ def concurrency_speedup(concurrency: int) -> float:
     return points[-1][1]
 
 
+def serving_seconds(units: float, kind: str, concurrency: int) -> float:
+    """Wall seconds of ``units`` episodes (in round-1 ReAct bootstrap episodes: :data:`_EPISODE_COST`) served on
+    ``kind`` with ``concurrency`` requests at once; server starts not included."""
+    return units / (_RATES[kind]["episodes_h"] * concurrency_speedup(concurrency)) * 3600
+
+
 def hardware_kind() -> str:
     from actune.cpu_features import native_bf16
 
@@ -162,8 +168,6 @@ def _solved_share(keep: float, attempts: int) -> float:
 def estimate_seconds(cfg: QuickstartConfig, kind: str) -> dict[str, float]:
     """Rough wall time per stage kind (bootstrap, train, eval) of a whole run, from :data:`_RATES`."""
     rate = _RATES[kind]
-    boot_h = rate["episodes_h"] * concurrency_speedup(cfg.bootstrap.concurrency)
-    eval_h = rate["episodes_h"] * concurrency_speedup(cfg.eval.concurrency)
     attempts, n_train = cfg.bootstrap.attempts_per_task, cfg.world.n_train
     cap = cfg.bootstrap.export.max_per_task
     exported = _EXPORTED["few_attempts" if cap is None or attempts <= cap else "many_attempts"]
@@ -176,18 +180,19 @@ def estimate_seconds(cfg: QuickstartConfig, kind: str) -> dict[str, float]:
         cost = {stage: costs.get(method, 1.0) for stage, costs in _EPISODE_COST.items()}
         target = cfg.bootstrap.target_correct
         episodes = min(target / keep, n_train * attempts)  # the passes stop at the target
-        boot += episodes * cost["bootstrap"] / boot_h * 3600
+        boot += serving_seconds(episodes * cost["bootstrap"], kind, cfg.bootstrap.concurrency)
         examples = exported * min(target, episodes * keep)
         solved = solved_r1[method] = _solved_share(keep, attempts)
         own[method] = [examples]
         for _ in range(2, cfg.rounds + 1):  # later rounds: the tuned model on what is still unsolved
             later = n_train * (1 - solved) * cfg.round_attempts
-            boot += later * cost["tuned"] / boot_h * 3600
+            boot += serving_seconds(later * cost["tuned"], kind, cfg.bootstrap.concurrency)
             examples += later * _LATER_KEEP_RATE  # a later round's keeps are all exported (seeds 1-4: 74 of 74)
             own[method].append(examples)
             solved = min(0.95, solved + (1 - solved) * _solved_share(_LATER_KEEP_RATE, cfg.round_attempts))
         n_prompted = 1 + int(cfg.oracle_baseline)
-        evals += cfg.world.n_test * (n_prompted * cost["prompted"] + cfg.rounds * cost["tuned"]) / eval_h * 3600
+        evals += serving_seconds(cfg.world.n_test * (n_prompted * cost["prompted"] + cfg.rounds * cost["tuned"]),
+                                 kind, cfg.eval.concurrency)
         evals += (n_prompted + cfg.rounds) * rate["server_s"]
     for method in cfg.methods:
         per_round = list(own[method])

@@ -18,9 +18,17 @@ sys.modules[SPEC.name] = predict_kind
 SPEC.loader.exec_module(predict_kind)
 
 
-def _write_lines(path: Path, n: int) -> None:
+def _write_store(path: Path, n: int) -> None:
+    """``n`` judged episodes, as bootstrap and eval write them."""
+    from actune.judge import judge, record_verdict
+    from actune.trajectory import TaskRecord, Trajectory
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("{}\n" * n)
+    records = []
+    for i in range(n):
+        t = Trajectory(task=TaskRecord(f"t{i}", f"question {i}?", "X"), method="react", prediction="X", correct=True)
+        records.append(record_verdict(t, judge(t)).to_json() + "\n")
+    path.write_text("".join(records))
 
 
 def test_counts_at_the_kinds_rates_and_training_by_its_own_tokens(tmp_path: Path) -> None:
@@ -35,9 +43,9 @@ def test_counts_at_the_kinds_rates_and_training_by_its_own_tokens(tmp_path: Path
                                                                               for k, v in done.items()}}))
     layout = Layout(tmp_path)
     for method, r, n in (("react", 1, 100), ("reflact", 1, 200), ("react", 2, 50), ("reflact", 2, 40)):
-        _write_lines(layout.store(method, r), n)
+        _write_store(layout.store(method, r), n)
     for label, n in (("prompted", 300), ("tuned-r1", 300), ("tuned-r2", 300)):
-        _write_lines(layout.eval_dir("react") / label / "trajectories.jsonl", n)
+        _write_store(layout.eval_dir("react") / label / "trajectories.jsonl", n)
     layout.adapter("react", 2).mkdir(parents=True)
     (layout.adapter("react", 2) / "training_meta.json").write_text(
         json.dumps({"tokens": 33000, "config": {"num_train_epochs": 2.0}}))
