@@ -3,16 +3,9 @@ table it builds from an eval report (the ablation itself trains and serves the r
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from bench_script import load
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-sys.path.insert(0, str(BENCH))  # the script imports rank_sweep beside it, as when run from bench/
-SPEC = importlib.util.spec_from_file_location("bench_ablation", BENCH / "ablation.py")
-ablation = importlib.util.module_from_spec(SPEC)
-sys.modules[SPEC.name] = ablation
-SPEC.loader.exec_module(ablation)
+ablation = load("ablation")
 
 
 def test_the_other_arm_reads_the_stores_the_run_did_not(tmp_path):

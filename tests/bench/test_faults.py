@@ -5,7 +5,6 @@ script that appends records as a stage does. No server, no model: each test runs
 from __future__ import annotations
 
 import collections
-import importlib.util
 import json
 import os
 import sys
@@ -13,11 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+from bench_script import load
 
-SPEC = importlib.util.spec_from_file_location("bench_faults", Path(__file__).resolve().parents[2] / "bench" / "faults.py")
-faults = importlib.util.module_from_spec(SPEC)
-sys.modules[SPEC.name] = faults  # its dataclasses look their module up while the class is made
-SPEC.loader.exec_module(faults)
+faults = load("faults")
 
 # A stand-in stage: appends one record a task every 0.05 s to the store, skipping the tasks already
 # there (a torn last line cut first), as bootstrap resumes. Modes: "redo" forgets what is stored (a broken

@@ -4,16 +4,12 @@ real stack and asserts nothing; these check what it computes from what it measur
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
-from pathlib import Path
+
+from bench_script import load
 
 from actune.llm import Completion, Sampling, Usage
 
-SPEC = importlib.util.spec_from_file_location("bench_pipeline", Path(__file__).resolve().parents[2] / "bench" / "pipeline.py")
-pipeline = importlib.util.module_from_spec(SPEC)
-sys.modules[SPEC.name] = pipeline  # its dataclasses look their module up while the class is made
-SPEC.loader.exec_module(pipeline)
+pipeline = load("pipeline")
 
 
 class FakeClient:

@@ -3,19 +3,13 @@ metadata): the ETA's cost model and cpu-fp32 rates with the run's own counts."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from bench_script import load
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-sys.path.insert(0, str(BENCH))  # the script imports rank_sweep beside it, as when run from bench/
-SPEC = importlib.util.spec_from_file_location("bench_predict_kind", BENCH / "predict_kind.py")
-predict_kind = importlib.util.module_from_spec(SPEC)
-sys.modules[SPEC.name] = predict_kind
-SPEC.loader.exec_module(predict_kind)
+predict_kind = load("predict_kind")
 
 
 def _write_store(path: Path, n: int) -> None:

@@ -3,15 +3,9 @@ and serves the real model and asserts nothing)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from bench_script import load
 
-SPEC = importlib.util.spec_from_file_location("bench_rank_sweep",
-                                              Path(__file__).resolve().parents[2] / "bench" / "rank_sweep.py")
-sweep = importlib.util.module_from_spec(SPEC)
-sys.modules[SPEC.name] = sweep
-SPEC.loader.exec_module(sweep)
+sweep = load("rank_sweep")
 
 
 def _model(label, mean, low, high, vs=None):
