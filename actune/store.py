@@ -270,20 +270,37 @@ class TrajectoryStore:
             # before any byte is written: the file is untouched and the stage can report the episode
             raise StoreError(f"{self.path}: episode ({_describe(key)}) cannot be written as JSON: {e}") from None
         size = os.fstat(self._fd).st_size
+        view = memoryview(data)
         try:
-            view = memoryview(data)
             while view:
                 n = os.write(self._fd, view)
                 view = view[n:]
             os.fsync(self._fd)
-        except BaseException:
-            try:
-                os.ftruncate(self._fd, size)
-            except OSError:
-                self.close()  # cannot undo: refuse further appends; the next open cuts the torn tail
+        except KeyboardInterrupt:
+            if view:
+                self._undo(size)
+                raise
+            # A stop signal during fsync, after the whole line was written: the record is complete and a
+            # reader may already have seen it, so keep it (a second signal is ignored while the first
+            # unwinds, see actune.stop_signals) rather than take back finished work.
+            os.fsync(self._fd)
+            self._added(traj, verdict)
             raise
+        except BaseException:
+            self._undo(size)
+            raise
+        self._added(traj, verdict)
+
+    def _added(self, traj: Trajectory, verdict: Verdict) -> None:
         self.state.add(traj, verdict, self.state.records + 1)
         self.appended += 1
+
+    def _undo(self, size: int) -> None:
+        """Cut the file back to ``size`` after a failed append."""
+        try:
+            os.ftruncate(self._fd, size)
+        except OSError:
+            self.close()  # cannot undo: refuse further appends; the next open cuts the torn tail
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -172,6 +172,54 @@ def test_a_failed_write_is_undone(tmp_path: Path, monkeypatch) -> None:
     assert len(path.read_text().splitlines()) == 6
 
 
+def test_a_stop_signal_after_the_whole_line_is_written_keeps_the_record(tmp_path: Path, monkeypatch) -> None:
+    """SIGTERM (as KeyboardInterrupt, actune.stop_signals) landing in the fsync of a written line: the line is
+    complete and may already have been read, so it stays, counted, and is synced before the interrupt goes on."""
+    import actune.store as store_module
+
+    path = tmp_path / "t.jsonl"
+    good = _fill(path)
+    real_fsync = store_module.os.fsync
+    calls = []
+
+    def interrupted_once(fd):
+        calls.append(fd)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        real_fsync(fd)
+
+    with TrajectoryStore.open(path) as store:
+        monkeypatch.setattr(store_module.os, "fsync", interrupted_once)
+        with pytest.raises(KeyboardInterrupt):
+            store.append(judged("e", 0, True))
+        monkeypatch.setattr(store_module.os, "fsync", real_fsync)
+        assert len(calls) == 2  # synced again after the interrupt
+        assert (store.records, store.kept, store.appended) == (6, 4, 1)
+        with pytest.raises(StoreError, match="already stored"):
+            store.append(judged("e", 0, True))
+    assert path.read_bytes().startswith(good) and read_state(path).records == 6
+
+
+def test_a_stop_signal_mid_write_cuts_the_half_line(tmp_path: Path, monkeypatch) -> None:
+    import actune.store as store_module
+
+    path = tmp_path / "t.jsonl"
+    good = _fill(path)
+    real_write = store_module.os.write
+
+    def half_then_interrupt(fd, data):
+        if len(data) > 10:
+            return real_write(fd, data[:10])
+        raise KeyboardInterrupt
+
+    with TrajectoryStore.open(path) as store:
+        monkeypatch.setattr(store_module.os, "write", half_then_interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            store.append(judged("e", 0, True))
+        monkeypatch.setattr(store_module.os, "write", real_write)
+        assert path.read_bytes() == good and store.records == 5
+
+
 FP = {"version": 1, "model": "m-a", "adapter": None, "regime": "few_shot", "prompt": "p1", "task_file": "x.jsonl",
       "tasks": "h1"}
 
