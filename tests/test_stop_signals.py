@@ -7,7 +7,7 @@ from actune.stop_signals import stop_signals_as_interrupt
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
-def test_a_stop_signal_raises_keyboard_interrupt_once_and_handlers_come_back(sig):
+def test_a_stop_signal_raises_keyboard_interrupt_once_and_handlers_come_back(sig, sighup_not_ignored):
     before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     unwound = []
     with pytest.raises(KeyboardInterrupt):

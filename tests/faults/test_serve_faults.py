@@ -371,7 +371,7 @@ def _serve_cli(fake, tmp_path, env: dict[str, str]) -> subprocess.Popen:
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL],
                          ids=["sigint", "sigterm", "sighup", "sigkill"])
-def test_signal_to_the_serve_process_alone_stops_the_whole_server(fake, tmp_path, sig):
+def test_signal_to_the_serve_process_alone_stops_the_whole_server(fake, tmp_path, sig, sighup_not_ignored):
     proc = _serve_cli(fake, tmp_path, dict(os.environ))
     pgid = None
     try:
@@ -425,7 +425,8 @@ STAGE = PATCH + textwrap.dedent("""
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["sigterm", "sighup"])
-def test_stop_signal_to_a_stage_command_stops_its_server_and_exits_interrupted(fake, tmp_path, sig):
+def test_stop_signal_to_a_stage_command_stops_its_server_and_exits_interrupted(fake, tmp_path, sig,
+                                                                             sighup_not_ignored):
     script, config = tmp_path / "stage.py", tmp_path / "run.yaml"
     script.write_text(STAGE)
     config.write_text("name: t\n")
