@@ -42,8 +42,8 @@ from actune.stop_signals import stop_signals_as_interrupt
 from actune.tasks.config import TaskConfig
 
 __all__ = ["Layout", "Stage", "plan_stages", "estimate_seconds", "export_methods", "export_round", "export_stores",
-           "round_epochs", "round_train_config", "run_quickstart", "served_tuned_model", "stored_config_as_current",
-           "train_base", "train_in_child_process", "trains_on_previous", "STATE_FILE"]
+           "time_left", "round_epochs", "round_train_config", "run_quickstart", "served_tuned_model",
+           "stored_config_as_current", "train_base", "train_in_child_process", "trains_on_previous", "STATE_FILE"]
 
 STATE_FILE = "quickstart-state.json"
 
@@ -617,6 +617,24 @@ def plan_stages(cfg: QuickstartConfig, pipe: _Pipeline, kind: str) -> list[Stage
     return stages
 
 
+PACE_MIN_S = 120.0
+"""Only stages estimated at two minutes or more set a run's pace: world, export and report are too short for
+their measured-to-estimated ratio to say anything."""
+
+
+def time_left(stages: list[Stage], done: dict[str, Any], start: int) -> tuple[float, float | None]:
+    """The estimated seconds of ``stages[start:]`` not yet done, and this run's pace so far: the measured wall
+    time of the finished stages (:data:`PACE_MIN_S` or more estimated) over their estimates, None until one has
+    finished. The estimate's rates come from one CPU of each kind (a faster or slower one of the same kind, or
+    a busy machine, shifts every stage alike), so the remaining estimate times the pace is the better guess."""
+    left = sum(s.estimate_s for s in stages[start:] if s.name not in done)
+    timed = [(done[s.name]["wall_s"], s.estimate_s) for s in stages
+             if s.name in done and s.estimate_s >= PACE_MIN_S and "wall_s" in done[s.name]]
+    if not timed:
+        return left, None
+    return left, sum(w for w, _ in timed) / sum(e for _, e in timed)
+
+
 def run_stage(stage: Stage, state: dict[str, Any], layout: Layout) -> None:
     """Run one stage and record its wall time in ``state["done"]``. A stage stopped part-way (a signal, a
     crash, a dead server) keeps the time it ran in ``state["partial"]``, and the rerun that finishes it adds
@@ -659,9 +677,10 @@ def run_quickstart(cfg: QuickstartConfig, out: Path, *, show_progress: bool = Tr
         for i, stage in enumerate(stages, 1):
             if stage.name in done:
                 continue
-            remaining = sum(s.estimate_s for s in stages[i - 1:] if s.name not in done)
-            log(f"\n=== [{i}/{len(stages)}] {stage.name} · elapsed {_fmt(time.monotonic() - t0)} · "
-                f"about {_fmt(remaining)} left")
+            left, pace = time_left(stages, done, i - 1)
+            eta = (f"about {_fmt(left)} left (estimated)" if pace is None else
+                   f"about {_fmt(left * pace)} left at this run's pace ({pace:.2f}x the estimated {_fmt(left)})")
+            log(f"\n=== [{i}/{len(stages)}] {stage.name} · elapsed {_fmt(time.monotonic() - t0)} · {eta}")
             run_stage(stage, state, layout)
     total = sum(s.get("wall_s", 0.0) for s in done.values())
     log(f"quickstart: done in {_fmt(time.monotonic() - t0)} (stages in all, across resumes: {_fmt(total)})")

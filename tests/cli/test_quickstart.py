@@ -12,6 +12,7 @@ from actune.cli.quickstart_config import PRESETS, load_quickstart
 from actune.cli.quickstart_report import headline_rows
 from actune.cli.quickstart_run import (
     Layout,
+    Stage,
     _load_state,
     _Pipeline,
     _save_state,
@@ -20,6 +21,7 @@ from actune.cli.quickstart_run import (
     export_stores,
     plan_stages,
     round_train_config,
+    time_left,
     train_base,
 )
 from actune.config import ConfigError
@@ -39,6 +41,20 @@ def test_smoke_is_small_and_full_meets_the_issue() -> None:
     assert full.world.n_test >= 300  # the issue's floor of held-out questions
     assert set(full.methods) == {"react", "reflact"} and full.rounds >= 2
     assert full.train.merge and smoke.train.merge  # eval serves merged weights at base speed
+
+
+def test_time_left_is_scaled_by_the_pace_of_the_timed_stages_so_far() -> None:
+    stages = [Stage(name, est, lambda: None) for name, est in
+              [("world", 5), ("bootstrap", 1000), ("export", 10), ("train", 600), ("eval", 1400), ("report", 5)]]
+    assert time_left(stages, {}, 0) == (3020, None)
+    # world alone is too short to set a pace
+    assert time_left(stages, {"world": {"wall_s": 50.0}}, 1) == (3015, None)
+    done = {"world": {"wall_s": 50.0}, "bootstrap": {"wall_s": 600.0}, "export": {"wall_s": 1.0}}
+    assert time_left(stages, done, 3) == (2005, 0.6)
+    done["train"] = {"wall_s": 360.0}  # 960 s measured against 1600 estimated
+    assert time_left(stages, done, 4) == (1405, 0.6)
+    done["train"] = {"wall_s": 1240.0}
+    assert time_left(stages, done, 4) == (1405, 1.15)
 
 
 def test_unknown_preset_key_names_it() -> None:
