@@ -254,7 +254,8 @@ class TrajectoryStore:
 
         Refuses a record without a verdict, whose (task, method, attempt) the store already holds, or that
         cannot be written as JSON (checked before writing). A failed write is undone (the file is cut back),
-        so a later append cannot land after half a line.
+        so a later append cannot land after half a line; a stop signal (KeyboardInterrupt) that comes once the
+        whole line is in the file keeps it, synced and counted, before the interrupt goes on.
         """
         if self._fd < 0:
             raise StoreError(f"{self.path}: the store is closed")
@@ -277,21 +278,28 @@ class TrajectoryStore:
                 view = view[n:]
             os.fsync(self._fd)
         except KeyboardInterrupt:
-            if view:
+            # A stop signal once the whole line is in the file (during fsync, or as the last write returned,
+            # before ``view`` was advanced: so the file's size decides): the record is complete and a reader
+            # may already have seen it, so keep it rather than take back finished work. A second signal is
+            # ignored while the first unwinds (actune.stop_signals), so the fsync here is not cut short.
+            if os.fstat(self._fd).st_size == size + len(data) and self._synced():
+                self._count_appended(traj, verdict)
+            else:
                 self._undo(size)
-                raise
-            # A stop signal during fsync, after the whole line was written: the record is complete and a
-            # reader may already have seen it, so keep it (a second signal is ignored while the first
-            # unwinds, see actune.stop_signals) rather than take back finished work.
-            os.fsync(self._fd)
-            self._added(traj, verdict)
             raise
         except BaseException:
             self._undo(size)
             raise
-        self._added(traj, verdict)
+        self._count_appended(traj, verdict)
 
-    def _added(self, traj: Trajectory, verdict: Verdict) -> None:
+    def _synced(self) -> bool:
+        try:
+            os.fsync(self._fd)
+        except OSError:
+            return False
+        return True
+
+    def _count_appended(self, traj: Trajectory, verdict: Verdict) -> None:
         self.state.add(traj, verdict, self.state.records + 1)
         self.appended += 1
 

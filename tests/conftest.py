@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import signal
 import sys
 from pathlib import Path
 
@@ -23,18 +22,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "vllm_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.server)
-
-
-@pytest.fixture
-def sighup_not_ignored():
-    """SIGHUP at its default for the test and the processes it starts. Under ``nohup make test`` it is
-    ignored, which stop_signals_as_interrupt rightly leaves alone, and children inherit that: a test of how a
-    SIGHUP stops a command needs it live."""
-    old = signal.signal(signal.SIGHUP, signal.SIG_DFL)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGHUP, old)
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,18 @@ import pytest
 from actune.stop_signals import stop_signals_as_interrupt
 
 
+@pytest.fixture
+def sighup_not_ignored():
+    """SIGHUP at its default for the test: under ``nohup make test`` it is ignored, which
+    stop_signals_as_interrupt rightly leaves alone, and the test needs it live. Brief: a hangup in that window
+    stops pytest as it would without nohup."""
+    old = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGHUP, old)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_stop_signal_raises_keyboard_interrupt_once_and_handlers_come_back(sig, sighup_not_ignored):
     before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}

@@ -217,7 +217,50 @@ def test_a_stop_signal_mid_write_cuts_the_half_line(tmp_path: Path, monkeypatch)
         with pytest.raises(KeyboardInterrupt):
             store.append(judged("e", 0, True))
         monkeypatch.setattr(store_module.os, "write", real_write)
-        assert path.read_bytes() == good and store.records == 5
+        assert path.read_bytes() == good and (store.records, store.appended) == (5, 0)
+
+
+def test_a_stop_signal_as_the_last_write_returns_keeps_the_whole_line(tmp_path: Path, monkeypatch) -> None:
+    """The interrupt lands just after os.write wrote every byte, before the loop saw it: the file decides."""
+    import actune.store as store_module
+
+    path = tmp_path / "t.jsonl"
+    good = _fill(path)
+    real_write = store_module.os.write
+
+    def write_all_then_interrupt(fd, data):
+        real_write(fd, data)
+        raise KeyboardInterrupt
+
+    with TrajectoryStore.open(path) as store:
+        monkeypatch.setattr(store_module.os, "write", write_all_then_interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            store.append(judged("e", 0, True))
+        monkeypatch.setattr(store_module.os, "write", real_write)
+        assert (store.records, store.appended) == (6, 1)
+    assert path.read_bytes().startswith(good) and read_state(path).records == 6
+
+
+def test_a_failed_sync_after_a_stop_signal_cuts_the_line_and_the_interrupt_goes_on(tmp_path: Path,
+                                                                                   monkeypatch) -> None:
+    import actune.store as store_module
+
+    path = tmp_path / "t.jsonl"
+    good = _fill(path)
+    calls = []
+
+    def interrupted_then_failing(fd):
+        calls.append(fd)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        raise OSError(5, "I/O error")
+
+    with TrajectoryStore.open(path) as store:
+        monkeypatch.setattr(store_module.os, "fsync", interrupted_then_failing)
+        with pytest.raises(KeyboardInterrupt):
+            store.append(judged("e", 0, True))
+        assert (store.records, store.appended) == (5, 0)
+    assert path.read_bytes() == good
 
 
 FP = {"version": 1, "model": "m-a", "adapter": None, "regime": "few_shot", "prompt": "p1", "task_file": "x.jsonl",

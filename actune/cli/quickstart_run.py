@@ -626,7 +626,9 @@ def time_left(stages: list[Stage], done: dict[str, Any], start: int) -> tuple[fl
     """The estimated seconds of ``stages[start:]`` not yet done, and this run's pace so far: the measured wall
     time of the finished stages (:data:`PACE_MIN_S` or more estimated) over their estimates, None until one has
     finished. The estimate's rates come from one CPU of each kind (a faster or slower one of the same kind, or
-    a busy machine, shifts every stage alike), so the remaining estimate times the pace is the better guess."""
+    a busy machine, shifts every stage alike), so the remaining estimate times the pace is the better guess.
+    A stage killed outright (SIGKILL, power loss) never saved the time it ran, so its rerun reads short and the
+    pace low; a stopped one (a signal, a crash) did save it (:func:`run_stage`)."""
     left = sum(s.estimate_s for s in stages[start:] if s.name not in done)
     timed = [(done[s.name]["wall_s"], s.estimate_s) for s in stages
              if s.name in done and s.estimate_s >= PACE_MIN_S and "wall_s" in done[s.name]]
@@ -666,11 +668,11 @@ def run_quickstart(cfg: QuickstartConfig, out: Path, *, show_progress: bool = Tr
     pipe = _Pipeline(cfg, layout, show_progress, log)
     stages = plan_stages(cfg, pipe, kind)
     done: dict[str, Any] = state["done"]
-    left = [s for s in stages if s.name not in done]
+    to_run = [s for s in stages if s.name not in done]
     from actune.cpu_features import describe_cpu
 
-    log(f"quickstart {cfg.name} (seed {cfg.seed}) -> {layout.out}: {len(stages)} stages, {len(left)} to run; "
-        f"estimated {_fmt(sum(s.estimate_s for s in left))} on {kind} ({describe_cpu()})")
+    log(f"quickstart {cfg.name} (seed {cfg.seed}) -> {layout.out}: {len(stages)} stages, {len(to_run)} to run; "
+        f"estimated {_fmt(time_left(stages, done, 0)[0])} on {kind} ({describe_cpu()})")
     t0 = time.monotonic()
     _save_state(layout, state)
     with stop_signals_as_interrupt():
