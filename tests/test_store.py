@@ -4,6 +4,7 @@ episodes keyed by (task, method, attempt)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -172,95 +173,58 @@ def test_a_failed_write_is_undone(tmp_path: Path, monkeypatch) -> None:
     assert len(path.read_text().splitlines()) == 6
 
 
-def test_a_stop_signal_after_the_whole_line_is_written_keeps_the_record(tmp_path: Path, monkeypatch) -> None:
-    """SIGTERM (as KeyboardInterrupt, actune.stop_signals) landing in the fsync of a written line: the line is
-    complete and may already have been read, so it stays, counted, and is synced before the interrupt goes on."""
-    import actune.store as store_module
+_write, _fsync = os.write, os.fsync  # the real ones: the cases below patch os's
 
-    path = tmp_path / "t.jsonl"
-    good = _fill(path)
-    real_fsync = store_module.os.fsync
+
+def _half_a_line_then_stop(fd, data):
+    if len(data) > 10:
+        return _write(fd, data[:10])
+    raise KeyboardInterrupt
+
+
+def _whole_line_then_stop(fd, data):
+    _write(fd, data)  # the signal lands as the last write returns, before the loop sees it: the file decides
+    raise KeyboardInterrupt
+
+
+def _stop_then(then):
     calls = []
 
-    def interrupted_once(fd):
+    def fsync(fd):
         calls.append(fd)
         if len(calls) == 1:
             raise KeyboardInterrupt
-        real_fsync(fd)
+        then(fd)
 
-    with TrajectoryStore.open(path) as store:
-        monkeypatch.setattr(store_module.os, "fsync", interrupted_once)
-        with pytest.raises(KeyboardInterrupt):
-            store.append(judged("e", 0, True))
-        monkeypatch.setattr(store_module.os, "fsync", real_fsync)
-        assert len(calls) == 2  # synced again after the interrupt
-        assert (store.records, store.kept, store.appended) == (6, 4, 1)
-        with pytest.raises(StoreError, match="already stored"):
-            store.append(judged("e", 0, True))
-    assert path.read_bytes().startswith(good) and read_state(path).records == 6
+    return fsync
 
 
-def test_a_stop_signal_mid_write_cuts_the_half_line(tmp_path: Path, monkeypatch) -> None:
-    import actune.store as store_module
+def _io_error(fd):
+    raise OSError(5, "I/O error")
 
+
+@pytest.mark.parametrize("name, fake, kept", [
+    ("write", lambda: _half_a_line_then_stop, False),
+    ("write", lambda: _whole_line_then_stop, True),
+    ("fsync", lambda: _stop_then(_fsync), True),
+    ("fsync", lambda: _stop_then(_io_error), False),  # the line is synced again after the signal, or cut
+], ids=["mid-write", "as-the-write-returns", "in-fsync", "in-fsync-then-the-sync-fails"])
+def test_a_stop_signal_in_an_append_keeps_a_whole_synced_line_and_cuts_anything_less(tmp_path: Path, monkeypatch,
+                                                                                      name, fake, kept) -> None:
+    """SIGTERM (as KeyboardInterrupt, actune.stop_signals) during an append: a whole line may already have been
+    read, so it stays, counted; anything less is cut back. Either way the interrupt goes on."""
     path = tmp_path / "t.jsonl"
     good = _fill(path)
-    real_write = store_module.os.write
-
-    def half_then_interrupt(fd, data):
-        if len(data) > 10:
-            return real_write(fd, data[:10])
-        raise KeyboardInterrupt
-
     with TrajectoryStore.open(path) as store:
-        monkeypatch.setattr(store_module.os, "write", half_then_interrupt)
+        monkeypatch.setattr(os, name, fake())
         with pytest.raises(KeyboardInterrupt):
             store.append(judged("e", 0, True))
-        monkeypatch.setattr(store_module.os, "write", real_write)
-        assert path.read_bytes() == good and (store.records, store.appended) == (5, 0)
-
-
-def test_a_stop_signal_as_the_last_write_returns_keeps_the_whole_line(tmp_path: Path, monkeypatch) -> None:
-    """The interrupt lands just after os.write wrote every byte, before the loop saw it: the file decides."""
-    import actune.store as store_module
-
-    path = tmp_path / "t.jsonl"
-    good = _fill(path)
-    real_write = store_module.os.write
-
-    def write_all_then_interrupt(fd, data):
-        real_write(fd, data)
-        raise KeyboardInterrupt
-
-    with TrajectoryStore.open(path) as store:
-        monkeypatch.setattr(store_module.os, "write", write_all_then_interrupt)
-        with pytest.raises(KeyboardInterrupt):
-            store.append(judged("e", 0, True))
-        monkeypatch.setattr(store_module.os, "write", real_write)
-        assert (store.records, store.appended) == (6, 1)
-    assert path.read_bytes().startswith(good) and read_state(path).records == 6
-
-
-def test_a_failed_sync_after_a_stop_signal_cuts_the_line_and_the_interrupt_goes_on(tmp_path: Path,
-                                                                                   monkeypatch) -> None:
-    import actune.store as store_module
-
-    path = tmp_path / "t.jsonl"
-    good = _fill(path)
-    calls = []
-
-    def interrupted_then_failing(fd):
-        calls.append(fd)
-        if len(calls) == 1:
-            raise KeyboardInterrupt
-        raise OSError(5, "I/O error")
-
-    with TrajectoryStore.open(path) as store:
-        monkeypatch.setattr(store_module.os, "fsync", interrupted_then_failing)
-        with pytest.raises(KeyboardInterrupt):
-            store.append(judged("e", 0, True))
-        assert (store.records, store.appended) == (5, 0)
-    assert path.read_bytes() == good
+        monkeypatch.undo()
+        assert (store.records, store.kept, store.appended) == ((6, 4, 1) if kept else (5, 3, 0))
+        if kept:
+            with pytest.raises(StoreError, match="already stored"):
+                store.append(judged("e", 0, True))
+    assert path.read_bytes().startswith(good) and read_state(path).records == (6 if kept else 5)
 
 
 FP = {"version": 1, "model": "m-a", "adapter": None, "regime": "few_shot", "prompt": "p1", "task_file": "x.jsonl",
