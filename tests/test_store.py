@@ -154,25 +154,6 @@ def test_one_writer_at_a_time(tmp_path: Path) -> None:
         assert store.records == 0
 
 
-def test_a_failed_write_is_undone(tmp_path: Path, monkeypatch) -> None:
-    import actune.store as store_module
-
-    path = tmp_path / "t.jsonl"
-    good = _fill(path)
-    real_fsync = store_module.os.fsync
-    with TrajectoryStore.open(path) as store:
-        def failing_fsync(fd):
-            raise OSError(5, "I/O error")
-
-        monkeypatch.setattr(store_module.os, "fsync", failing_fsync)
-        with pytest.raises(OSError, match="I/O error"):
-            store.append(judged("e", 0, True))
-        monkeypatch.setattr(store_module.os, "fsync", real_fsync)
-        assert path.read_bytes() == good and (store.records, store.kept) == (5, 3)
-        store.append(judged("e", 0, True))  # not counted as done by the failed attempt
-    assert len(path.read_text().splitlines()) == 6
-
-
 _write, _fsync = os.write, os.fsync  # the real ones: the cases below patch os's
 
 
@@ -201,6 +182,19 @@ def _stop_then(then):
 
 def _io_error(fd):
     raise OSError(5, "I/O error")
+
+
+def test_a_failed_write_is_undone(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "t.jsonl"
+    good = _fill(path)
+    with TrajectoryStore.open(path) as store:
+        monkeypatch.setattr(os, "fsync", _io_error)
+        with pytest.raises(OSError, match="I/O error"):
+            store.append(judged("e", 0, True))
+        monkeypatch.undo()
+        assert path.read_bytes() == good and (store.records, store.kept) == (5, 3)
+        store.append(judged("e", 0, True))  # not counted as done by the failed attempt
+    assert len(path.read_text().splitlines()) == 6
 
 
 @pytest.mark.parametrize("name, fake, kept", [

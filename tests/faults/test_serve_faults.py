@@ -360,7 +360,7 @@ def _sighup_default():
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
-def _ignore_sigint():
+def _as_a_background_job():
     # What a shell does to a background job of a script (`actune serve &`): SIGINT and SIGQUIT ignored.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _sighup_default()
@@ -373,7 +373,7 @@ def _serve_cli(fake, tmp_path, env: dict[str, str]) -> subprocess.Popen:
         [sys.executable, str(cli), str(fake.script), str(fake.report_path), f"log_dir={tmp_path}",
          "--model", str(fake.model), "--port", str(server.free_port())],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-        start_new_session=True, preexec_fn=_ignore_sigint,
+        start_new_session=True, preexec_fn=_as_a_background_job,
     )
 
 
