@@ -1,4 +1,4 @@
-"""A finished quickstart run's stage times, predicted on another kind of hardware from what the run did.
+"""A quickstart run's stage times, predicted on another kind of hardware from what the run did.
 
     .venv/bin/python bench/predict_kind.py --run runs/full-fp32shape-seed9 --to cpu-fp32
 
@@ -11,6 +11,10 @@ the kind's episode rate plus its server starts, each training stage its own toke
 (``training_meta.json``) at the kind's whole-stage training rate. So the machine the run happened on does not
 enter (two CPUs of one kind differ by up to 2x). Other stages (world, export, report: seconds) are kept as
 measured. A prediction, printed as one: it is not a timing.
+
+A run still going, or stopped part-way (a session's end), is read too: a stage stopped part-way is predicted
+from the episodes its stores hold so far, beside the time it ran (both marked as part of the stage), so the
+finished part of a run on the kind itself checks the prediction stage by stage.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ def _episodes(store: Path) -> int:
 
 
 def predict(run: Path, target: str) -> list[dict[str, Any]]:
-    """One row per finished stage: its name, measured seconds and predicted seconds on ``target``."""
+    """One row per finished stage, then one per stage stopped part-way (``part``: true): its name, measured
+    seconds and predicted seconds on ``target``."""
     from actune.train.run import TRAINING_META_FILE
 
     cfg, layout, rate = load_run_config(run), Layout(run), _RATES[target]
@@ -42,7 +47,9 @@ def predict(run: Path, target: str) -> list[dict[str, Any]]:
         return sum(n * _EPISODE_COST[cost].get(m, 1.0) for m, n in episodes.items())
 
     rows = []
-    for name, done in state["done"].items():
+    stages = [(name, done, False) for name, done in state["done"].items()]
+    stages += [(name, done, True) for name, done in state.get("partial", {}).items()]
+    for name, done, part in stages:
         measured, words = float(done["wall_s"]), name.split()
         if name.startswith("bootstrap round "):
             r = int(words[-1])
@@ -55,14 +62,14 @@ def predict(run: Path, target: str) -> list[dict[str, Any]]:
             how = ", ".join(f"{n} {m}" for m, n in episodes.items()) + f" {cost} episodes, {starts} start(s)"
         elif name.startswith("eval "):
             method = words[1]
-            labels = [d for d in sorted(layout.eval_dir(method).iterdir()) if (d / "trajectories.jsonl").is_file()]
+            labels = sorted(store.parent for store in layout.eval_dir(method).glob("*/trajectories.jsonl"))
             counts = {lab.name: _episodes(lab / "trajectories.jsonl") for lab in labels}
             prompted = sum(n for lab, n in counts.items() if lab.startswith("prompted"))
             tuned = sum(counts.values()) - prompted
             work = units({method: prompted}, "prompted") + units({method: tuned}, "tuned")
             predicted = serving_seconds(work, target, cfg.eval.concurrency) + len(counts) * rate["server_s"]
             how = f"{prompted} prompted + {tuned} tuned episodes, {len(counts)} starts"
-        elif name.startswith("train "):
+        elif name.startswith("train ") and not part:
             meta_path = layout.adapter(words[1], int(words[-1])) / TRAINING_META_FILE
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
             epochs = meta["config"]["num_train_epochs"]
@@ -70,7 +77,9 @@ def predict(run: Path, target: str) -> list[dict[str, Any]]:
             how = f"{meta['tokens']} tokens x {epochs:g} epochs"
         else:
             predicted, how = measured, "as measured"
-        rows.append({"stage": name, "measured_s": measured, "predicted_s": predicted, "how": how})
+        if part:
+            how = f"stopped part-way; {how}"
+        rows.append({"stage": name, "measured_s": measured, "predicted_s": predicted, "how": how, "part": part})
     return rows
 
 

@@ -58,3 +58,28 @@ def test_counts_at_the_kinds_rates_and_training_by_its_own_tokens(tmp_path: Path
     assert "| train react round 2 | 5.0 | 10.0 | 33000 tokens x 2 epochs |" in table
     total = sum(r["predicted_s"] for r in rows.values()) / 60
     assert table.splitlines()[-1] == f"| **total** | **35.6** | **{total:.1f}** (1h06m) | |"
+
+
+def test_a_run_stopped_part_way_predicts_its_stopped_stages_from_what_they_did(tmp_path: Path) -> None:
+    from actune.cli.quickstart_config import load_quickstart
+    from actune.cli.quickstart_run import STATE_FILE, Layout, concurrency_speedup
+
+    cfg = load_quickstart("full")
+    config = {k: v for k, v in cfg.model_dump(mode="json").items() if k != "hardware_overrides"}
+    partial = {"eval reflact": {"wall_s": 1200.0, "runs": 1}, "train react round 1": {"wall_s": 90.0, "runs": 1}}
+    (tmp_path / STATE_FILE).write_text(json.dumps({"config": config, "done": {"world": {"wall_s": 30.0, "runs": 1}},
+                                                   "partial": partial}))
+    layout = Layout(tmp_path)
+    for label, n in (("prompted", 300), ("tuned-r1", 120)):  # tuned-r2 not started
+        _write_store(layout.eval_dir("reflact") / label / "trajectories.jsonl", n)
+
+    rows = predict_kind.predict(tmp_path, "cpu-fp32")
+    assert [(r["stage"], r["part"]) for r in rows] == [
+        ("world", False), ("eval reflact", True), ("train react round 1", True)]
+    stopped_eval, stopped_train = rows[1], rows[2]
+    eval_h = 1000 * concurrency_speedup(64)
+    assert stopped_eval["measured_s"] == 1200.0
+    assert stopped_eval["predicted_s"] == pytest.approx((300 * 1.77 + 120 * 0.75) / eval_h * 3600 + 2 * 60)
+    assert stopped_eval["how"] == "stopped part-way; 300 prompted + 120 tuned episodes, 2 starts"
+    # a training stopped part-way wrote no training_meta.json: its time is kept as it ran
+    assert (stopped_train["predicted_s"], stopped_train["how"]) == (90.0, "stopped part-way; as measured")
