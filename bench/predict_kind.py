@@ -67,8 +67,9 @@ def predict(run: Path, target: str) -> list[dict[str, Any]]:
             prompted = sum(n for lab, n in counts.items() if lab.startswith("prompted"))
             tuned = sum(counts.values()) - prompted
             work = units({method: prompted}, "prompted") + units({method: tuned}, "tuned")
-            predicted = serving_seconds(work, target, cfg.eval.concurrency) + len(counts) * rate["server_s"]
-            how = f"{prompted} prompted + {tuned} tuned episodes, {len(counts)} starts"
+            starts = sum(1 for n in counts.values() if n)  # a model not yet started has an empty store
+            predicted = serving_seconds(work, target, cfg.eval.concurrency) + starts * rate["server_s"]
+            how = f"{prompted} prompted + {tuned} tuned episodes, {starts} starts"
         elif name.startswith("train ") and not part:
             meta_path = layout.adapter(words[1], int(words[-1])) / TRAINING_META_FILE
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
