@@ -25,16 +25,23 @@ def _write_store(path: Path, n: int) -> None:
     path.write_text("".join(records))
 
 
-def test_counts_at_the_kinds_rates_and_training_by_its_own_tokens(tmp_path: Path) -> None:
+def _write_state(run: Path, done: dict[str, float], partial: dict[str, float] | None = None) -> None:
+    """The full preset's quickstart state with these finished (and stopped) stages' wall seconds."""
     from actune.cli.quickstart_config import load_quickstart
-    from actune.cli.quickstart_run import STATE_FILE, Layout, concurrency_speedup
+    from actune.cli.quickstart_run import STATE_FILE
 
-    cfg = load_quickstart("full")  # ReAct and ReflAct, bootstrap 48 at once, eval 64
-    config = {k: v for k, v in cfg.model_dump(mode="json").items() if k != "hardware_overrides"}
-    done = {"world": 30.0, "bootstrap round 1": 600.0, "bootstrap round 2": 300.0, "export react round 2": 5.0,
-            "train react round 2": 300.0, "eval react": 900.0}
-    (tmp_path / STATE_FILE).write_text(json.dumps({"config": config, "done": {k: {"wall_s": v, "runs": 1}
-                                                                              for k, v in done.items()}}))
+    config = {k: v for k, v in load_quickstart("full").model_dump(mode="json").items() if k != "hardware_overrides"}
+    stages = {"done": done, "partial": partial or {}}
+    (run / STATE_FILE).write_text(json.dumps({"config": config, **{
+        key: {k: {"wall_s": v, "runs": 1} for k, v in times.items()} for key, times in stages.items()}}))
+
+
+def test_counts_at_the_kinds_rates_and_training_by_its_own_tokens(tmp_path: Path) -> None:
+    from actune.cli.quickstart_run import Layout, concurrency_speedup
+
+    # the full preset: ReAct and ReflAct, bootstrap 48 at once, eval 64
+    _write_state(tmp_path, {"world": 30.0, "bootstrap round 1": 600.0, "bootstrap round 2": 300.0,
+                            "export react round 2": 5.0, "train react round 2": 300.0, "eval react": 900.0})
     layout = Layout(tmp_path)
     for method, r, n in (("react", 1, 100), ("reflact", 1, 200), ("react", 2, 50), ("reflact", 2, 40)):
         _write_store(layout.store(method, r), n)
@@ -61,16 +68,12 @@ def test_counts_at_the_kinds_rates_and_training_by_its_own_tokens(tmp_path: Path
 
 
 def test_a_run_stopped_part_way_predicts_its_stopped_stages_from_what_they_did(tmp_path: Path) -> None:
-    from actune.cli.quickstart_config import load_quickstart
-    from actune.cli.quickstart_run import STATE_FILE, Layout, concurrency_speedup
+    from actune.cli.quickstart_run import Layout, concurrency_speedup
 
-    cfg = load_quickstart("full")
-    config = {k: v for k, v in cfg.model_dump(mode="json").items() if k != "hardware_overrides"}
-    partial = {"eval reflact": {"wall_s": 1200.0, "runs": 1}, "train react round 1": {"wall_s": 90.0, "runs": 1}}
-    (tmp_path / STATE_FILE).write_text(json.dumps({"config": config, "done": {"world": {"wall_s": 30.0, "runs": 1}},
-                                                   "partial": partial}))
+    _write_state(tmp_path, {"world": 30.0}, partial={"eval reflact": 1200.0, "train react round 1": 90.0})
     layout = Layout(tmp_path)
-    for label, n in (("prompted", 300), ("tuned-r1", 120)):  # tuned-r2 not started
+    # eval creates every model's store up front: tuned-r2's is empty, its server never started
+    for label, n in (("prompted", 300), ("tuned-r1", 120), ("tuned-r2", 0)):
         _write_store(layout.eval_dir("reflact") / label / "trajectories.jsonl", n)
 
     rows = predict_kind.predict(tmp_path, "cpu-fp32")
