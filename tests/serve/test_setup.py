@@ -45,6 +45,8 @@ def test_cpu_command_line_and_environment(tmp_path, monkeypatch):
     env = build_env(cfg, "cpu", base={"PATH": "/bin"})
     assert env["VLLM_CPU_KVCACHE_SPACE"] == "3"
     assert env["VLLM_CPU_NUM_OF_RESERVED_CPU"] == "0"
+    assert env["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"  # no worker process of its own under the engine
+    assert build_env(cfg, "cpu", base={"VLLM_ENABLE_V1_MULTIPROCESSING": "1"})["VLLM_ENABLE_V1_MULTIPROCESSING"] == "1"
     assert env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
     for key in ("VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "TMPDIR"):
         assert Path(env[key]).is_relative_to(tmp_path) and Path(env[key]).is_dir()
@@ -63,7 +65,7 @@ def test_gpu_command_line_passes_parallelism_and_memory(tmp_path, monkeypatch):
     assert flag(argv, "--lora-modules") == "a=/ad/a" and "--enable-lora" in argv
     assert argv[-2:] == ["--max-num-seqs", "8"]
     env = build_env(cfg, "cuda", base={})
-    assert "VLLM_CPU_KVCACHE_SPACE" not in env and env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
+    assert "VLLM_CPU_KVCACHE_SPACE" not in env and "VLLM_ENABLE_V1_MULTIPROCESSING" not in env and env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
 
 
 @pytest.mark.parametrize("bf16, setting, expected", [
