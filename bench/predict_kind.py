@@ -7,7 +7,8 @@ an AVX2-only CPU. The prediction uses the quickstart ETA's cost model and rates 
 ``_EPISODE_COST`` in :mod:`actune.cli.quickstart_run`, timed on real machines of each kind: seed 6's whole
 run on a real AVX2-only EPYC took 3 h 48 min against the ETA's 4 h 04 min) with the run's own counts instead
 of the ETA's guesses: each serving stage is the episodes its stores hold (prompted or tuned, per method) at
-the kind's episode rate plus its server starts, each training stage its own tokens x epochs
+the kind's episode rate plus its server starts (a bootstrap round's includes the eval episodes that ran on its
+server, told by their run id), each training stage its own tokens x epochs
 (``training_meta.json``) at the kind's whole-stage training rate. So the machine the run happened on does not
 enter (two CPUs of one kind differ by up to 2x). Other stages (world, export, report: seconds) are kept as
 measured. A prediction, printed as one: it is not a timing.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,21 @@ def _episodes(store: Path) -> int:
     return read_state(store).records if store.is_file() else 0
 
 
+def _eval_episodes(layout: Layout, method: str, name: str) -> dict[int | None, dict[str, int]]:
+    """``method``'s eval episodes per label, by who ran them: the bootstrap round ``r`` whose server they ran
+    on (their run id is that round's, ``NAME-r<r>-<time>``), or None, the eval stage itself."""
+    from actune.trajectory import read_trajectories
+
+    by_round = re.compile(rf"^{re.escape(name)}-r(\d+)-\d{{8}}-\d{{6}}$")
+    counts: dict[int | None, dict[str, int]] = {}
+    for store in sorted(layout.eval_dir(method).glob("*/trajectories.jsonl")):
+        for t in read_trajectories(store):
+            m = by_round.match(t.run_id)
+            who = counts.setdefault(int(m.group(1)) if m else None, {})
+            who[store.parent.name] = who.get(store.parent.name, 0) + 1
+    return counts
+
+
 def predict(run: Path, target: str) -> list[dict[str, Any]]:
     """One row per finished stage, then one per stage stopped part-way (``part``: true): its name, measured
     seconds and predicted seconds on ``target``."""
@@ -45,6 +62,22 @@ def predict(run: Path, target: str) -> list[dict[str, Any]]:
 
     def units(episodes: dict[str, int], cost: str) -> float:
         return sum(n * _EPISODE_COST[cost].get(m, 1.0) for m, n in episodes.items())
+
+    evals = {m: _eval_episodes(layout, m, cfg.name) for m in cfg.methods}
+
+    def eval_work(who: int | None, methods: list[str]) -> tuple[float, int, int, int]:
+        """(work units, prompted and tuned episodes, server starts) of ``methods``' eval episodes that ``who``
+        ran: the prompted model's generic and type-matched prompts share a server, each tuned model has its
+        own."""
+        work, prompted, tuned, starts = 0.0, 0, 0, 0
+        for method in methods:
+            counts = evals[method].get(who, {})
+            p = sum(n for lab, n in counts.items() if lab.startswith("prompted"))
+            t = sum(counts.values()) - p
+            work += units({method: p}, "prompted") + units({method: t}, "tuned")
+            prompted, tuned = prompted + p, tuned + t
+            starts += int(p > 0) + sum(1 for lab, n in counts.items() if n and not lab.startswith("prompted"))
+        return work, prompted, tuned, starts
 
     rows = []
     stages = [(name, done, False) for name, done in state["done"].items()]
@@ -57,17 +90,16 @@ def predict(run: Path, target: str) -> list[dict[str, Any]]:
             cost = "bootstrap" if r == 1 else "tuned"
             # round 1: one server for every method's passes; later rounds: one per method's tuned model
             starts = 1 if r == 1 else len(cfg.methods)
+            # the eval episodes of the model this round served ran on its server (no start of their own)
+            work, prompted, tuned, _ = eval_work(r, cfg.methods)
             predicted = (serving_seconds(units(episodes, cost), target, cfg.bootstrap.concurrency)
-                         + starts * rate["server_s"])
+                         + serving_seconds(work, target, cfg.eval.concurrency) + starts * rate["server_s"])
             how = ", ".join(f"{n} {m}" for m, n in episodes.items()) + f" {cost} episodes, {starts} start(s)"
+            if prompted or tuned:
+                how += f"; eval on its server: {prompted} prompted + {tuned} tuned episodes"
         elif name.startswith("eval "):
-            method = words[1]
-            labels = sorted(store.parent for store in layout.eval_dir(method).glob("*/trajectories.jsonl"))
-            counts = {lab.name: _episodes(lab / "trajectories.jsonl") for lab in labels}
-            prompted = sum(n for lab, n in counts.items() if lab.startswith("prompted"))
-            tuned = sum(counts.values()) - prompted
-            work = units({method: prompted}, "prompted") + units({method: tuned}, "tuned")
-            starts = sum(1 for n in counts.values() if n)  # a model not yet started has an empty store
+            # this stage's own episodes (a model not yet started has an empty store, and no start)
+            work, prompted, tuned, starts = eval_work(None, [words[1]])
             predicted = serving_seconds(work, target, cfg.eval.concurrency) + starts * rate["server_s"]
             how = f"{prompted} prompted + {tuned} tuned episodes, {starts} starts"
         elif name.startswith("train ") and not part:

@@ -44,7 +44,7 @@ import sys
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from actune.agent.config import AgentConfig
@@ -62,6 +62,9 @@ from actune.store import StoreState, TrajectoryStore, read_state
 from actune.task_record import Task
 from actune.training_tasks import TRAINING_TASKS_FILE, read_training_tasks
 from actune.trajectory import ModelRecord, Trajectory, read_trajectories
+
+if TYPE_CHECKING:
+    from actune.serve.server import Serving
 
 __all__ = ["PlannedModel", "ServerGroup", "TRAINING_TASKS_FILE", "adapter_name", "base_models", "served_names",
            "merged_model_folder", "plan_models", "group_by_base", "plan_groups", "group_serve_config",
@@ -152,11 +155,14 @@ def merged_model_folder(model: str) -> Path | None:
     return folder if folder.is_dir() and find_prompt_spec(folder) is not None else None
 
 
-def plan_models(cfg: EvalConfig, serve: ServeConfig) -> list[PlannedModel]:
-    """Each model's loop settings and request name, in ``eval.models`` order (module docstring, step 1). A model
-    with its own endpoints is asked for by its ``model``."""
+def plan_models(cfg: EvalConfig, serve: ServeConfig, labels: list[str] | None = None) -> list[PlannedModel]:
+    """Each model's loop settings and request name, in ``eval.models`` order (module docstring, step 1); only
+    those ``labels`` names when given (their request names are still chosen among every model's bases, so a
+    model is named alike whichever others run with it). A model with its own endpoints is asked for by its
+    ``model``."""
     served = served_names(cfg, serve)
-    return [_plan_one(cfg, i, m.model if m.endpoints else served[m.model]) for i, m in enumerate(cfg.models)]
+    return [_plan_one(cfg, i, m.model if m.endpoints else served[m.model]) for i, m in enumerate(cfg.models)
+            if labels is None or m.label in labels]
 
 
 def _plan_one(cfg: EvalConfig, i: int, served: str) -> PlannedModel:
@@ -334,10 +340,26 @@ def _check_producer(state: StoreState, path: Path, plan: PlannedModel, fingerpri
                                 option="eval.allow_mixed_store")
 
 
+def _check_served(groups: list[ServerGroup], served: Serving) -> None:
+    """Every group runs on ``served``, a server the caller started: the same base and served name."""
+    started = served.server.cfg if served.server is not None else None
+    for g in groups:
+        if g.endpoints or started is None or g.base != started.model or g.served_name != served.model:
+            raise ConfigError(f"eval: {', '.join(p.label for p in g.models)} need(s) base {g.base!r} served as "
+                              f"{g.served_name!r}, but the server handed to this eval serves "
+                              f"{started.model if started else served.endpoints!r} as {served.model!r}")
+
+
 def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_progress: bool = True,
-             run_id: str | None = None) -> dict[str, Any]:
+             run_id: str | None = None, served: Serving | None = None,
+             labels: list[str] | None = None) -> dict[str, Any] | None:
     """Run the eval stage (resuming what its stores hold) and return the report. ``serve`` starts the
-    servers when ``cfg.endpoints`` is empty; ``name`` is the run's (run ids, the report's title)."""
+    servers when ``cfg.endpoints`` is empty; ``name`` is the run's (run ids, the report's title).
+
+    ``labels``: only these models run and are reported. ``served``: a server the caller started and keeps
+    (the quickstart's bootstrap server, restarted in place if it dies), which every model of ``labels`` runs on
+    (its base and served name must be theirs): no server is started, and no report is written (None is
+    returned): the caller's later eval of every model finds these episodes stored and reports them all."""
     from actune.envs.factory import make_env
     from actune.llm import ClientConfig, LLMClient, read_api_key
     from actune.serve.server import Serving, StageServer, serving
@@ -347,8 +369,11 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
     # 1. tasks and plans; 2. no model scored on its own training tasks
     check_endpoints(cfg)
     tasks = load_unique_tasks(cfg.tasks, "eval")
-    plans = plan_models(cfg, serve)
+    plans = plan_models(cfg, serve, labels)
     groups = group_by_base(plans)
+    handed = served
+    if handed is not None:
+        _check_served(groups, handed)
     check_leakage(cfg, tasks)
 
     # 3. every store holds this model's episodes (checked before any is created), then what is left, per model
@@ -394,7 +419,8 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
     interrupted = False
     started: list[StageServer] = []  # the servers eval started (each counts its restarts)
     if total_left == 0:
-        print("eval: nothing to run (every episode is stored); writing the report", file=sys.stderr)
+        print("eval: nothing to run (every episode is stored)" + ("" if handed else "; writing the report"),
+              file=sys.stderr)
     else:
         try:
             # 4. one server per base model, one at a time (a base with nothing left starts none); models with
@@ -404,17 +430,20 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
                 busy = [p for p in g.models if todo[p.label]]
                 if not busy:
                     continue
-                if g.endpoints:
+                if handed is not None:
+                    group_serving = contextlib.nullcontext(handed)
+                elif g.endpoints:
                     group_serving = contextlib.nullcontext(Serving(g.endpoints, g.served_name))
                 else:
                     group_serve = group_serve_config(g, serve, len(local))
                     group_serving = serving(cfg.endpoints, g.served_name, group_serve)
                 key = read_api_key(g.api_key_env) if g.api_key_env else (None if g.endpoints else serve.api_key)
-                with group_serving as served:
-                    endpoints = served.endpoints
-                    if served.server is not None:
-                        started.append(served.server)
-                    if (g.endpoints or cfg.endpoints) and any(p.adapter is not None for p in busy):
+                with group_serving as on:
+                    endpoints = on.endpoints
+                    if on.server is not None and handed is None:  # the caller counts its own server's restarts
+                        started.append(on.server)
+                    # a server handed over was started with the adapters its own stage needed, maybe not these
+                    if (g.endpoints or cfg.endpoints or handed) and any(p.adapter is not None for p in busy):
                         for name in ensure_adapters(endpoints, busy, key):
                             print(f"eval: loaded adapter {name} into {', '.join(endpoints)}", file=sys.stderr)
                     left_here = sum(len(todo[p.label]) for p in busy)
@@ -432,12 +461,16 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
                         with TrajectoryStore.open(store_path(cfg, p.label)) as store:
                             # again under the lock: another process may have written since; warned above
                             _check_producer(store.state, store.path, p, fingerprints[p.label], cfg)
-                            asyncio.run(_collect(p, served, _NotingStore(store, notes), left))
+                            asyncio.run(_collect(p, on, _NotingStore(store, notes), left))
         except KeyboardInterrupt:
             interrupted = True  # what finished is stored; the report covers it
     restarts = sum(s.restarts for s in started)
     if restarts:
         print(f"eval: the model server died and was restarted {restarts} time(s) during this run", file=sys.stderr)
+    if handed is not None:  # episodes only: the caller's eval of every model reports them
+        if interrupted:
+            raise KeyboardInterrupt
+        return None
 
     # 6. the report
     results = [

@@ -17,9 +17,12 @@ resumes through its own files (bootstrap and eval stores are append-only and ski
 training resumes from its last complete checkpoint). A rerun with different settings into the same
 folder is refused, so one folder always holds one experiment.
 
-Servers: round 1 bootstraps every pass of every method against ONE server of the base model; it is
-stopped before training (on a small CPU the server and training fight for the cores). Rounds >= 2 serve
-the previous round's tuned model; eval starts one server per model group (:mod:`actune.eval.run`).
+Servers: round 1 bootstraps every pass of every method against ONE server of the base model, and the eval
+episodes of the prompted model (generic and type-matched prompts) run on it too; it is stopped before
+training (on a small CPU the server and training fight for the cores). Round r >= 2 serves round r-1's
+tuned model, bootstraps with it and runs its eval episodes. The eval stage then starts a server only for
+what no round served (the last round's model) and reports every model (:mod:`actune.eval.run`): two server
+starts fewer a method than one server per eval model, each 40-60 s on a 2-core CPU and 1-2 min on a GPU.
 """
 
 from __future__ import annotations
@@ -190,10 +193,12 @@ def estimate_seconds(cfg: QuickstartConfig, kind: str) -> dict[str, float]:
             examples += later * _LATER_KEEP_RATE  # a later round's keeps are all exported (seeds 1-4: 74 of 74)
             own[method].append(examples)
             solved = min(0.95, solved + (1 - solved) * _solved_share(_LATER_KEEP_RATE, cfg.round_attempts))
+        # the prompted model's eval episodes run on round 1's server and round r-1's model's on round r's; the
+        # eval stage serves the last round's model only
         n_prompted = 1 + int(cfg.oracle_baseline)
-        evals += serving_seconds(cfg.world.n_test * (n_prompted * cost["prompted"] + cfg.rounds * cost["tuned"]),
-                                 kind, cfg.eval.concurrency)
-        evals += (n_prompted + cfg.rounds) * rate["server_s"]
+        boot += serving_seconds(cfg.world.n_test * (n_prompted * cost["prompted"] + (cfg.rounds - 1) * cost["tuned"]),
+                                kind, cfg.eval.concurrency)
+        evals += serving_seconds(cfg.world.n_test * cost["tuned"], kind, cfg.eval.concurrency) + rate["server_s"]
     for method in cfg.methods:
         per_round = list(own[method])
         if cfg.mix_methods:  # borrowed episodes fill the per-task cap where the method's own attempts leave room
@@ -408,7 +413,7 @@ class _Pipeline:
 
         cfg = self.cfg
         work = self._round1_work()
-        if not work:  # a resumed run whose passes are all done: no server to start
+        if not work:  # a resumed run whose passes are all done: no server to start (eval runs what is left)
             self.log("bootstrap round 1: every pass is done")
             return
         run_id = make_run_id(f"{cfg.name}-r1")
@@ -420,6 +425,8 @@ class _Pipeline:
                          f"({p.kind or 'all kinds'}): until {boot.target_correct} kept")
                 boot = boot.model_copy(update={"endpoints": served.endpoints, "model": served.model})
                 self._run_bootstrap(boot, cfg.serve, run_id, served)
+            for method in cfg.methods:
+                self.eval_on(served, method, self.prompted_labels(), run_id)
 
     def tuned_model(self, method: str, r: int) -> tuple[str, Path | None]:
         """(model to serve, adapter or None) of round ``r``'s tuned model (:func:`served_tuned_model`)."""
@@ -460,13 +467,8 @@ class _Pipeline:
                 continue
             model, adapter = self.tuned_model(method, r - 1)
             spec = load_prompt_spec(adapter or Path(model))
-            served = f"{method}-r{r - 1}"
-            serve = cfg.serve.model_copy(update={"model": model, "served_model_name": served})
-            request_model = served
-            if adapter is not None:
-                request_model = f"{method}-r{r - 1}-lora"
-                serve = serve.model_copy(update={"served_model_name": cfg.serve.served_model_name,
-                                                 "adapters": {request_model: str(adapter)}})
+            # served and asked for as the eval stage names it, so its eval episodes run on this server too
+            serve, request_model = self.eval_serving(method, f"tuned-r{r - 1}")
             agent = spec.apply(self._agent(cfg.bootstrap.agent, method, temperature=cfg.round_temperature))
             self.log(f"bootstrap {method} round {r}: {n_tasks} unsolved training tasks x {cfg.round_attempts} "
                      f"attempts with the round-{r - 1} model ({spec.regime}, {spec.wire})")
@@ -478,6 +480,7 @@ class _Pipeline:
                     "tasks": TaskConfig(format="custom", path=str(tasks_file), split="train"), "agent": agent,
                 })
                 self._run_bootstrap(boot, serve, run_id, served)
+                self.eval_on(served, method, [f"tuned-r{r - 1}"], run_id)
 
     def export(self, method: str, r: int) -> None:
         stores = export_stores(self.cfg, self.layout, method, r)
@@ -487,9 +490,14 @@ class _Pipeline:
     def train(self, method: str, r: int) -> None:
         train_in_child_process(round_train_config(self.cfg, self.layout, method, r))
 
-    def eval(self, method: str) -> None:
+    def prompted_labels(self) -> list[str]:
+        return ["prompted", "prompted-oracle"] if self.cfg.oracle_baseline else ["prompted"]
+
+    def eval_config(self, method: str) -> Any:
+        """The eval stage's :class:`~actune.eval.config.EvalConfig` for ``method``: the prompted model (generic
+        prompt; with ``oracle_baseline`` also type-matched) and each round's tuned model, on the test split.
+        A round not trained yet names the adapter folder it will have."""
         from actune.eval.config import EvalModel
-        from actune.eval.run import run_eval
 
         cfg = self.cfg
         base = cfg.serve.model
@@ -499,11 +507,38 @@ class _Pipeline:
         for r in range(1, cfg.rounds + 1):
             model, adapter = self.tuned_model(method, r)
             models.append(EvalModel(label=f"tuned-r{r}", model=model, adapter=adapter))
-        ecfg = cfg.eval.model_copy(update={
+        return cfg.eval.model_copy(update={
             "out_dir": self.layout.eval_dir(method), "models": models, "env": self._env(cfg.eval.env),
             "tasks": self._tasks("test"), "agent": self._agent(cfg.eval.agent, method), "endpoints": [],
         })
-        run_eval(ecfg, cfg.serve, name=f"{cfg.name}-{method}", show_progress=self.show_progress)
+
+    def eval_serving(self, method: str, label: str) -> tuple[Any, str]:
+        """(serve section, request name) of a server for eval model ``label`` of ``method``, as the eval stage
+        would start it: its base, served name and adapter."""
+        from actune.eval.run import base_models, group_by_base, group_serve_config, plan_models
+
+        ecfg = self.eval_config(method)
+        plan = plan_models(ecfg, self.cfg.serve, [label])[0]
+        group = group_by_base([plan])[0]
+        return group_serve_config(group, self.cfg.serve, len(base_models(ecfg))), plan.request_model
+
+    def eval_on(self, served: Any, method: str, labels: list[str], run_id: str) -> None:
+        """Run eval models ``labels`` of ``method`` on ``served``, the server a bootstrap round started for
+        their model: the eval stage finds their episodes stored and starts no server for them."""
+        from actune.eval.run import run_eval
+
+        self.log(f"eval {method}: {', '.join(labels)} on this round's server")
+        try:
+            run_eval(self.eval_config(method), self.cfg.serve, name=f"{self.cfg.name}-{method}",
+                     show_progress=self.show_progress, run_id=run_id, served=served, labels=labels)
+        except ConfigError as e:  # refused before any episode ran: the eval stage meets it again, where it belongs
+            self.log(f"eval {method}: not on this round's server ({e}); the eval stage runs {', '.join(labels)}")
+
+    def eval(self, method: str) -> None:
+        from actune.eval.run import run_eval
+
+        cfg = self.cfg
+        run_eval(self.eval_config(method), cfg.serve, name=f"{cfg.name}-{method}", show_progress=self.show_progress)
         self.cards(method)
 
     def cards(self, method: str) -> None:

@@ -12,15 +12,16 @@ from bench_script import load
 predict_kind = load("predict_kind")
 
 
-def _write_store(path: Path, n: int) -> None:
-    """``n`` judged episodes, as bootstrap and eval write them."""
+def _write_store(path: Path, n: int, run_id: str = "") -> None:
+    """``n`` judged episodes, as bootstrap and eval write them (``run_id``: the invocation that ran them)."""
     from actune.judge import judge, record_verdict
     from actune.trajectory import TaskRecord, Trajectory
 
     path.parent.mkdir(parents=True, exist_ok=True)
     records = []
     for i in range(n):
-        t = Trajectory(task=TaskRecord(f"t{i}", f"question {i}?", "X"), method="react", prediction="X", correct=True)
+        t = Trajectory(task=TaskRecord(f"t{i}", f"question {i}?", "X"), method="react", prediction="X", correct=True,
+                       run_id=run_id)
         records.append(record_verdict(t, judge(t)).to_json() + "\n")
     path.write_text("".join(records))
 
@@ -86,3 +87,31 @@ def test_a_run_stopped_part_way_predicts_its_stopped_stages_from_what_they_did(t
     assert stopped_eval["how"] == "stopped part-way; 300 prompted + 120 tuned episodes, 2 starts"
     # a training stopped part-way wrote no training_meta.json: its time is kept as it ran
     assert (stopped_train["predicted_s"], stopped_train["how"]) == (90.0, "stopped part-way; as measured")
+
+
+def test_eval_episodes_run_on_a_bootstrap_rounds_server_count_in_that_round(tmp_path: Path) -> None:
+    from actune.cli.quickstart_run import Layout, concurrency_speedup
+
+    _write_state(tmp_path, {"bootstrap round 1": 600.0, "bootstrap round 2": 300.0, "eval react": 400.0})
+    layout = Layout(tmp_path)
+    for method, r, n in (("react", 1, 100), ("reflact", 1, 200), ("react", 2, 50), ("reflact", 2, 40)):
+        _write_store(layout.store(method, r), n)
+    # as the quickstart runs them: the prompted model on round 1's server, round 1's model on round 2's, round
+    # 2's in the eval stage (its own run id)
+    for method in ("react", "reflact"):
+        for label, n, run_id in (("prompted", 300, "quickstart-full-r1-20261203-140000"),
+                                 ("prompted-oracle", 300, "quickstart-full-r1-20261203-140000"),
+                                 ("tuned-r1", 300, "quickstart-full-r2-20261203-160000"),
+                                 ("tuned-r2", 300, f"quickstart-full-{method}-20261203-170000")):
+            _write_store(layout.eval_dir(method) / label / "trajectories.jsonl", n, run_id)
+
+    rows = {r["stage"]: r for r in predict_kind.predict(tmp_path, "cpu-fp32")}
+    boot_h, eval_h = 1000 * concurrency_speedup(48), 1000 * concurrency_speedup(64)
+    assert rows["bootstrap round 1"]["predicted_s"] == pytest.approx(
+        (100 * 1.0 + 200 * 1.3) / boot_h * 3600 + (600 * 1.0 + 600 * 1.77) / eval_h * 3600 + 60)
+    assert rows["bootstrap round 1"]["how"].endswith("1 start(s); eval on its server: 1200 prompted + 0 tuned episodes")
+    assert rows["bootstrap round 2"]["predicted_s"] == pytest.approx(
+        (50 * 0.63 + 40 * 0.75) / boot_h * 3600 + (300 * 0.63 + 300 * 0.75) / eval_h * 3600 + 2 * 60)
+    # the eval stage ran only round 2's model, on one server
+    assert rows["eval react"]["predicted_s"] == pytest.approx(300 * 0.63 / eval_h * 3600 + 60)
+    assert rows["eval react"]["how"] == "0 prompted + 300 tuned episodes, 1 starts"

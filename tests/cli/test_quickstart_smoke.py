@@ -1,7 +1,7 @@
 """The smoke preset end to end on the real vLLM server and the real embedded model: every stage runs
-(world, two bootstrap passes on one server, export, train with a dev slice, merge, round-2 bootstrap
-with the tuned model, retrain, eval of four models on held-out questions, report), then a rerun resumes
-with nothing left to do.
+(world, two bootstrap passes and the prompted model's eval episodes on one server, export, train with a dev
+slice, merge, round-2 bootstrap and eval episodes with the tuned model, retrain, eval of the last model and
+the report of all four on held-out questions), then a rerun resumes with nothing left to do.
 
 It starts its own servers (the quickstart does, one after another), so it does not use the session
 server; that one sits idle meanwhile.
@@ -87,6 +87,22 @@ def test_rounds_train_on_what_they_should(smoke_run) -> None:
     test_ids = {json.loads(line)["id"] for line in (layout.world / "test.jsonl").read_text().splitlines()}
     trained = {t["id"] for t in json.loads((layout.adapter("react", 2) / "training_tasks.json").read_text())}
     assert trained and not trained & test_ids
+
+
+def test_each_bootstrap_rounds_server_ran_the_eval_of_the_model_it_served(smoke_run) -> None:
+    cfg, layout, _, logs = smoke_run
+    from actune.trajectory import read_trajectories
+
+    ran = {}
+    for label in ("prompted", "prompted-oracle", "tuned-r1", "tuned-r2"):
+        records = list(read_trajectories(layout.eval_dir("react") / label / "trajectories.jsonl"))
+        assert len(records) == cfg.world.n_test
+        assert {t.info["endpoint"]["kind"] for t in records} == {"started_server"}
+        ran[label] = {t.run_id.rsplit("-", 2)[0] for t in records}  # the run id without its time
+    # round 1's server ran the prompted model's, round 2's the round-1 model's: the eval stage started one server
+    assert ran == {"prompted": {"quickstart-smoke-r1"}, "prompted-oracle": {"quickstart-smoke-r1"},
+                   "tuned-r1": {"quickstart-smoke-r2"}, "tuned-r2": {"quickstart-smoke-react"}}
+    assert sum(line.startswith("eval react: ") and line.endswith("on this round's server") for line in logs) == 2
 
 
 def test_rerun_resumes_with_nothing_left(smoke_run) -> None:

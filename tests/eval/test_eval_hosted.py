@@ -203,3 +203,37 @@ def test_a_missing_eval_key_variable_fails_before_any_request(stage, monkeypatch
     with pytest.raises(ConfigError, match="api_key_env: Value error, must be the NAME of an environment") as e:
         load_config(EvalConfig, overrides=[f"endpoints=[{SHARED}]", f"api_key_env={SHARED_KEY}"])
     assert SHARED_KEY not in str(e.value)
+
+
+def test_a_server_handed_over_runs_only_the_labelled_models_and_the_full_eval_keeps_their_episodes(stage) -> None:
+    from actune.serve.server import Serving, StageServer
+
+    cfg, fake, started = stage
+    serve = ServeConfig()
+    # what the quickstart hands over: the server its bootstrap round started for this base (not started here)
+    handed = Serving([LOCAL], "smollm2-135m", StageServer(serve.model_copy(update={"model": "smollm2-135m"})))
+    assert run_eval(cfg, serve, show_progress=False, run_id="boot-r1", served=handed, labels=["prompted"]) is None
+    assert started == [] and not (cfg.out_dir / "report.json").exists()  # no server of its own, no report
+    assert {model for _, _, model in fake.sent("127.0.0.1")} == {"smollm2-135m"}
+    first = store_path(cfg, "prompted").read_bytes()
+    assert [t.run_id for t in read_trajectories(store_path(cfg, "prompted"))] == ["boot-r1"] * 4
+    assert not any(store_path(cfg, m.label).exists() and store_path(cfg, m.label).stat().st_size
+                   for m in cfg.models[1:])
+
+    # the eval of every model: the prompted episodes are kept as they are (same producer), the rest run
+    report = run_eval(cfg, serve, show_progress=False, run_id="eval")
+    assert store_path(cfg, "prompted").read_bytes() == first
+    assert [m["episodes"] for m in report["models"]] == [4, 4, 4, 4]
+    assert [s.model for s in started] == ["smollm2-135m"]  # the tuned adapter's base: it had episodes left
+
+
+def test_a_handed_server_of_another_model_is_refused_before_anything_runs(stage) -> None:
+    from actune.serve.server import Serving, StageServer
+
+    cfg, fake, started = stage
+    handed = Serving([LOCAL], "react-r1", StageServer(ServeConfig(model="/runs/react/round1/adapter/merged")))
+    with pytest.raises(ConfigError, match=r"prompted need\(s\) base 'smollm2-135m' served as 'smollm2-135m', but "
+                                          r"the server handed to this eval serves '/runs/react/round1/adapter/merged' "
+                                          r"as 'react-r1'"):
+        run_eval(cfg, ServeConfig(), show_progress=False, run_id="r1", served=handed, labels=["prompted"])
+    assert fake.requests == [] and not store_path(cfg, "prompted").exists()
