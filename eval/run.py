@@ -25,7 +25,9 @@ Top to bottom, :func:`run_eval` does:
    adapters they do not serve yet are loaded), else
    start one server from the ``serve`` section with that base and its adapters loaded, stopped before the
    next group's starts (restarted in place when it dies, up to ``serve.max_restarts`` times: the episodes it
-   lost run again; the report counts the restarts, ``server_restarts``);
+   lost run again; the report counts the restarts, ``server_restarts``). A caller that already runs the server
+   of some models (the quickstart's bootstrap rounds) hands it over with ``served`` and names them in
+   ``labels``: they run on it and nothing is started or reported (:func:`run_eval`);
 5. per model, :func:`actune.collect.collect` runs ``concurrency`` episodes at once, each judged (the
    judge's grounding verdict is kept in the record) and appended to the model's store as it finishes; each
    record notes what served it (``info["endpoint"]``: :func:`endpoint_note`, never a key);

@@ -170,11 +170,18 @@ def _solved_share(keep: float, attempts: int) -> float:
 
 def estimate_seconds(cfg: QuickstartConfig, kind: str) -> dict[str, float]:
     """Rough wall time per stage kind (bootstrap, train, eval) of a whole run, from :data:`_RATES`."""
+    est = _estimate(cfg, kind)
+    return {"bootstrap": sum(est["bootstrap_rounds"]), "train": est["train"], "eval": est["eval"]}
+
+
+def _estimate(cfg: QuickstartConfig, kind: str) -> dict[str, Any]:
+    """:func:`estimate_seconds` with the bootstrap rounds apart (``bootstrap_rounds``: round 1 first)."""
     rate = _RATES[kind]
     attempts, n_train = cfg.bootstrap.attempts_per_task, cfg.world.n_train
     cap = cfg.bootstrap.export.max_per_task
     exported = _EXPORTED["few_attempts" if cap is None or attempts <= cap else "many_attempts"]
-    boot = train = evals = 0.0
+    train = evals = 0.0
+    boot = [0.0] * cfg.rounds
     # per method: examples it exports itself, round by round (each round adds its keeps to the earlier ones)
     own: dict[str, list[float]] = {}
     solved_r1: dict[str, float] = {}
@@ -183,21 +190,22 @@ def estimate_seconds(cfg: QuickstartConfig, kind: str) -> dict[str, float]:
         cost = {stage: costs.get(method, 1.0) for stage, costs in _EPISODE_COST.items()}
         target = cfg.bootstrap.target_correct
         episodes = min(target / keep, n_train * attempts)  # the passes stop at the target
-        boot += serving_seconds(episodes * cost["bootstrap"], kind, cfg.bootstrap.concurrency)
+        boot[0] += serving_seconds(episodes * cost["bootstrap"], kind, cfg.bootstrap.concurrency)
         examples = exported * min(target, episodes * keep)
         solved = solved_r1[method] = _solved_share(keep, attempts)
         own[method] = [examples]
-        for _ in range(2, cfg.rounds + 1):  # later rounds: the tuned model on what is still unsolved
+        for r in range(2, cfg.rounds + 1):  # later rounds: the tuned model on what is still unsolved
             later = n_train * (1 - solved) * cfg.round_attempts
-            boot += serving_seconds(later * cost["tuned"], kind, cfg.bootstrap.concurrency)
+            boot[r - 1] += serving_seconds(later * cost["tuned"], kind, cfg.bootstrap.concurrency)
             examples += later * _LATER_KEEP_RATE  # a later round's keeps are all exported (seeds 1-4: 74 of 74)
             own[method].append(examples)
             solved = min(0.95, solved + (1 - solved) * _solved_share(_LATER_KEEP_RATE, cfg.round_attempts))
         # the prompted model's eval episodes run on round 1's server and round r-1's model's on round r's; the
         # eval stage serves the last round's model only
         n_prompted = 1 + int(cfg.oracle_baseline)
-        boot += serving_seconds(cfg.world.n_test * (n_prompted * cost["prompted"] + (cfg.rounds - 1) * cost["tuned"]),
-                                kind, cfg.eval.concurrency)
+        for r in range(cfg.rounds):
+            units = n_prompted * cost["prompted"] if r == 0 else cost["tuned"]
+            boot[r] += serving_seconds(cfg.world.n_test * units, kind, cfg.eval.concurrency)
         evals += serving_seconds(cfg.world.n_test * cost["tuned"], kind, cfg.eval.concurrency) + rate["server_s"]
     for method in cfg.methods:
         per_round = list(own[method])
@@ -214,8 +222,9 @@ def estimate_seconds(cfg: QuickstartConfig, kind: str) -> dict[str, float]:
             if cfg.train.max_steps > 0:
                 epochs = cfg.train.max_steps * cfg.train.per_device_train_batch_size / max(examples, 1)
             train += examples * _TOKENS_PER_EXAMPLE.get(method, 335) * epochs / rate["train_tok_s"]
-    boot += cfg.rounds * rate["server_s"] + max(0, cfg.rounds - 1) * (len(cfg.methods) - 1) * rate["server_s"]
-    return {"bootstrap": boot, "train": train, "eval": evals}
+    # round 1: one server for every method; later rounds: one per method's tuned model
+    boot = [b + rate["server_s"] * (1 if r == 0 else len(cfg.methods)) for r, b in enumerate(boot)]
+    return {"bootstrap_rounds": boot, "train": train, "eval": evals}
 
 
 def _fmt(seconds: float) -> str:
@@ -634,13 +643,13 @@ def train_in_child_process(cfg: Any, *, stop_timeout_s: float = 120.0) -> None:
 
 def plan_stages(cfg: QuickstartConfig, pipe: _Pipeline, kind: str) -> list[Stage]:
     """Every stage in order, with its share of the estimated time."""
-    est = estimate_seconds(cfg, kind)
+    est = _estimate(cfg, kind)
     n_methods, rounds = len(cfg.methods), cfg.rounds
     stages = [Stage("world", 5, pipe.world),
-              Stage("bootstrap round 1", est["bootstrap"] / rounds, pipe.bootstrap_round1)]
+              Stage("bootstrap round 1", est["bootstrap_rounds"][0], pipe.bootstrap_round1)]
     for r in range(1, rounds + 1):
         if r > 1:
-            stages.append(Stage(f"bootstrap round {r}", est["bootstrap"] / rounds,
+            stages.append(Stage(f"bootstrap round {r}", est["bootstrap_rounds"][r - 1],
                                 lambda r=r: pipe.bootstrap_round(r)))
         for m in cfg.methods:
             stages.append(Stage(f"export {m} round {r}", 10, lambda m=m, r=r: pipe.export(m, r)))

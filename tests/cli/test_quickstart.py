@@ -73,6 +73,22 @@ def test_stage_plan_for_two_methods_and_two_rounds(tmp_path: Path) -> None:
         "export react round 2", "train react round 2", "export reflact round 2", "train reflact round 2",
         "eval react", "eval reflact", "report",
     ]
+    est = {s.name: s.estimate_s for s in plan_stages(cfg, pipe, "cpu-fp32")}
+    whole = estimate_seconds(cfg, "cpu-fp32")
+    assert est["bootstrap round 1"] + est["bootstrap round 2"] == pytest.approx(whole["bootstrap"])
+    assert est["eval react"] + est["eval reflact"] == pytest.approx(whole["eval"])
+    # 100 more test questions: round 1's server runs them for the prompted model (generic and type-matched prompts),
+    # round 2's for round 1's model, the eval stage for round 2's (per method: prompted 1.0 / 1.77, tuned 0.63 / 0.75)
+    from actune.cli.quickstart_run import _estimate
+
+    def grown(n_test: int) -> tuple[float, float, float]:
+        e = _estimate(load_quickstart("smoke", ["methods=[react,reflact]", "rounds=2", f"world.n_test={n_test}"]),
+                      "cpu-fp32")
+        return e["bootstrap_rounds"][0], e["bootstrap_rounds"][1], e["eval"]
+
+    (r1, r2, ev), (r1b, r2b, evb) = grown(20), grown(120)
+    assert (r1b - r1) / (r2b - r2) == pytest.approx(2 * (1.0 + 1.77) / (0.63 + 0.75))
+    assert (evb - ev) == pytest.approx(r2b - r2)
 
 
 def test_state_resumes_the_same_config_and_refuses_another(tmp_path: Path) -> None:
