@@ -68,7 +68,7 @@ def predict(run: Path, target: str) -> list[dict[str, Any]]:
     def eval_work(who: int | None, methods: list[str]) -> tuple[float, int, int, int]:
         """(work units, prompted and tuned episodes, server starts) of ``methods``' eval episodes that ``who``
         ran: the prompted model's generic and type-matched prompts share a server, each tuned model has its
-        own."""
+        own (so it is with ``train.merge``, the presets' way; LoRA adapters would share the base's)."""
         work, prompted, tuned, starts = 0.0, 0, 0, 0
         for method in methods:
             counts = evals[method].get(who, {})

@@ -163,6 +163,9 @@ def plan_models(cfg: EvalConfig, serve: ServeConfig, labels: list[str] | None = 
     model is named alike whichever others run with it). A model with its own endpoints is asked for by its
     ``model``."""
     served = served_names(cfg, serve)
+    if unknown := sorted(set(labels or ()) - {m.label for m in cfg.models}):
+        raise ConfigError(f"eval: no model labelled {', '.join(map(repr, unknown))} in eval.models "
+                          f"({', '.join(m.label for m in cfg.models)})")
     return [_plan_one(cfg, i, m.model if m.endpoints else served[m.model]) for i, m in enumerate(cfg.models)
             if labels is None or m.label in labels]
 
@@ -398,10 +401,10 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
             read_api_key(p.api_key_env, f"eval.models[{i}].api_key_env" if p.endpoints else "eval.api_key_env")
 
     # 5. the episodes of one model
-    async def _collect(p: PlannedModel, served: Serving, store: _NotingStore, left: list[tuple[Task, int]]) -> None:
+    async def _collect(p: PlannedModel, on: Serving, store: _NotingStore, left: list[tuple[Task, int]]) -> None:
         # the key from the variable it names (its own endpoints' or eval.endpoints'); else none for its own
         # endpoints (the serve section's key is for our servers, never sent elsewhere), else the serve section's
-        client = ClientConfig(endpoints=served.endpoints, model=p.request_model, max_concurrency=cfg.concurrency,
+        client = ClientConfig(endpoints=on.endpoints, model=p.request_model, max_concurrency=cfg.concurrency,
                               api_key=None if p.endpoints or p.api_key_env else serve.api_key,
                               api_key_env=p.api_key_env,
                               **p.retries.model_dump())
@@ -416,7 +419,7 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
                               target_correct=store.kept + len(left) + 1,  # never reached: run them all
                               model=p.record, run_id=run_id, progress=progress,
                               max_failed=cfg.max_failed_episodes, stage=f"eval {p.label}",
-                              fingerprint=fingerprints[p.label], server=served.server)
+                              fingerprint=fingerprints[p.label], server=on.server)
 
     interrupted = False
     started: list[StageServer] = []  # the servers eval started (each counts its restarts)
@@ -446,8 +449,8 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
                         started.append(on.server)
                     # a server handed over was started with the adapters its own stage needed, maybe not these
                     if (g.endpoints or cfg.endpoints or handed) and any(p.adapter is not None for p in busy):
-                        for name in ensure_adapters(endpoints, busy, key):
-                            print(f"eval: loaded adapter {name} into {', '.join(endpoints)}", file=sys.stderr)
+                        for loaded in ensure_adapters(endpoints, busy, key):
+                            print(f"eval: loaded adapter {loaded} into {', '.join(endpoints)}", file=sys.stderr)
                     left_here = sum(len(todo[p.label]) for p in busy)
                     key_note = f", key from ${g.api_key_env}" if g.api_key_env else ""
                     what = f"model {g.served_name!r}" if g.endpoints else f"base {g.base!r}"

@@ -537,11 +537,15 @@ class _Pipeline:
         from actune.eval.run import run_eval
 
         self.log(f"eval {method}: {', '.join(labels)} on this round's server")
+        restarts = served.server.restarts if served.server is not None else 0
         try:
             run_eval(self.eval_config(method), self.cfg.serve, name=f"{self.cfg.name}-{method}",
                      show_progress=self.show_progress, run_id=run_id, served=served, labels=labels)
         except ConfigError as e:  # refused before any episode ran: the eval stage meets it again, where it belongs
             self.log(f"eval {method}: not on this round's server ({e}); the eval stage runs {', '.join(labels)}")
+        if served.server is not None and served.server.restarts > restarts:  # neither bootstrap nor eval counts these
+            self.log(f"eval {method}: the model server died and was restarted "
+                     f"{served.server.restarts - restarts} time(s) during these episodes")
 
     def eval(self, method: str) -> None:
         from actune.eval.run import run_eval

@@ -237,3 +237,5 @@ def test_a_handed_server_of_another_model_is_refused_before_anything_runs(stage)
                                           r"as 'react-r1'"):
         run_eval(cfg, ServeConfig(), show_progress=False, run_id="r1", served=handed, labels=["prompted"])
     assert fake.requests == [] and not store_path(cfg, "prompted").exists()
+    with pytest.raises(ConfigError, match=r"^eval: no model labelled 'tuned-r1' in eval.models \(prompted, tuned, "):
+        run_eval(cfg, ServeConfig(), show_progress=False, run_id="r1", served=handed, labels=["tuned-r1"])
