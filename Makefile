@@ -18,7 +18,7 @@ demo: export ACTUNE_NO_ALFWORLD ?= 1
 demo: model
 	bash scripts/demo.sh
 
-# --durations: the slowest tests in every run CI prints (the suite takes 2.5x longer on an AVX2-only CPU).
+# --durations: the slowest tests in every run CI prints (the suite takes about twice as long on an AVX2-only CPU).
 test: model
 	$(PY) -m pytest -q --durations=25
 
