@@ -376,9 +376,8 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
     tasks = load_unique_tasks(cfg.tasks, "eval")
     plans = plan_models(cfg, serve, labels)
     groups = group_by_base(plans)
-    handed = served
-    if handed is not None:
-        _check_served(groups, handed)
+    if served is not None:
+        _check_served(groups, served)
     check_leakage(cfg, tasks)
 
     # 3. every store holds this model's episodes (checked before any is created), then what is left, per model
@@ -424,7 +423,7 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
     interrupted = False
     started: list[StageServer] = []  # the servers eval started (each counts its restarts)
     if total_left == 0:
-        print("eval: nothing to run (every episode is stored)" + ("" if handed else "; writing the report"),
+        print("eval: nothing to run (every episode is stored)" + ("" if served else "; writing the report"),
               file=sys.stderr)
     else:
         try:
@@ -435,8 +434,8 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
                 busy = [p for p in g.models if todo[p.label]]
                 if not busy:
                     continue
-                if handed is not None:
-                    group_serving = contextlib.nullcontext(handed)
+                if served is not None:
+                    group_serving = contextlib.nullcontext(served)
                 elif g.endpoints:
                     group_serving = contextlib.nullcontext(Serving(g.endpoints, g.served_name))
                 else:
@@ -445,10 +444,10 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
                 key = read_api_key(g.api_key_env) if g.api_key_env else (None if g.endpoints else serve.api_key)
                 with group_serving as on:
                     endpoints = on.endpoints
-                    if on.server is not None and handed is None:  # the caller counts its own server's restarts
+                    if on.server is not None and served is None:  # the caller counts its own server's restarts
                         started.append(on.server)
                     # a server handed over was started with the adapters its own stage needed, maybe not these
-                    if (g.endpoints or cfg.endpoints or handed) and any(p.adapter is not None for p in busy):
+                    if (g.endpoints or cfg.endpoints or served) and any(p.adapter is not None for p in busy):
                         for loaded in ensure_adapters(endpoints, busy, key):
                             print(f"eval: loaded adapter {loaded} into {', '.join(endpoints)}", file=sys.stderr)
                     left_here = sum(len(todo[p.label]) for p in busy)
@@ -472,7 +471,7 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
     restarts = sum(s.restarts for s in started)
     if restarts:
         print(f"eval: the model server died and was restarted {restarts} time(s) during this run", file=sys.stderr)
-    if handed is not None:  # episodes only: the caller's eval of every model reports them
+    if served is not None:  # episodes only: the caller's eval of every model reports them
         if interrupted:
             raise KeyboardInterrupt
         return None
