@@ -19,6 +19,7 @@ demo: model
 	bash scripts/demo.sh
 
 # --durations: the slowest tests in every run CI prints (the suite takes about twice as long on an AVX2-only CPU).
+# ACTUNE_LONG_TESTS=1 make test adds the real runs marked `long` (a few minutes; tests/conftest.py says why).
 test: model
 	$(PY) -m pytest -q --durations=25
 

@@ -4,12 +4,18 @@
 the machine-wide lock /tmp/actune-vllm.lock (only one server may run at a time on a 2-core machine), and
 stops it at the end, checking that no process of it is left. Tests that use it are marked ``server``
 automatically, so ``pytest -m "not server"`` runs everything else. It is skipped when vLLM is not installed.
+
+Tests marked ``long`` run only with ``ACTUNE_LONG_TESTS=1``: real runs of minutes each whose mechanism the default
+run also checks (a sibling test on the real server, or the same stage code on a stand-in). They keep the
+default run within its time on a 2-core AVX2-only CPU (CI's kind). Tests marked ``own_servers`` start vLLM
+servers of their own and run first, before the session server starts.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -18,10 +24,20 @@ import pytest
 EMBEDDED_MODEL = "smollm2-135m"
 
 
+LONG_TESTS = "ACTUNE_LONG_TESTS"
+
+
 def pytest_collection_modifyitems(config, items):
+    run_long = os.environ.get(LONG_TESTS) == "1"
     for item in items:
         if "vllm_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.server)
+        if not run_long and item.get_closest_marker("long"):
+            item.add_marker(pytest.mark.skip(reason=f"a long real run, also checked another way: set {LONG_TESTS}=1"))
+    # Tests that start servers of their own go first, before the session server starts: beside an idle session
+    # server the smoke test's two trainings took 0.7 min each, 0.4-0.5 alone, and 0.8-1.0 late in the suite
+    # (2-core AVX2-only EPYC, 2026-12-03). The sort is stable, so every other test keeps its order.
+    items.sort(key=lambda item: item.get_closest_marker("own_servers") is None)
 
 
 @pytest.fixture(scope="session")

@@ -51,10 +51,11 @@ def _complete_checkpoints(tmp: Path) -> list[int]:
                   if _complete_checkpoint(p))
 
 
-def _wait_for_a_checkpoint(proc: subprocess.Popen, tmp: Path, log: Path) -> None:
+def _wait_for_a_checkpoint(proc: subprocess.Popen, tmp: Path, log: Path, after: int = 0) -> None:
+    """Until a complete checkpoint past step ``after`` exists (a stop while the first folder is still being
+    written leaves nothing to resume from)."""
     deadline = time.monotonic() + 600
-    # a complete one: a stop while the first folder is still being written leaves nothing to resume from
-    while not _complete_checkpoints(tmp):  # training is under way
+    while not [step for step in _complete_checkpoints(tmp) if step > after]:  # training is under way
         assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
         time.sleep(0.5)
 
@@ -70,15 +71,13 @@ def _gone(pid: int, within_s: float) -> bool:
     return False
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
-def test_a_stopped_parent_leaves_no_training_behind_and_a_rerun_finishes_in_a_child(tmp_path, embedded_model, sig):
-    script = _script(tmp_path, embedded_model, 12)
-    log = tmp_path / "first-run.log"  # a file, not a pipe: an unread pipe could block the orphaned child
-    with log.open("w") as out:
+def _stop_mid_training(script: str, tmp: Path, log: Path, sig: signal.Signals, after: int) -> int:
+    """Run ``script``, send ``sig`` once training has saved a checkpoint past step ``after``, check that the
+    training child is gone with its parent and nothing was finished; return the parent's exit status."""
+    with log.open("w") as out:  # a file, not a pipe: an unread pipe could block the orphaned child
         proc = subprocess.Popen([sys.executable, "-c", script], stdout=out, stderr=out)
     try:
-        _wait_for_a_checkpoint(proc, tmp_path, log)
+        _wait_for_a_checkpoint(proc, tmp, log, after)
         children = _children(proc.pid)
         # the training child (and multiprocessing's resource tracker, which leaves with its parent)
         assert [args for args in children.values() if "spawn_main" in args]
@@ -90,15 +89,28 @@ def test_a_stopped_parent_leaves_no_training_behind_and_a_rerun_finishes_in_a_ch
     finally:
         if proc.poll() is None:
             proc.kill()
-    err = log.read_text()[-3000:]
-    assert proc.returncode == -signal.SIGKILL if sig == signal.SIGKILL else proc.returncode != 0, err
-    assert not (tmp_path / "adapter" / "adapter_model.safetensors").exists(), err
-    done = _complete_checkpoints(tmp_path)
-    assert done  # a rerun resumes from the last complete one (train's own resume tests check how)
+    assert not (tmp / "adapter" / "adapter_model.safetensors").exists(), log.read_text()[-3000:]
+    return proc.returncode
+
+
+@pytest.mark.slow
+def test_a_stopped_parent_leaves_no_training_behind_and_a_rerun_finishes_in_a_child(tmp_path, embedded_model):
+    # one training stopped twice, SIGTERM then SIGKILL (each rerun resumes), then run to the end
+    script = _script(tmp_path, embedded_model, 12)
+    log = tmp_path / "run.log"
+    assert _stop_mid_training(script, tmp_path, log, signal.SIGTERM, after=0) != 0, log.read_text()[-3000:]
+    first = _complete_checkpoints(tmp_path)
+    assert first  # a rerun resumes from the last complete one (train's own resume tests check how)
+    rc = _stop_mid_training(script, tmp_path, log, signal.SIGKILL, after=first[-1])
+    assert rc == -signal.SIGKILL, log.read_text()[-3000:]
+    resumed = [line for line in log.read_text().splitlines() if "train: resuming from" in line]
+    assert resumed and resumed[0].endswith(f"checkpoint-{first[-1]}"), log.read_text()[-3000:]
+    second = _complete_checkpoints(tmp_path)
+    assert second[-1] > first[-1]
     rerun = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     resumed = [line for line in rerun.stderr.splitlines() if "train: resuming from" in line]
-    assert resumed and resumed[0].endswith(f"checkpoint-{done[-1]}"), rerun.stderr[-3000:]
+    assert resumed and resumed[0].endswith(f"checkpoint-{second[-1]}"), rerun.stderr[-3000:]
     assert (tmp_path / "adapter" / "adapter_model.safetensors").is_file()
     assert rerun.stdout.splitlines()[-1] == "False False"  # trl and torch were loaded by the child only
 

@@ -75,31 +75,45 @@ def _assert_complete_once(store: Path) -> None:
     assert not [t for t in records if t.finish_reason == "server_error"]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
-def test_a_stage_stopped_mid_run_resumes_with_nothing_lost_or_doubled(vllm_server, tmp_path, sig):
-    cfg, store = _config(tmp_path, vllm_server.base_url, vllm_server.model)
+def _stop_at(cfg: Path, store: Path, n: int, sig: signal.Signals) -> bytes:
+    """Run the stage until the store holds ``n`` records, send ``sig``; return the store's bytes then."""
     proc = _start(cfg)
     try:
-        _wait_for_records(store, 2, proc)
+        _wait_for_records(store, n, proc)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
     assert proc.returncode == (130 if sig == signal.SIGTERM else -signal.SIGKILL), err
-    before = store.read_bytes()
-    stopped_at = len(before.splitlines())
-    assert 2 <= stopped_at < N_TASKS, "the stage finished before the signal: nothing was tested"
+    return store.read_bytes()
+
+
+def _whole_lines(data: bytes) -> bytes:
+    """``data`` up to its last newline (a torn last line is cut by the next run, not kept)."""
+    return data if data.endswith(b"\n") else data[: data.rfind(b"\n") + 1]
+
+
+def test_a_stage_stopped_mid_run_resumes_with_nothing_lost_or_doubled(vllm_server, tmp_path):
+    # one run stopped twice, by SIGTERM and then (its rerun) by SIGKILL, and a last rerun to the end
+    cfg, store = _config(tmp_path, vllm_server.base_url, vllm_server.model)
+    first = _stop_at(cfg, store, 2, signal.SIGTERM)
+    stopped_at = len(_whole_lines(first).splitlines())
+    assert stopped_at + 2 < N_TASKS, "the first run went too far to stop its rerun mid-way: nothing was tested"
+    second = _stop_at(cfg, store, stopped_at + 2, signal.SIGKILL)
+    assert second.startswith(_whole_lines(first))  # kept byte for byte
+    assert len(_whole_lines(second).splitlines()) < N_TASKS, "the stage finished before the signal: nothing was tested"
 
     rerun = _start(cfg)
     _, err = rerun.communicate(timeout=600)
     assert rerun.returncode == 0, err
-    after = store.read_bytes()
-    # the records written before the signal are kept byte for byte (a torn last line is cut, not kept)
-    whole = before if before.endswith(b"\n") else before[: before.rfind(b"\n") + 1]
-    assert after.startswith(whole)
+    assert store.read_bytes().startswith(_whole_lines(second))
     _assert_complete_once(store)
 
 
+# long: a stage handed an endpoint that dies stops after max_failed_episodes server errors, a rerun finishing the
+# rest (tests/test_collect.py: ..._a_server_error_is_retried_and_never_stored); a real vLLM killed under a
+# stage runs in the restart test below
+@pytest.mark.long
 def test_a_dying_model_server_stops_the_stage_and_a_rerun_finishes(vllm_server, tmp_path):
     from actune.serve.config import ServeConfig
     from actune.serve.server import free_port, group_members, start_server, wait_until_healthy
@@ -160,14 +174,18 @@ def _vllm_on(port: int) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize("stage", ["bootstrap", "eval"])
-def test_a_server_the_stage_started_is_restarted_when_killed_and_the_stage_finishes(vllm_server, tmp_path, stage):
+# eval long: eval restarts through the same collect() and StageServer as bootstrap (its own counting and report:
+# tests/faults/test_server_restart.py, on a stand-in server that dies for real)
+@pytest.mark.own_servers
+@pytest.mark.parametrize("stage", ["bootstrap", pytest.param("eval", marks=pytest.mark.long)])
+def test_a_server_the_stage_started_is_restarted_when_killed_and_the_stage_finishes(embedded_model, tmp_path, stage):
     from actune.serve.server import free_port, group_members
     from actune.tasks.config import TaskConfig
     from actune.tasks.loading import load_tasks
 
     port = free_port()
-    section = {**_run_section(tmp_path), "retries": {"max_retries": 1, "backoff_s": 0.2}}
+    # 4 at once: the episodes left after the restart run in two waves
+    section = {**_run_section(tmp_path), "concurrency": 4, "retries": {"max_retries": 1, "backoff_s": 0.2}}
     if stage == "bootstrap":
         store = tmp_path / "out" / "trajectories.jsonl"
         counted = store.parent / "summary.json"
@@ -176,10 +194,10 @@ def test_a_server_the_stage_started_is_restarted_when_killed_and_the_stage_finis
         store = tmp_path / "eval" / "prompted" / "trajectories.jsonl"
         counted = tmp_path / "eval" / "report.json"
         section.update(out_dir=str(tmp_path / "eval"), bootstrap_samples=100,
-                       models=[{"label": "prompted", "model": str(vllm_server.model_path)}])
+                       models=[{"label": "prompted", "model": str(embedded_model)}])
     cfg = tmp_path / "run.yaml"
     cfg.write_text(yaml.safe_dump({"name": "faults", stage: section, "serve": {
-        "model": str(vllm_server.model_path), "served_model_name": vllm_server.model, "port": port,
+        "model": str(embedded_model), "served_model_name": "smollm2-135m", "port": port,
         "log_dir": str(tmp_path), "cpu_kv_cache_gib": 1, "max_restarts": 2}}))
 
     proc = _start(cfg, stage)
