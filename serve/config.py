@@ -77,6 +77,10 @@ class ServeConfig(StrictModel):
     """More vLLM CLI flags, passed through as given."""
     log_dir: Path | None = None
     """Where the server log goes (default: $ACTUNE_HOME/logs)."""
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    """vLLM's log level in that log (its VLLM_LOGGING_LEVEL). Set from here, never inherited: importing TRL sets
+    VLLM_LOGGING_LEVEL=ERROR in its process, which would leave a server started after it with a log of errors
+    only."""
 
     @field_validator("api_key", mode="before")
     @classmethod

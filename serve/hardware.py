@@ -118,6 +118,7 @@ def build_env(cfg: ServeConfig, device: Device, base: dict[str, str] | None = No
     env["TMPDIR"] = str(tmp)
     env.setdefault("VLLM_NO_USAGE_STATS", "1")
     env.setdefault("PYTHONUNBUFFERED", "1")
+    env["VLLM_LOGGING_LEVEL"] = cfg.log_level
     if lora_enabled(cfg):
         env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"
     if device == "cpu":

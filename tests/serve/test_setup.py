@@ -51,6 +51,17 @@ def test_cpu_command_line_and_environment(tmp_path, monkeypatch):
     for key in ("VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "TMPDIR"):
         assert Path(env[key]).is_relative_to(tmp_path) and Path(env[key]).is_dir()
     assert env["PATH"] == "/bin"
+    assert env["VLLM_LOGGING_LEVEL"] == "INFO"
+
+
+def test_the_server_log_level_comes_from_the_config_not_from_what_an_import_left_in_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("ACTUNE_HOME", str(tmp_path))
+    # what `import trl` leaves in os.environ (trl/_compat.py) when vLLM is installed
+    leaked = {"PATH": "/bin", "VLLM_LOGGING_LEVEL": "ERROR"}
+    assert build_env(ServeConfig(), "cpu", base=leaked)["VLLM_LOGGING_LEVEL"] == "INFO"
+    assert build_env(ServeConfig(log_level="WARNING"), "cuda", base=leaked)["VLLM_LOGGING_LEVEL"] == "WARNING"
+    with pytest.raises(ValueError, match="log_level"):
+        ServeConfig(log_level="LOUD")
 
 
 def test_gpu_command_line_passes_parallelism_and_memory(tmp_path, monkeypatch):
