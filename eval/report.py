@@ -14,7 +14,9 @@ base model), ``adapter`` (folder), ``adapter_name`` (served name), ``prompt_spec
 ``agent_overrides`` (its ``eval.models[i].agent``), ``endpoint`` (what served it: ``{"kind", "endpoints",
 "api_key_env"}``, kind ``started_server``, ``eval_endpoints`` or ``model_endpoints``, the model's own, e.g. a
 hosted teacher's; the name of the key's variable, never the key; None when not known), ``store``, ``episodes``,
-``tasks``, ``metrics`` (name -> ``{mean, low, high, n}``), ``by_kind`` (kind -> the same block), ``cost``
+``tasks``, ``metrics`` (name -> ``{mean, low, high, n}``), ``by_kind`` (kind -> the same block),
+``by_phrasing`` (a world task's phrasing group -> the same block with its own ``vs_first``; empty for other
+tasks: :func:`phrasing_breakdown`), ``cost``
 (``episodes`` and the mean ``prompt_tokens``, ``completion_tokens``, ``wall_s`` per episode,
 :func:`actune.eval.stats.cost_per_episode`), ``failures`` (mode -> count, :mod:`actune.eval.failures`) and
 ``vs_first`` (metric of ``paired_metrics`` -> the paired comparison against the first model,
@@ -35,6 +37,7 @@ from actune.atomic_write import atomic_write_bytes, atomic_write_text
 from actune.eval.failures import FAILURE_MODES, failure_counts
 from actune.eval.stats import HEADLINE, PAIRED_METRICS, cost_per_episode, metric_names, model_stats, paired_comparison
 from actune.trajectory import Trajectory
+from actune.world.phrasings import PHRASING_GROUPS, phrasing_group
 
 __all__ = ["ModelResult", "build_report", "format_markdown", "headline_sentence", "plot_scores", "write_report"]
 
@@ -60,11 +63,43 @@ class ModelResult:
     """What served it (:func:`actune.eval.run.endpoint_note`): kind, endpoint URLs, the key's variable."""
 
 
+def phrasing_breakdown(results: Sequence[ModelResult], *, samples: int, confidence: float,
+                       seed: int) -> list[dict[str, Any]]:
+    """Per model, its world tasks by phrasing group (:data:`actune.world.phrasings.PHRASING_GROUPS`: seen
+    wording, a held-out wording of a trained relation, a relation training never asks): the paired metrics'
+    estimates and, but for the first model, the paired comparison against the first on that group's tasks.
+    Empty blocks when no task is a world task (a report of HotpotQA has no such rows)."""
+
+    def split(records: Sequence[Trajectory]) -> dict[str, list[Trajectory]]:
+        groups: dict[str, list[Trajectory]] = {}
+        for t in records:
+            g = phrasing_group(t.task.meta)
+            if g is not None:
+                groups.setdefault(g, []).append(t)
+        return groups
+
+    first = split(results[0].records) if results else {}
+    out = []
+    for i, r in enumerate(results):
+        blocks = {}
+        for g, recs in sorted(split(r.records).items(), key=lambda kv: PHRASING_GROUPS.index(kv[0])
+                              if kv[0] in PHRASING_GROUPS else len(PHRASING_GROUPS)):
+            block = model_stats(recs, samples=samples, confidence=confidence, seed=seed, metrics=PAIRED_METRICS)
+            block.pop("by_kind")
+            block["vs_first"] = None if i == 0 else {
+                m: paired_comparison(first.get(g, []), recs, metric=m, samples=samples, confidence=confidence,
+                                     seed=seed).to_dict() for m in PAIRED_METRICS}
+            blocks[g] = block
+        out.append(blocks)
+    return out
+
+
 def build_report(results: Sequence[ModelResult], *, samples: int, confidence: float, seed: int,
                  title: str = "eval", extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every number of the report (see the module docstring)."""
     metrics = metric_names([t for r in results for t in r.records])
     models = []
+    phrasings = phrasing_breakdown(results, samples=samples, confidence=confidence, seed=seed)
     for i, r in enumerate(results):
         stats = model_stats(r.records, samples=samples, confidence=confidence, seed=seed, metrics=metrics)
         vs_first = None
@@ -77,6 +112,7 @@ def build_report(results: Sequence[ModelResult], *, samples: int, confidence: fl
             "prompt_spec": r.prompt_spec, "agent_overrides": dict(r.agent_overrides),
             "endpoint": dict(r.endpoint) if r.endpoint else None, "store": r.store, **stats,
             "cost": cost_per_episode(r.records), "failures": failure_counts(r.records), "vs_first": vs_first,
+            "by_phrasing": phrasings[i],
         })
     return {"title": title, "confidence": confidence, "bootstrap_samples": samples, "seed": seed,
             "headline": HEADLINE, "metrics": metrics, "paired_metrics": list(PAIRED_METRICS),
@@ -133,6 +169,31 @@ def headline_sentence(report: dict[str, Any]) -> str:
     return text + "."
 
 
+def _phrasing_markdown(models: list[dict[str, Any]], first: str) -> list[str]:
+    """The headline per phrasing group, each model paired against the first on that group's tasks."""
+    groups = list(dict.fromkeys(g for m in models for g in m.get("by_phrasing") or {}))
+    if not groups:
+        return []
+    lines = ["", f"## Per phrasing (`{HEADLINE}`)", "",
+             "seen: a wording training used; new_phrasing: a held-out wording of a trained relation; new_relation: "
+             f"a relation no training question asks. Beside each score: the difference from `{first}` on the same "
+             "tasks and its McNemar p.", "", "| label | " + " | ".join(groups) + " |", "|---|" + "---|" * len(groups)]
+    for m in models:
+        cells = []
+        for g in groups:
+            block = (m.get("by_phrasing") or {}).get(g)
+            if block is None:
+                cells.append("–")
+                continue
+            cell = f"{_score(block['metrics'][HEADLINE])} (n={block['tasks']})"
+            c = (block.get("vs_first") or {}).get(HEADLINE)
+            if c is not None:
+                cell += f", {_signed(c['diff'])}, p = {c['p_value']:.3g}"
+            cells.append(cell)
+        lines.append(f"| {m['label']} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def format_markdown(report: dict[str, Any]) -> str:
     """The report as Markdown: the headline, scores, per kind, cost, failure modes, paired tests against the
     first model."""
@@ -166,6 +227,7 @@ def format_markdown(report: dict[str, Any]) -> str:
                     block = m["by_kind"].get(k)
                     cells.append(f"{_score(block['metrics'][metric])} (n={block['tasks']})" if block else "–")
                 lines.append(f"| {m['label']} | " + " | ".join(cells) + " |")
+    lines += _phrasing_markdown(models, first)
     lines += ["", "## Cost per episode", "", "| label | episodes | prompt tokens | completion tokens | wall s |",
               "|---|---:|---:|---:|---:|"]
     for m in models:

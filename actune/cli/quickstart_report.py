@@ -56,6 +56,9 @@ def headline_rows(report: dict[str, Any], method: str) -> list[dict[str, Any]]:
                     "p": cmp["p_value"] < BAR["p"],
                 }
                 row["bar"] = {**checks, "met": all(checks.values())}
+        row["by_phrasing"] = {g: {HEADLINE: b["metrics"][HEADLINE], "tasks": b["tasks"],
+                                  "vs_prompted": (b.get("vs_first") or {}).get(HEADLINE)}
+                              for g, b in (m.get("by_phrasing") or {}).items()}
         rows.append(row)
     return rows
 
@@ -111,6 +114,36 @@ def _training_markdown(rows: list[dict[str, Any]]) -> list[str]:
     return lines + [""]
 
 
+def _phrasing_markdown(rows: list[dict[str, Any]]) -> list[str]:
+    """The method's headline per phrasing group (world tasks only), each tuned model paired against the
+    prompted model on that group's questions."""
+    groups = list(dict.fromkeys(g for r in rows for g in r.get("by_phrasing") or {}))
+    if not groups:
+        return []
+    lines = ["", "By phrasing (seen: a wording trained on; new_phrasing: a held-out wording of a trained relation; "
+             "new_relation: a relation no training question asks): correct & grounded, then the difference from "
+             "`prompted` on the same questions, b / c and McNemar p.", "",
+             "| model | " + " | ".join(groups) + " |", "|---|" + "---|" * len(groups)]
+    for r in rows:
+        cells = []
+        for g in groups:
+            block = (r.get("by_phrasing") or {}).get(g)
+            if block is None:
+                cells.append("–")
+                continue
+            cell = f"{_pct(block[HEADLINE])} (n={block['tasks']})"
+            vs = block.get("vs_prompted")
+            if vs is not None:
+                cell += f"; {_signed(vs['diff'])}, {vs['b']} / {vs['c']}, p {vs['p_value']:.2g}"
+            cells.append(cell)
+        lines.append(f"| {r['label']} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _signed(est: dict[str, Any]) -> str:
+    return "–" if est.get("mean") is None else f"{est['mean'] * 100:+.1f} pts"
+
+
 def _markdown(title: str, rows: list[dict[str, Any]], stages: dict[str, Any], cfg: dict[str, Any],
               training: list[dict[str, Any]]) -> str:
     lines = [f"# {title}", "",
@@ -133,6 +166,7 @@ def _markdown(title: str, rows: list[dict[str, Any]], stages: dict[str, Any], cf
                                                           f"{vs['p_value']:.2g}")
             lines.append(f"| {r['label']} | {_pct(r[HEADLINE])} | {_pct(r['correct'])} | {diff} | {bc} | {p} | "
                          f"{ratio} | {verdict} |")
+        lines += _phrasing_markdown([r for r in rows if r["method"] == method])
         lines += ["", f"Per-kind tables, costs and failure modes: `eval/{method}/report.md`; plot: `scores.png`.", ""]
     lines += _training_markdown(training)
     if stages:
@@ -145,26 +179,32 @@ def _markdown(title: str, rows: list[dict[str, Any]], stages: dict[str, Any], cf
 
 
 def _plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
+    """One group of bars per method and, for world tasks, per method and phrasing group; one bar per model."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    methods = list(dict.fromkeys(r["method"] for r in rows))
+    groups = []  # (method, phrasing group or None for all questions)
+    for m in dict.fromkeys(r["method"] for r in rows):
+        phrasings = dict.fromkeys(g for r in rows if r["method"] == m for g in r.get("by_phrasing") or {})
+        groups += [(m, None), *((m, g) for g in phrasings)]
     labels = list(dict.fromkeys(r["label"] for r in rows))
-    fig = Figure(figsize=(max(4.5, 1.2 * len(labels) * len(methods) + 1.5), 3.6), dpi=100)
+    fig = Figure(figsize=(max(4.5, 0.5 * len(labels) * len(groups) + 2.5), 3.8), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     width = 0.8 / max(1, len(labels))
     for i, label in enumerate(labels):
         means, err_lo, err_hi = [], [], []
-        for m in methods:
-            est = next((r[HEADLINE] for r in rows if r["method"] == m and r["label"] == label), {"mean": None})
+        for m, g in groups:
+            row = next((r for r in rows if r["method"] == m and r["label"] == label), None)
+            est = {"mean": None} if row is None else (row[HEADLINE] if g is None else
+                                                      (row["by_phrasing"].get(g) or {}).get(HEADLINE, {"mean": None}))
             mean = est.get("mean")
             means.append(mean or 0.0)
             err_lo.append(0.0 if mean is None or est.get("low") is None else mean - est["low"])
             err_hi.append(0.0 if mean is None or est.get("high") is None else est["high"] - mean)
-        xs = [j + (i - (len(labels) - 1) / 2) * width for j in range(len(methods))]
+        xs = [j + (i - (len(labels) - 1) / 2) * width for j in range(len(groups))]
         ax.bar(xs, means, width, yerr=[err_lo, err_hi], capsize=3, label=label)
-    ax.set_xticks(range(len(methods)), methods)
+    ax.set_xticks(range(len(groups)), [m if g is None else f"{m}\n{g}" for m, g in groups], fontsize="small")
     ax.set_ylim(0, 1.0)
     ax.set_ylabel("correct & grounded (95% CI)")
     ax.set_title(title)

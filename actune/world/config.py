@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from actune.config import StrictModel
@@ -58,6 +60,17 @@ class WorldConfig(StrictModel):
     """Test questions (about a third from held-out templates)."""
     mix: QuestionMix = Field(default_factory=QuestionMix)
     """Fraction of each question kind per split."""
+    phrasings: Literal["templates", "families"] = "templates"
+    """How questions are worded. ``templates``: one wording per relation, and one held-out template per kind
+    in dev and test (about a third of each kind). ``families``: several families of wording per relation
+    (word order, descriptor clauses, "which"/"what" and yes/no forms; :mod:`actune.world.phrasings`), whole
+    families held out (different ones for dev and for test), and relations no training question asks, each
+    a group of its own in ``meta.phrasing`` (``seen``, ``new_phrasing``, ``new_relation``)."""
+    new_phrasing_share: float = Field(0.4, ge=0, le=1)
+    """``families`` only: the fraction of each kind's dev and test questions worded by a held-out family."""
+    new_relation_share: float = Field(0.1, ge=0, le=1)
+    """``families`` only: the fraction of each kind's dev and test questions that ask a relation training never
+    asks (single: a city's river; bridge: the river of a person's birth city; comparison: cities' founding)."""
     late_fact_prob: float = Field(0.15, ge=0, le=1)
     """Chance that one key fact of a page is moved after its fifth sentence, so that a search (first
     five sentences) misses it and ``lookup[...]`` is needed."""
@@ -69,4 +82,10 @@ class WorldConfig(StrictModel):
                 f"n_people ({self.n_people}) must be at least n_companies ({self.n_companies}): "
                 "every company has its own founder"
             )
+        if self.new_phrasing_share + self.new_relation_share > 1:
+            raise ValueError(f"new_phrasing_share ({self.new_phrasing_share:g}) + new_relation_share "
+                             f"({self.new_relation_share:g}) must be at most 1")
+        if self.new_phrasing_share + self.new_relation_share > 1:
+            raise ValueError(f"new_phrasing_share ({self.new_phrasing_share:g}) + new_relation_share "
+                             f"({self.new_relation_share:g}) must be at most 1")
         return self

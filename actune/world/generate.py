@@ -4,9 +4,9 @@ Output folder::
 
     corpus.jsonl   one page a line: {"title": ..., "sentences": [...]}  (served by the wiki env)
     train.jsonl    task lines: {"id", "question", "answer", "aliases", "meta": {kind, supporting_titles,
-    dev.jsonl          template, heldout_template, lookup_needed[, answer_position]}}
+    dev.jsonl          template, heldout_template, lookup_needed[, answer_position][, phrasing, family]}}
     test.jsonl
-    world.json     manifest: version, seed, sizes, mix, counts, templates
+    world.json     manifest: version, seed, sizes, mix, counts, templates[, phrasing_groups, families]
 
 Everything comes from ``random.Random(cfg.seed)``, so the same config writes the same bytes.
 """
@@ -58,6 +58,9 @@ def generate_world(cfg: WorldConfig) -> GeneratedWorld:
         "templates": [{"id": t.id, "kind": t.kind, "text": t.text, "heldout": t.heldout} for t in TEMPLATES],
         "files": list(WORLD_FILES),
     }
+    if cfg.phrasings == "families":
+        manifest["phrasing_groups"] = {split: _count(records, "phrasing") for split, records in splits.items()}
+        manifest["families"] = _families_used(splits)
     return GeneratedWorld(world, corpus, splits, manifest)
 
 
@@ -66,6 +69,16 @@ def _count(records: list[dict[str, Any]], key: str) -> dict[str, int]:
     for r in records:
         out[r["meta"][key]] = out.get(r["meta"][key], 0) + 1
     return dict(sorted(out.items()))
+
+
+def _families_used(splits: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, list[str]]]:
+    """Relation -> phrasing group -> the families its questions were worded in, over all splits."""
+    out: dict[str, dict[str, set[str]]] = {}
+    for records in splits.values():
+        for r in records:
+            m = r["meta"]
+            out.setdefault(m["template"], {}).setdefault(m["phrasing"], set()).add(m["family"])
+    return {rel: {g: sorted(f) for g, f in sorted(groups.items())} for rel, groups in sorted(out.items())}
 
 
 def _jsonl(records: list[dict[str, Any]]) -> str:

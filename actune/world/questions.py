@@ -3,8 +3,10 @@
 Kinds: ``single`` (one page answers), ``bridge`` (the first page names the second, which answers),
 ``comparison`` (two pages, compare a year). Each kind has templates seen in training and one
 held-out template that appears only in dev and test (``meta.heldout_template``), a test of whether
-tuning taught a skill or a phrasing. No question is asked twice in a world, and comparison answers
-are balanced between the first and the second entity so that position gives nothing away.
+tuning taught a skill or a phrasing. A ``families`` world (``WorldConfig.phrasings``) words each
+relation in several families instead and holds whole families out (:mod:`actune.world.phrasings`).
+No question is asked twice in a world, and comparison answers are balanced between the first and the
+second entity so that position gives nothing away.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from typing import Any, Callable
 
 from actune.world.config import WorldConfig
 from actune.world.entities import SEARCH_SENTENCES, World
+from actune.world.phrasings import FAMILIES, NEW_PHRASING, NEW_RELATION, SEEN, Family, assign_families
 
-__all__ = ["Template", "TEMPLATES", "KINDS", "Question", "sample_splits"]
+__all__ = ["Template", "TEMPLATES", "RELATIONS", "KINDS", "Question", "family_assignment", "sample_splits"]
 
 KINDS = ("single", "bridge", "comparison")
 
@@ -101,6 +104,12 @@ def _bridge_founder_birthplace(w: World, c: str) -> Question:
                     [(c, "founded"), (f, "birth_city")])
 
 
+def _bridge_person_river(w: World, p: str) -> Question:
+    city = w.people[p].birth_city
+    return Question(f"On which river lies the city where {p} was born?", w.cities[city].river, [], [p, city],
+                    [(p, "birth_city"), (city, "river")])
+
+
 def _pairs(titles: list[str], value: Callable[[str], int]) -> list[tuple[str, str]]:
     return [(a, b) for a, b in itertools.combinations(titles, 2) if value(a) != value(b)]
 
@@ -147,6 +156,15 @@ TEMPLATES: tuple[Template, ...] = (
 )
 
 
+#: Relations of a ``families`` world: the trained templates' relations (founder_birthplace is a family of
+#: founder_birth_city there) and, never trained, a city's river, cities' founding and a birth city's river.
+RELATIONS: tuple[Template, ...] = (
+    *(t for t in TEMPLATES if t.id != "founder_birthplace"),
+    Template("person_birth_river", "bridge", "On which river lies the city where {person} was born?", True,
+             lambda w: list(w.people), _bridge_person_river),
+)
+
+
 def _kind_counts(n: int, cfg: WorldConfig) -> dict[str, int]:
     single = round(n * cfg.mix.single)
     comparison = min(n - single, round(n * cfg.mix.comparison))
@@ -178,21 +196,83 @@ class _Pools:
         return pool.pop()
 
 
-def _split_questions(split: str, n: int, cfg: WorldConfig, world: World, pools: _Pools,
-                     rng: random.Random) -> list[dict]:
+def _fields(world: World, subject: Any) -> dict[str, str]:
+    """The names a family's wording may use for ``subject`` (a title, or a pair for comparisons)."""
+    if isinstance(subject, tuple):
+        return {"a": subject[0], "b": subject[1]}
+    if subject in world.companies:
+        return {"company": subject, "industry": world.companies[subject].industry}
+    if subject in world.people:
+        return {"person": subject, "occupation": world.people[subject].occupation}
+    return {"city": subject}
+
+
+def _aliases(world: World, title: str) -> list[str]:
+    if title in world.companies:
+        return [world.companies[title].short]
+    return [world.people[title].family] if title in world.people else []
+
+
+def _reword(world: World, q: Question, family: Family, variant: str, subject: Any) -> Question:
+    """``q`` (asked in its template's words) in ``family``'s ``variant``; a comparison's answer follows the form."""
+    text = variant.format(**_fields(world, subject))
+    if not isinstance(subject, tuple) or family.form == "earlier":
+        return Question(text, q.answer, q.aliases, q.supporting_titles, q.facts)
+    a, b = subject
+    if family.form == "later":
+        later = b if q.answer == a else a
+        return Question(text, later, _aliases(world, later), q.supporting_titles, q.facts)
+    yes = (q.answer == a) == (family.form == "yes_earlier")
+    return Question(text, "yes" if yes else "no", [], q.supporting_titles, q.facts)
+
+
+#: (template, family, phrasing group): a template of None is a trained one picked when drawn, among those with
+#: subjects left; a group of None marks a templates-mode world.
+_Slot = tuple["Template | None", "Family | None", "str | None"]
+
+
+def _plan(kind: str, count: int, split: str, cfg: WorldConfig, rng: random.Random, families: bool) -> list[_Slot]:
+    """What each of ``count`` questions of ``kind`` asks: held-out relations (or templates) first."""
+    pool = RELATIONS if families else TEMPLATES
+    heldout = [t for t in pool if t.kind == kind and t.heldout]
+    if not families:
+        n_held = round(count / 3) if split != "train" and heldout else 0
+        held: list[_Slot] = [(heldout[i % len(heldout)], None, None) for i in range(n_held)]
+        return held + [(None, None, None)] * (count - n_held)
+    n_rel = round(count * cfg.new_relation_share) if split != "train" and heldout else 0
+    n_phr = round(count * cfg.new_phrasing_share) if split != "train" else 0
+    n_phr = min(n_phr, count - n_rel)
+    plan: list[_Slot] = []
+    for i in range(n_rel):
+        t = heldout[i % len(heldout)]
+        plan.append((t, rng.choice(FAMILIES[t.id]), NEW_RELATION))
+    return plan + [(None, None, NEW_PHRASING)] * n_phr + [(None, None, SEEN)] * (count - n_rel - n_phr)
+
+
+def _pick(kind: str, slot: _Slot, split: str, pools: _Pools, rng: random.Random,
+          families: dict[str, dict[str, list[str]]] | None) -> tuple[Template, Family | None]:
+    t, family, group = slot
+    if t is not None:
+        return t, family
+    trained = [t for t in (TEMPLATES if families is None else RELATIONS) if t.kind == kind and not t.heldout]
+    t = rng.choice([t for t in trained if pools.remaining(t)] or trained)
+    if families is None:
+        return t, None
+    ids = families[t.id][split if group == NEW_PHRASING else "train"]
+    fid = rng.choice(ids)
+    return t, next(f for f in FAMILIES[t.id] if f.id == fid)
+
+
+def _split_questions(split: str, n: int, cfg: WorldConfig, world: World, pools: _Pools, rng: random.Random,
+                     families: dict[str, dict[str, list[str]]] | None) -> list[dict]:
     records = []
     for kind, count in _kind_counts(n, cfg).items():
-        trained = [t for t in TEMPLATES if t.kind == kind and not t.heldout]
-        heldout = [t for t in TEMPLATES if t.kind == kind and t.heldout]
-        n_held = round(count / 3) if split != "train" and heldout else 0
-        # None: a trained template, picked when drawn among those with subjects left
-        plan: list[Template | None] = [heldout[i % len(heldout)] for i in range(n_held)] + [None] * (count - n_held)
-        # Half the comparisons (rounded up) have the first-named entity as the answer.
+        plan = _plan(kind, count, split, cfg, rng, families is not None)
+        # Half the comparisons (rounded up) have the first-named entity as the earlier one.
         first_flags = [i % 2 == 0 for i in range(count)] if kind == "comparison" else []
         rng.shuffle(first_flags)
-        for i, t in enumerate(plan):
-            if t is None:
-                t = rng.choice([t for t in trained if pools.remaining(t)] or trained)
+        for i, slot in enumerate(plan):
+            t, family = _pick(kind, slot, split, pools, rng, families)
             subject = pools.draw(t)
             if kind == "comparison":
                 a, b = subject
@@ -200,21 +280,37 @@ def _split_questions(split: str, n: int, cfg: WorldConfig, world: World, pools: 
                 if (earlier == a) != first_flags[i]:
                     subject = (b, a)
             q = t.realise(world, subject)
+            if family is not None:
+                q = _reword(world, q, family, rng.choice(family.texts), subject)
             late = any(world.pages[title].fact_index[fact] >= SEARCH_SENTENCES for title, fact in q.facts)
+            group = slot[2]
             meta: dict[str, Any] = {"kind": kind, "supporting_titles": q.supporting_titles, "template": t.id,
-                                    "heldout_template": t.heldout, "lookup_needed": late}
-            if kind == "comparison":
+                                    "heldout_template": t.heldout if group is None else group != SEEN,
+                                    "lookup_needed": late}
+            if family is not None:
+                meta.update(phrasing=group, family=family.id)
+            # a yes/no comparison has no answer position
+            if kind == "comparison" and q.answer in q.supporting_titles:
                 meta["answer_position"] = "first" if q.answer == q.supporting_titles[0] else "second"
             records.append({"question": q.question, "answer": q.answer, "aliases": q.aliases, "meta": meta})
     rng.shuffle(records)
     return [{"id": f"world{cfg.seed}-{split}-{i:04d}", **r} for i, r in enumerate(records)]
 
 
+def family_assignment(cfg: WorldConfig, rng: random.Random) -> dict[str, dict[str, list[str]]] | None:
+    """A ``families`` world's held-out families (:func:`assign_families`) of its trained relations; None for
+    a ``templates`` world, which draws nothing here (its bytes stay as they were)."""
+    if cfg.phrasings != "families":
+        return None
+    return assign_families([t.id for t in RELATIONS if not t.heldout], rng)
+
+
 def sample_splits(cfg: WorldConfig, world: World, rng: random.Random) -> dict[str, list[dict]]:
     """Task records per split (``train``, ``dev``, ``test``), each question unique in the world."""
     pools = _Pools(world, rng)
+    families = family_assignment(cfg, rng)
     # Test and dev first: their held-out questions must be drawn, while train can move to another
     # template when one runs out of subjects.
-    out = {split: _split_questions(split, n, cfg, world, pools, rng)
+    out = {split: _split_questions(split, n, cfg, world, pools, rng, families)
            for split, n in (("test", cfg.n_test), ("dev", cfg.n_dev), ("train", cfg.n_train))}
     return {split: out[split] for split in ("train", "dev", "test")}

@@ -554,3 +554,27 @@ def test_report_says_a_later_round_trained_on_the_previous_model_for_its_epochs(
             {"train_examples": 9 * r, "dev_examples": r, "steps": 7 * r, "best_step": 7 * r}))
     assert [(t["round"], t["trained_on"], t["exported"], t["epochs"]) for t in training_rows(cfg, layout)] == [
         (1, "base", 10, cfg.train.num_train_epochs), (2, "tuned-r1", 20, 2.0)]
+
+
+def test_report_rows_per_phrasing_pair_the_tuned_model_with_the_prompted_one(tmp_path: Path) -> None:
+    from actune.cli.quickstart_report import write_quickstart_report
+
+    report = _report((0.1, 0.05, 0.15), (0.3, 0.2, 0.4), b=1, c=20, p=1e-5)
+    est = {"mean": 0.25, "low": 0.2, "high": 0.3, "n": 120}
+    cmp = {"metric": "correct_grounded", "tasks": 120, "pairs": 120, "mean_a": 0.1, "mean_b": 0.25,
+           "diff": {"mean": 0.15, "low": 0.05, "high": 0.25, "n": 120}, "b": 4, "c": 22, "p_value": 0.00018}
+    report["models"][0]["by_phrasing"] = {"new_phrasing": {"metrics": {"correct_grounded": {**est, "mean": 0.1, "low": 0.05,
+                                                                                     "high": 0.16}},
+                                                           "tasks": 120, "vs_first": None}}
+    report["models"][1]["by_phrasing"] = {"new_phrasing": {"metrics": {"correct_grounded": est}, "tasks": 120,
+                                                           "vs_first": {"correct_grounded": cmp}}}
+    layout = Layout(tmp_path)
+    layout.eval_dir("react").mkdir(parents=True)
+    (layout.eval_dir("react") / "report.json").write_text(json.dumps(report))
+    paths = write_quickstart_report(load_quickstart("smoke"), layout)
+    md = paths["md"].read_text()
+    assert "| model | new_phrasing |" in md
+    assert "| tuned-r1 | 0.250 [0.200, 0.300] (n=120); +15.0 pts, 4 / 22, p 0.00018 |" in md
+    rows = json.loads(paths["json"].read_text())["rows"]
+    assert rows[1]["by_phrasing"]["new_phrasing"]["vs_prompted"]["c"] == 22
+    assert paths["png"].read_bytes()[:4] == b"\x89PNG"

@@ -10,6 +10,7 @@ from eval_records import record
 from actune.eval.failures import failure_counts
 from actune.eval.report import ModelResult, build_report, format_markdown, write_report
 from actune.eval.stats import model_stats, paired_comparison
+from actune.trajectory import Trajectory
 
 KW = {"samples": 400, "confidence": 0.9, "seed": 7}
 
@@ -121,3 +122,36 @@ def test_report_with_an_empty_model(tmp_path: Path) -> None:
     md = format_markdown(report)
     assert "**Headline, `correct_grounded`** (correct and grounded: every supporting page read): `a` –, `b` –; " in md
     assert "| b | 0 | – | – | – |" in md
+
+
+def _phrased(task_id: str, phrasing: str, *, correct: bool) -> "Trajectory":
+    t = record(task_id, correct=correct, grounded=True)
+    t.task.meta["phrasing"] = phrasing
+    return t
+
+
+def test_phrasing_rows_pair_each_group_against_the_first_model() -> None:
+    # prompted: seen q0-q3 right on q0 only; new_phrasing q4-q7 right on q4, q5; new_relation q8 wrong
+    groups = ["seen"] * 4 + ["new_phrasing"] * 4 + ["new_relation"]
+    prompted = [_phrased(f"q{i}", g, correct=i in (0, 4, 5)) for i, g in enumerate(groups)]
+    # tuned: every seen right; new_phrasing right on q6, q7 only; new_relation right
+    tuned = [_phrased(f"q{i}", g, correct=i < 4 or i in (6, 7, 8)) for i, g in enumerate(groups)]
+    report = build_report([ModelResult("prompted", records=prompted), ModelResult("tuned", records=tuned)], **KW)
+    first, second = (m["by_phrasing"] for m in report["models"])
+    assert list(first) == ["seen", "new_phrasing", "new_relation"]
+    assert first["seen"]["metrics"]["correct_grounded"]["mean"] == 0.25 and first["seen"]["vs_first"] is None
+    seen, phr, rel = (second[g]["vs_first"]["correct_grounded"] for g in ("seen", "new_phrasing", "new_relation"))
+    assert (seen["b"], seen["c"], seen["mean_a"], seen["mean_b"]) == (0, 3, 0.25, 1.0)
+    assert seen["p_value"] == 0.25
+    assert (phr["b"], phr["c"], phr["diff"]["mean"]) == (2, 2, 0.0) and phr["p_value"] == 1.0
+    assert (rel["tasks"], rel["c"]) == (1, 1)
+    md = format_markdown(report)
+    assert "## Per phrasing (`correct_grounded`)" in md
+    assert ("| tuned | 1.000 [1.000, 1.000] (n=4), +0.750 [+0.250, +1.000], p = 0.25 | 0.500 [0.000, 1.000] (n=4), "
+            "+0.000 [-1.000, +1.000], p = 1 | 1.000 [1.000, 1.000] (n=1), +1.000 [+1.000, +1.000], p = 1 |") in md
+
+
+def test_phrasing_rows_are_empty_for_tasks_of_no_world() -> None:
+    report = build_report(results(), **KW)
+    assert all(m["by_phrasing"] == {} for m in report["models"])
+    assert "Per phrasing" not in format_markdown(report)

@@ -209,3 +209,104 @@ def test_pages_read_as_plain_english(world_dir: Path) -> None:
         assert page["sentences"][0].startswith(page["title"] + " ")
         assert all(s.endswith(".") for s in page["sentences"])
         assert 5 <= len(page["sentences"]) <= 8
+
+
+FAMILIES_SMALL = dict(SMALL, n_people=60, n_companies=40, n_cities=20, n_dev=40, n_test=40, phrasings="families")
+
+
+@pytest.fixture(scope="module")
+def families_world():
+    return generate_world(WorldConfig(seed=7, **FAMILIES_SMALL))
+
+
+def test_a_templates_world_is_unchanged_by_families() -> None:
+    # the families mode draws nothing in a templates world: seed 7's questions as they were before it existed
+    gen = generate_world(WorldConfig(seed=7))
+    digest = hashlib.sha256(json.dumps(gen.splits).encode()).hexdigest()
+    assert digest == "c3969d03a890c5939b521342efb244c60ad7f0801d8f2c7aec10a03ee117cb9e"
+    assert not any("phrasing" in r["meta"] for rs in gen.splits.values() for r in rs)
+
+
+def test_families_world_groups_have_the_configured_sizes(families_world) -> None:
+    counts = {split: Counter((r["meta"]["kind"], r["meta"]["phrasing"]) for r in rs)
+              for split, rs in families_world.splits.items()}
+    assert counts["train"] == {("single", "seen"): 24, ("bridge", "seen"): 24, ("comparison", "seen"): 12}
+    # 40 -> 16/16/8 per kind; new relations 10% (2, 2, 1), new phrasings 40% (6, 6, 3), the rest seen
+    assert counts["test"] == {("single", "new_relation"): 2, ("single", "new_phrasing"): 6, ("single", "seen"): 8,
+                              ("bridge", "new_relation"): 2, ("bridge", "new_phrasing"): 6, ("bridge", "seen"): 8,
+                              ("comparison", "new_relation"): 1, ("comparison", "new_phrasing"): 3,
+                              ("comparison", "seen"): 4}
+    assert counts["dev"] == counts["test"]
+
+
+def test_held_out_families_never_reach_training_and_dev_and_test_hold_out_different_ones(families_world) -> None:
+    used = {split: {(r["meta"]["template"], r["meta"]["family"]) for r in rs if r["meta"]["phrasing"] == group}
+            for split, rs in families_world.splits.items()
+            for group in (("seen",) if split == "train" else ("new_phrasing",))}
+    trained_relations = {rel for rel, _ in used["train"]}
+    assert not used["train"] & used["dev"] and not used["train"] & used["test"] and not used["dev"] & used["test"]
+    # a new phrasing rewords a trained relation; a new relation is one training never asks
+    assert {rel for rel, _ in used["test"]} <= trained_relations
+    new_rel = {r["meta"]["template"] for rs in families_world.splits.values() for r in rs
+               if r["meta"]["phrasing"] == "new_relation"}
+    assert new_rel == {"city_river", "cities_founded_earlier", "person_birth_river"}
+    assert not new_rel & trained_relations
+    # and no wording of a held-out family is a training question's wording
+    train_questions = {r["question"] for r in families_world.splits["train"]}
+    assert not train_questions & {r["question"] for r in families_world.splits["test"]}
+
+
+def test_assign_families_holds_out_one_for_dev_and_two_for_test_and_trains_the_canonical() -> None:
+    from actune.world.phrasings import FAMILIES, assign_families
+
+    got = assign_families(["company_founder"], random.Random(3))["company_founder"]
+    assert got["train"][0] == "canonical" and len(got["train"]) == 4
+    assert len(got["dev"]) == 1 and len(got["test"]) == 2
+    assert sorted(got["train"] + got["dev"] + got["test"]) == sorted(f.id for f in FAMILIES["company_founder"])
+    assert got == assign_families(["company_founder"], random.Random(3))["company_founder"]
+
+
+def test_family_answers_follow_the_form(families_world) -> None:
+    pages = {p["title"]: " ".join(p["sentences"]) for p in families_world.corpus}
+    forms = Counter()
+    for rs in families_world.splits.values():
+        for r in rs:
+            if r["meta"]["kind"] != "comparison":
+                assert r["answer"] not in r["question"]
+                assert re.search(rf"\b{re.escape(r['answer'])}\b", pages[r["meta"]["supporting_titles"][-1]]), r
+                continue
+            a, b = r["meta"]["supporting_titles"]
+            year = {t: int(re.search(r"(?:founded|born)[^.]*?\b(\d{3,4})\b", pages[t]).group(1)) for t in (a, b)}
+            earlier, later = sorted((a, b), key=year.get)
+            q = r["question"]
+            if r["answer"] in ("yes", "no"):
+                asks_earlier = " before " in q or " earlier than " in q
+                assert r["answer"] == ("yes" if (a == earlier) == asks_earlier else "no"), r
+                assert "answer_position" not in r["meta"]
+                forms["yes/no"] += 1
+            elif any(w in q for w in ("later", "younger", "more recently")):
+                assert r["answer"] == later, r
+                forms["later"] += 1
+            else:
+                assert r["answer"] == earlier, r
+                forms["earlier"] += 1
+    assert forms["yes/no"] and forms["later"] and forms["earlier"]
+
+
+def test_phrasing_group_of_old_and_new_worlds() -> None:
+    from actune.world.phrasings import phrasing_group
+
+    assert phrasing_group({"phrasing": "new_relation", "heldout_template": True}) == "new_relation"
+    assert phrasing_group({"template": "founder_birthplace", "heldout_template": True}) == "new_phrasing"
+    assert phrasing_group({"template": "city_river", "heldout_template": True}) == "new_relation"
+    assert phrasing_group({"template": "company_founder", "heldout_template": False}) == "seen"
+    assert phrasing_group({"kind": "single"}) is None
+
+
+def test_families_manifest_names_the_groups_and_families(families_world) -> None:
+    m = families_world.manifest
+    assert m["phrasing_groups"]["train"] == {"seen": 60}
+    assert m["phrasing_groups"]["test"] == {"new_phrasing": 15, "new_relation": 5, "seen": 20}
+    held = m["families"]["company_founder"]
+    assert "canonical" in held["seen"] and not set(held["seen"]) & set(held["new_phrasing"])
+    assert set(m["families"]["city_river"]) == {"new_relation"}

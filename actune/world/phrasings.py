@@ -1,0 +1,193 @@
+"""Families of phrasings for the world's questions (``WorldConfig.phrasings: families``).
+
+A *relation* is what a question asks (a company's founding year, a founder's birth city); a *family* is one
+way of wording it, with a few variants (word order, a true but needless descriptor clause such as "the
+food company X", a "which"/"what" form). The first family of every relation is the template's own
+wording (the one the world exemplars use) and is always trained; of the others, one per relation is held
+out for dev and two for test, drawn per world seed (:func:`assign_families`), so a held-out question
+tests whether the model learnt the relation or a string. Relations no training question asks (a city's
+river) are a third group, reported apart (:data:`PHRASING_GROUPS`).
+
+Comparisons have forms: ``earlier`` and ``later`` ask for an entity ("Which was founded later, X or Y?"),
+``yes_earlier`` and ``yes_later`` ask yes or no ("Was X founded before Y?"), as HotpotQA's comparison
+questions do.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+__all__ = ["Family", "FAMILIES", "PHRASING_GROUPS", "SEEN", "NEW_PHRASING", "NEW_RELATION", "assign_families",
+           "phrasing_group"]
+
+SEEN, NEW_PHRASING, NEW_RELATION = "seen", "new_phrasing", "new_relation"
+PHRASING_GROUPS = (SEEN, NEW_PHRASING, NEW_RELATION)
+"""``meta.phrasing`` of a world question: a trained wording of a trained relation; a wording no training
+question uses, of a trained relation; a relation no training question asks."""
+
+# Held-out templates of a templates-mode world (WorldConfig.phrasings: templates): founder_birthplace
+# rewords a trained relation, the others ask relations training never asks.
+_TEMPLATE_GROUPS = {"founder_birthplace": NEW_PHRASING, "city_river": NEW_RELATION,
+                    "cities_founded_earlier": NEW_RELATION}
+
+
+@dataclass(frozen=True)
+class Family:
+    id: str
+    texts: tuple[str, ...]
+    """Variants; a question takes one at random. Fields: the subject ({company}, {person}, {city}; {a} and
+    {b} for comparisons) and its descriptors ({industry}, {occupation})."""
+    form: str = "earlier"
+    """Comparisons only: ``earlier``, ``later``, ``yes_earlier`` or ``yes_later`` (see the module docstring)."""
+
+
+def _f(fid: str, *texts: str, form: str = "earlier") -> Family:
+    return Family(fid, tuple(texts), form)
+
+
+FAMILIES: dict[str, tuple[Family, ...]] = {
+    "company_founded_year": (
+        _f("canonical", "In which year was {company} founded?"),
+        _f("when", "When was {company} founded?", "When was the {industry} company {company} founded?"),
+        _f("subject_first", "{company} was founded in which year?", "{company} was founded in what year?"),
+        _f("what_year", "What year was {company} founded in?",
+           "What year was the {industry} company {company} founded?"),
+        _f("established", "In which year was {company} established?", "When was {company} established?"),
+        _f("founding_year", "What is the founding year of {company}?",
+           "What was the founding year of the {industry} company {company}?"),
+        _f("came_into_being", "In what year did {company} come into being?", "Since which year has {company} existed?"),
+    ),
+    "company_founder": (
+        _f("canonical", "Who founded {company}?"),
+        _f("founder_of", "Who is the founder of {company}?",
+           "Who was the founder of the {industry} company {company}?"),
+        _f("by_whom", "{company} was founded by whom?", "By whom was {company} founded?"),
+        _f("which_person", "Which person founded {company}?", "Which person founded the {industry} company {company}?"),
+        _f("started", "Who started {company}?", "Who started the {industry} company {company}?"),
+        _f("name_founder", "What is the name of the founder of {company}?", "Name the person who founded {company}."),
+        _f("set_up", "Who set up the company {company}?", "Who established {company}?"),
+    ),
+    "person_birth_city": (
+        _f("canonical", "In which city was {person} born?"),
+        _f("where", "Where was {person} born?", "Where was the {occupation} {person} born?"),
+        _f("birthplace", "What is the birthplace of {person}?", "What is the birthplace of the {occupation} {person}?"),
+        _f("subject_first", "{person} was born in which city?", "{person} was born in what city?"),
+        _f("hometown", "Which city is {person} from?", "Which city does the {occupation} {person} come from?"),
+        _f("city_of_birth", "What is {person}'s city of birth?", "Name the city of birth of {person}."),
+        _f("native", "In what city was {person} born?", "{person} is a native of which city?"),
+    ),
+    "person_birth_year": (
+        _f("canonical", "In which year was {person} born?"),
+        _f("when", "When was {person} born?", "When was the {occupation} {person} born?"),
+        _f("subject_first", "{person} was born in which year?", "{person} was born in what year?"),
+        _f("what_year", "What year was {person} born in?", "What year was the {occupation} {person} born?"),
+        _f("birth_year", "What is the birth year of {person}?",
+           "What is the year of birth of the {occupation} {person}?"),
+        _f("year_of_birth", "Give the year of birth of {person}.", "In what year was {person} born?"),
+        _f("came_into_world", "In which year did {person} come into the world?", "Which year was {person} born?"),
+    ),
+    "founder_birth_city": (
+        _f("canonical", "In which city was the founder of {company} born?"),
+        _f("birthplace", "What is the birthplace of the founder of {company}?",
+           "What is the birthplace of the person who founded {company}?"),
+        _f("where", "Where was the founder of {company} born?",
+           "Where was the founder of the {industry} company {company} born?"),
+        _f("who_founded", "The person who founded {company} was born in which city?",
+           "The person who founded the {industry} company {company} was born in what city?"),
+        _f("hometown", "Which city is the founder of {company} from?",
+           "From which city does the founder of {company} come?"),
+        _f("native", "In what city was the person who started {company} born?",
+           "The founder of {company} is a native of which city?"),
+        _f("city_of_birth", "What is the city of birth of the founder of {company}?",
+           "Name the city where the founder of {company} was born."),
+    ),
+    "founder_birth_year": (
+        _f("canonical", "In which year was the founder of {company} born?"),
+        _f("when", "When was the founder of {company} born?",
+           "When was the founder of the {industry} company {company} born?"),
+        _f("who_founded", "The person who founded {company} was born in which year?",
+           "The person who founded {company} was born in what year?"),
+        _f("what_year", "What year was the founder of {company} born in?",
+           "What year was the person who started {company} born?"),
+        _f("birth_year", "What is the birth year of the founder of {company}?",
+           "What is the year of birth of the founder of the {industry} company {company}?"),
+        _f("founder_age", "In what year was the person who founded {company} born?",
+           "{company}'s founder was born in which year?"),
+        _f("came_into_world", "In which year did the founder of {company} come into the world?",
+           "Which year was the founder of {company} born?"),
+    ),
+    "person_birth_province": (
+        _f("canonical", "In which province was {person} born?"),
+        _f("where_province", "In what province was {person} born?",
+           "In what province was the {occupation} {person} born?"),
+        _f("subject_first", "{person} was born in which province?", "{person} was born in what province?"),
+        _f("province_of_city", "In which province lies the city where {person} was born?",
+           "The city where {person} was born lies in which province?"),
+        _f("from_province", "Which province is {person} from?",
+           "Which province does the {occupation} {person} come from?"),
+        _f("birth_province", "What is the birth province of {person}?", "Name the province where {person} was born."),
+        _f("home_province", "What is the home province of {person}?",
+           "What is the home province of the {occupation} {person}?"),
+    ),
+    "companies_founded_earlier": (
+        _f("canonical", "Which was founded earlier, {a} or {b}?"),
+        _f("first_founded", "Which company was founded first, {a} or {b}?", "Of {a} and {b}, which was founded first?"),
+        _f("later", "Which was founded later, {a} or {b}?", "Which company is younger, {a} or {b}?", form="later"),
+        _f("older", "Which company is older, {a} or {b}?", "Is {a} or {b} the older company?"),
+        _f("yes_before", "Was {a} founded before {b}?", "Was {a} founded earlier than {b}?", form="yes_earlier"),
+        _f("yes_after", "Was {a} founded after {b}?", "Was {a} founded later than {b}?", form="yes_later"),
+        _f("more_recent", "Which of {a} and {b} was founded more recently?",
+           "{a} or {b}: which was founded more recently?",
+           form="later"),
+    ),
+    "people_born_earlier": (
+        _f("canonical", "Who was born earlier, {a} or {b}?"),
+        _f("first_born", "Who was born first, {a} or {b}?", "Of {a} and {b}, who was born first?"),
+        _f("later", "Who was born later, {a} or {b}?", "Who is younger, {a} or {b}?", form="later"),
+        _f("older", "Who is older, {a} or {b}?", "Which person is older, {a} or {b}?"),
+        _f("yes_before", "Was {a} born before {b}?", "Was {a} born earlier than {b}?", form="yes_earlier"),
+        _f("yes_after", "Was {a} born after {b}?", "Was {a} born later than {b}?", form="yes_later"),
+        _f("more_recent", "Which of {a} and {b} was born more recently?", "{a} or {b}: who was born more recently?",
+           form="later"),
+    ),
+    # relations no training question asks: every family is unseen
+    "city_river": (
+        _f("canonical", "On which river does {city} lie?"),
+        _f("what_river", "What river flows through {city}?", "Which river is the city of {city} on?"),
+    ),
+    "cities_founded_earlier": (
+        _f("canonical", "Which city was founded earlier, {a} or {b}?"),
+        _f("older", "Which city is older, {a} or {b}?", "Of the cities {a} and {b}, which was founded first?"),
+    ),
+    "person_birth_river": (
+        _f("canonical", "On which river lies the city where {person} was born?"),
+        _f("what_river", "Which river flows through the birthplace of {person}?",
+           "What river is the city where {person} was born on?"),
+    ),
+}
+
+def assign_families(relations: list[str], rng: random.Random, *, dev: int = 1,
+                    test: int = 2) -> dict[str, dict[str, list[str]]]:
+    """Relation -> split -> family ids. The canonical family (first) is always trained; of the rest, ``dev``
+    go to dev only and ``test`` to test only, drawn with ``rng``; the remainder are trained (and also asked in
+    dev and test as seen phrasings)."""
+    out = {}
+    for rel in relations:
+        canonical, *rest = [f.id for f in FAMILIES[rel]]
+        if len(rest) < dev + test + 1:
+            raise ValueError(f"relation {rel!r} has {len(rest) + 1} families: too few to hold out {dev} + {test}")
+        rng.shuffle(rest)
+        out[rel] = {"train": [canonical, *sorted(rest[dev + test:])], "dev": sorted(rest[:dev]),
+                    "test": sorted(rest[dev:dev + test])}
+    return out
+
+
+def phrasing_group(meta: dict) -> str | None:
+    """A world task's phrasing group (:data:`PHRASING_GROUPS`): its ``meta.phrasing``, or for a world written
+    before families existed, its held-out template's group (None: not a world task)."""
+    if "phrasing" in meta:
+        return str(meta["phrasing"])
+    if "heldout_template" not in meta:
+        return None
+    return _TEMPLATE_GROUPS.get(str(meta.get("template")), NEW_PHRASING) if meta["heldout_template"] else SEEN
