@@ -29,6 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         gen.add_argument(f"--{flag}", type=int, help=help_)
     gen.add_argument("--mix", help="fractions single,bridge,comparison, e.g. 0.4,0.4,0.2 (must add up to 1)")
     gen.add_argument("--late-fact-prob", type=float, help="chance a page's key fact sits after sentence 5")
+    gen.add_argument("--phrasings", choices=("templates", "families"),
+                     help="one wording per relation, or families of wordings with whole families held out")
     gen.set_defaults(func=_generate)
 
 
@@ -38,7 +40,7 @@ def _generate(args: argparse.Namespace) -> int:
 
     overrides = []
     for name in ("seed", "n_people", "n_companies", "n_cities", "n_provinces", "n_train", "n_dev", "n_test",
-                 "late_fact_prob"):
+                 "late_fact_prob", "phrasings"):
         value = getattr(args, name)
         if value is not None:
             overrides.append(f"{name}={value}")

@@ -33,6 +33,14 @@ def test_cli_generate_writes_the_same_world_as_the_library(tmp_path: Path, capsy
         assert (tmp_path / "cli" / name).read_bytes() == (tmp_path / "lib" / name).read_bytes()
     manifest = json.loads((tmp_path / "cli" / "world.json").read_text())
     assert manifest["config"]["mix"] == {"single": 0.4, "bridge": 0.4, "comparison": 0.2}
+    assert _run(["world", "generate", "--seed", "5", "--out", str(tmp_path / "fam"), "--phrasings", "families",
+                 *sizes]) == 0
+    write_world(WorldConfig(seed=5, n_people=20, n_companies=12, n_cities=8, n_train=20, n_dev=10, n_test=10,
+                            phrasings="families"), tmp_path / "fam-lib")
+    assert (tmp_path / "fam" / "test.jsonl").read_bytes() == (tmp_path / "fam-lib" / "test.jsonl").read_bytes()
+    # 10 questions: kinds 4/4/2; 40% new phrasings rounds to 2, 2 and 1, 10% new relations to none
+    assert json.loads((tmp_path / "fam" / "world.json").read_text())["phrasing_groups"]["test"] == {
+        "new_phrasing": 5, "seen": 5}
 
 
 def test_cli_bad_mix_and_too_small_world_are_config_errors(tmp_path: Path) -> None:
