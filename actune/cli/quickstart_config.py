@@ -22,12 +22,13 @@ from actune.bootstrap.config import BootstrapConfig
 from actune.cli.run_config import fill_model
 from actune.config import ConfigError, StrictModel, load_config
 from actune.eval.config import EvalConfig
+from actune.hotpotqa_source import HotpotQASource
 from actune.serve.config import ServeConfig
 from actune.train.config import TrainConfig
 from actune.world.config import WorldConfig
 
-__all__ = ["BootstrapPass", "QuickstartConfig", "HardwareKind", "RoundStart", "PRESET_DIR", "PRESETS", "preset_path",
-           "load_quickstart"]
+__all__ = ["BootstrapPass", "ImportSource", "QuickstartConfig", "HardwareKind", "RoundStart", "PRESET_DIR", "PRESETS",
+           "preset_path", "load_quickstart"]
 
 HardwareKind = Literal["cpu-bf16", "cpu-fp32", "cuda"]
 """What a run trains and serves on: a GPU, a CPU with native bf16 (AVX512_BF16 or AMX), or another CPU
@@ -38,7 +39,7 @@ RoundStart = Literal["base", "previous"]
 # configs/quickstart/ of the source tree, installed as the package actune.presets (pyproject.toml), so a
 # wheel finds its presets too
 PRESET_DIR = Path(actune.presets.__file__).resolve().parent
-PRESETS = ("smoke", "full", "gpu")
+PRESETS = ("smoke", "full", "gpu", "hotpotqa")
 
 
 class BootstrapPass(StrictModel):
@@ -55,6 +56,17 @@ class BootstrapPass(StrictModel):
     """Prompt with exemplars of the pass's own kind only: SmolLM2-135M keeps 3-7x more trajectories
     with type-matched exemplars (probe notes). The exported examples are zero-shot, so the collection
     prompt never reaches the training data."""
+
+
+class ImportSource(StrictModel):
+    """One outside set of trajectories for :attr:`QuickstartConfig.imports`."""
+
+    path: str
+    """The file (or a Hugging Face dataset folder) to import, or with ``format: store`` an actune store."""
+    format: Literal["openai", "alpaca", "sharegpt", "store"] = "openai"
+    """``actune import``'s formats, or ``store`` for a trajectory store used as it is."""
+    method: Literal["react", "reflact"] = "react"
+    """The step format the records are read as (``actune import --method``)."""
 
 
 class QuickstartConfig(StrictModel):
@@ -103,8 +115,18 @@ class QuickstartConfig(StrictModel):
     oracle_baseline: bool = True
     """Also evaluate the prompted model with type-matched exemplars for each question (the probe's best
     prompt; an oracle, since it is told the question's kind) beside the generic prompt."""
+    source: Literal["world", "hotpotqa"] = "world"
+    """Where the questions and the corpus come from: a synthetic world (``world``), or real HotpotQA questions
+    over a local Wikipedia corpus (``hotpotqa``, :mod:`actune.hotpotqa_source`)."""
     world: WorldConfig = Field(default_factory=WorldConfig)
-    """The synthetic world (its ``seed`` is replaced by ``seed``)."""
+    """The synthetic world (its ``seed`` is replaced by ``seed``); read with ``source: world`` only."""
+    hotpotqa: HotpotQASource = Field(default_factory=HotpotQASource)
+    """Which HotpotQA files and how many questions a split; read with ``source: hotpotqa`` only."""
+    imports: list[ImportSource] = Field(default_factory=list)
+    """Trajectories from elsewhere, exported with every method's training data after its own (through the same
+    verdicts, dedupe and per-task cap): a teacher's set read as ``actune import`` reads it (FireAct's GPT-4
+    ReAct trajectories, ``format: openai``), or another run's store as it is (``format: store``: a curriculum
+    of world episodes). Rounds that train on the previous round's model get them in round 1 only."""
     passes: list[BootstrapPass] = Field(default_factory=lambda: [BootstrapPass()])
     """Round-1 bootstrap passes, run in order against one server."""
     serve: ServeConfig = Field(default_factory=lambda: ServeConfig(enable_lora=False))
@@ -137,6 +159,13 @@ class QuickstartConfig(StrictModel):
             raise ValueError(f"round_start=previous ({', '.join(on_previous)}) trains round r on round r-1's merged "
                              "model: it needs train.merge=true")
         return self
+
+    def split_sizes(self) -> tuple[int, int]:
+        """(training questions, test questions) of the task source; for HotpotQA with no ``n_train``, the
+        number its files gave in ``../shared`` (661), a guess that only feeds the ETA."""
+        if self.source == "hotpotqa":
+            return self.hotpotqa.n_train or 661, self.hotpotqa.n_test
+        return self.world.n_train, self.world.n_test
 
     def round_start_of(self, method: str) -> RoundStart:
         """``method``'s ``round_start``."""

@@ -45,6 +45,7 @@ from actune.stop_signals import stop_signals_as_interrupt
 from actune.tasks.config import TaskConfig
 
 __all__ = ["Layout", "Stage", "plan_stages", "estimate_seconds", "export_methods", "export_round", "export_stores",
+           "imported_stores",
            "time_left", "round_epochs", "round_train_config", "run_quickstart", "served_tuned_model",
            "stored_config_as_current", "train_base", "train_in_child_process", "trains_on_previous", "STATE_FILE"]
 
@@ -56,10 +57,18 @@ class Layout:
     """Where each file of one quickstart run goes."""
 
     out: Path
+    source: str = "world"
+    """``QuickstartConfig.source``: where :attr:`tasks_dir` is."""
 
     @property
     def world(self) -> Path:
         return self.out / "world"
+
+    @property
+    def tasks_dir(self) -> Path:
+        """The corpus and the train/dev/test questions: ``world/`` for a synthetic world, ``tasks/`` for real
+        data (``source: hotpotqa``)."""
+        return self.world if self.source == "world" else self.out / "tasks"
 
     @property
     def state(self) -> Path:
@@ -82,6 +91,10 @@ class Layout:
 
     def eval_dir(self, method: str) -> Path:
         return self.out / "eval" / method
+
+    def imported(self, i: int) -> Path:
+        """The store of ``QuickstartConfig.imports[i]`` when it is imported (not a store used as it is)."""
+        return self.out / "imports" / f"{i}" / "trajectories.jsonl"
 
 
 @dataclass
@@ -124,6 +137,9 @@ _EPISODE_COST = {
     "prompted": {"react": 1.0, "reflact": 1.77},  # eval's generic prompt (six exemplars; ReflAct 10k tokens)
     "tuned": {"react": 0.63, "reflact": 0.75},  # zero-shot (seed 3 eval: 33 s an episode against 52 prompted)
 }
+_SOURCE_COST = {"world": 1.0, "hotpotqa": 3.0}
+"""An episode's cost by task source, against a world episode: real Wikipedia pages make longer observations and
+prompts (HotpotQA's 3.0 is a first guess, to be replaced by a timed run's figure)."""
 _EXPORTED = {"few_attempts": 0.9, "many_attempts": 0.7}
 """Share of kept round-1 episodes left after near-duplicate removal and the per-task cap: 0.86-0.91 with
 2 attempts a task (seeds 1-4), 0.7 with 4 (226 of 321)."""
@@ -177,7 +193,9 @@ def estimate_seconds(cfg: QuickstartConfig, kind: str) -> dict[str, float]:
 def _estimate(cfg: QuickstartConfig, kind: str) -> dict[str, Any]:
     """:func:`estimate_seconds` with the bootstrap rounds apart (``bootstrap_rounds``: round 1 first)."""
     rate = _RATES[kind]
-    attempts, n_train = cfg.bootstrap.attempts_per_task, cfg.world.n_train
+    attempts = cfg.bootstrap.attempts_per_task
+    n_train, n_test = cfg.split_sizes()
+    source_cost = _SOURCE_COST[cfg.source]
     cap = cfg.bootstrap.export.max_per_task
     exported = _EXPORTED["few_attempts" if cap is None or attempts <= cap else "many_attempts"]
     train = evals = 0.0
@@ -187,7 +205,7 @@ def _estimate(cfg: QuickstartConfig, kind: str) -> dict[str, Any]:
     solved_r1: dict[str, float] = {}
     for method in cfg.methods:
         keep = _KEEP_RATE.get(method, 0.2)
-        cost = {stage: costs.get(method, 1.0) for stage, costs in _EPISODE_COST.items()}
+        cost = {stage: costs.get(method, 1.0) * source_cost for stage, costs in _EPISODE_COST.items()}
         target = cfg.bootstrap.target_correct
         episodes = min(target / keep, n_train * attempts)  # the passes stop at the target
         boot[0] += serving_seconds(episodes * cost["bootstrap"], kind, cfg.bootstrap.concurrency)
@@ -205,10 +223,11 @@ def _estimate(cfg: QuickstartConfig, kind: str) -> dict[str, Any]:
         n_prompted = 1 + int(cfg.oracle_baseline)
         for r in range(cfg.rounds):
             units = n_prompted * cost["prompted"] if r == 0 else cost["tuned"]
-            boot[r] += serving_seconds(cfg.world.n_test * units, kind, cfg.eval.concurrency)
-        evals += serving_seconds(cfg.world.n_test * cost["tuned"], kind, cfg.eval.concurrency) + rate["server_s"]
+            boot[r] += serving_seconds(n_test * units, kind, cfg.eval.concurrency)
+        evals += serving_seconds(n_test * cost["tuned"], kind, cfg.eval.concurrency) + rate["server_s"]
+    imported = _imported_records(cfg)
     for method in cfg.methods:
-        per_round = list(own[method])
+        per_round = [n + imported for n in own[method]]
         if cfg.mix_methods:  # borrowed episodes fill the per-task cap where the method's own attempts leave room
             room = 1.0 if cap is None or attempts < cap else 1 - solved_r1[method]
             for other in cfg.methods:
@@ -225,6 +244,19 @@ def _estimate(cfg: QuickstartConfig, kind: str) -> dict[str, Any]:
     # round 1: one server for every method; later rounds: one per method's tuned model
     boot = [b + rate["server_s"] * (1 if r == 0 else len(cfg.methods)) for r, b in enumerate(boot)]
     return {"bootstrap_rounds": boot, "train": train, "eval": evals}
+
+
+def _imported_records(cfg: QuickstartConfig) -> int:
+    """Records in ``cfg.imports``' files (lines of JSONL; a file not there yet counts 0): each becomes one more
+    training example of every method, about as long as a world ReAct example (FireAct's 500 HotpotQA
+    trajectories: 803 characters of messages on average)."""
+    total = 0
+    for src in cfg.imports:
+        path = Path(src.path)
+        if path.is_file() and path.suffix == ".jsonl":
+            with path.open("rb") as f:
+                total += sum(1 for line in f if line.strip())
+    return total
 
 
 def _fmt(seconds: float) -> str:
@@ -310,10 +342,17 @@ def export_methods(cfg: QuickstartConfig, method: str) -> list[str]:
 def export_stores(cfg: QuickstartConfig, layout: Layout, method: str, r: int) -> list[Path]:
     """The stores exported for ``method``'s round-``r`` adapter, in order: every round so far of each method
     of :func:`export_methods` (with ``round_start=previous``, round ``r``'s only: the earlier rounds are in
-    the model it trains on)."""
+    the model it trains on), then the imported ones (:func:`imported_stores`; with every round that trains from
+    the base model)."""
     first = r if trains_on_previous(cfg, r, method) else 1
-    return [layout.store(m, k) for m in export_methods(cfg, method) for k in range(first, r + 1)
-            if layout.store(m, k).exists()]
+    own = [layout.store(m, k) for m in export_methods(cfg, method) for k in range(first, r + 1)
+           if layout.store(m, k).exists()]
+    return own + (imported_stores(cfg, layout) if first == 1 else [])
+
+
+def imported_stores(cfg: QuickstartConfig, layout: Layout) -> list[Path]:
+    """The stores of ``cfg.imports``, in order: an imported set's store under the run, or a store as it is."""
+    return [Path(src.path) if src.format == "store" else layout.imported(i) for i, src in enumerate(cfg.imports)]
 
 
 def trains_on_previous(cfg: QuickstartConfig, r: int, method: str) -> bool:
@@ -360,8 +399,18 @@ class _Pipeline:
                  log: Callable[[str], None]) -> None:
         self.cfg, self.layout, self.show_progress, self.log = cfg, layout, show_progress, log
 
-    # world
+    # the tasks: a synthetic world, or real questions over a local corpus
     def world(self) -> None:
+        if self.cfg.source == "hotpotqa":
+            from actune.hotpotqa_source import MANIFEST, write_hotpotqa_tasks
+
+            if (self.layout.tasks_dir / MANIFEST).exists():
+                return
+            m = write_hotpotqa_tasks(self.cfg.hotpotqa, self.layout.tasks_dir)
+            c = m["counts"]
+            self.log(f"tasks: HotpotQA, {m['pages']} pages; questions train {c['train']}, dev {c['dev']}, "
+                     f"test {c['test']} (no question or supporting page shared between splits)")
+            return
         from actune.world import write_world
 
         if (self.layout.world / "world.json").exists():
@@ -370,11 +419,26 @@ class _Pipeline:
         c = gen.manifest["counts"]
         self.log(f"world: {c['pages']} pages; questions train {c['train']}, dev {c['dev']}, test {c['test']}")
 
+    def imports(self) -> None:
+        """Import each outside set once (a set already imported adds nothing: the store skips its records)."""
+        from actune.bootstrap.importers import import_set
+
+        for i, src in enumerate(self.cfg.imports):
+            if src.format == "store":
+                if not Path(src.path).is_file():
+                    raise ConfigError(f"imports[{i}].path: {src.path} not found")
+                continue
+            summary = import_set(src.path, self.layout.imported(i), src.format, method=src.method)
+            self.log(f"imports[{i}]: {summary.imported} of {summary.total} records imported from {src.path} "
+                     f"({summary.total - summary.imported} rejected)")
+            if summary.imported == 0 and summary.total and set(summary.rejected) != {"already_imported"}:
+                raise ConfigError(f"imports[{i}]: every record of {src.path} was rejected:\n{summary.table()}")
+
     def _tasks(self, split: str, **update: Any) -> TaskConfig:
-        return TaskConfig(format="custom", path=str(self.layout.world / f"{split}.jsonl"), split=split, **update)
+        return TaskConfig(format="custom", path=str(self.layout.tasks_dir / f"{split}.jsonl"), split=split, **update)
 
     def _env(self, env: Any) -> Any:
-        return env.model_copy(update={"name": "wiki", "corpus": str(self.layout.world / "corpus.jsonl")})
+        return env.model_copy(update={"name": "wiki", "corpus": str(self.layout.tasks_dir / "corpus.jsonl")})
 
     def _agent(self, agent: Any, method: str, **update: Any) -> Any:
         return agent.model_copy(update={"method": method, "seed": self.cfg.seed, **update})
@@ -464,8 +528,8 @@ class _Pipeline:
             tasks_file = self.layout.round_tasks(method, r)
             if not tasks_file.exists():  # written once, so a resumed round works on the same tasks
                 solved = self.solved_tasks(method, r)
-                lines = [line for line in (self.layout.world / "train.jsonl").read_text(encoding="utf-8").splitlines()
-                         if line.strip() and json.loads(line)["id"] not in solved]
+                train = (self.layout.tasks_dir / "train.jsonl").read_text(encoding="utf-8")
+                lines = [line for line in train.splitlines() if line.strip() and json.loads(line)["id"] not in solved]
                 tasks_file.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write_text(tasks_file, "".join(line + "\n" for line in lines))
             else:
@@ -649,8 +713,10 @@ def plan_stages(cfg: QuickstartConfig, pipe: _Pipeline, kind: str) -> list[Stage
     """Every stage in order, with its share of the estimated time."""
     est = _estimate(cfg, kind)
     n_methods, rounds = len(cfg.methods), cfg.rounds
-    stages = [Stage("world", 5, pipe.world),
-              Stage("bootstrap round 1", est["bootstrap_rounds"][0], pipe.bootstrap_round1)]
+    stages = [Stage("world" if cfg.source == "world" else "tasks", 5, pipe.world)]
+    if cfg.imports:
+        stages.append(Stage("imports", 5, pipe.imports))
+    stages.append(Stage("bootstrap round 1", est["bootstrap_rounds"][0], pipe.bootstrap_round1))
     for r in range(1, rounds + 1):
         if r > 1:
             stages.append(Stage(f"bootstrap round {r}", est["bootstrap_rounds"][r - 1],
@@ -709,7 +775,7 @@ def run_stage(stage: Stage, state: dict[str, Any], layout: Layout) -> None:
 def run_quickstart(cfg: QuickstartConfig, out: Path, *, show_progress: bool = True,
                    log: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True)) -> Path:
     """Run (or resume) every stage; return the path of ``report.md``."""
-    layout = Layout(Path(out))
+    layout = Layout(Path(out), cfg.source)
     layout.out.mkdir(parents=True, exist_ok=True)
     state = _load_state(layout, cfg)
     kind = hardware_kind()

@@ -578,3 +578,47 @@ def test_report_rows_per_phrasing_pair_the_tuned_model_with_the_prompted_one(tmp
     rows = json.loads(paths["json"].read_text())["rows"]
     assert rows[1]["by_phrasing"]["new_phrasing"]["vs_prompted"]["c"] == 22
     assert paths["png"].read_bytes()[:4] == b"\x89PNG"
+
+
+HOTPOT_SMALL = Path(__file__).resolve().parents[1] / "data" / "hotpotqa_small"
+FIREACT_SAMPLE = Path(__file__).resolve().parents[1] / "data" / "import" / "fireact_gpt_hotpotqa.jsonl"
+
+
+def test_hotpotqa_source_plans_tasks_and_imports_and_exports_the_imported_store(tmp_path: Path) -> None:
+    from actune.cli.quickstart_run import imported_stores
+
+    cfg = load_quickstart("hotpotqa", [f"hotpotqa.data_dir={HOTPOT_SMALL}", "hotpotqa.n_test=5", "hotpotqa.n_dev=1",
+                                       f"imports=[{{path: {FIREACT_SAMPLE}, format: openai}}, "
+                                       f"{{path: {tmp_path / 'world.jsonl'}, format: store}}]"])
+    layout = Layout(tmp_path / "run", cfg.source)
+    assert layout.tasks_dir == tmp_path / "run" / "tasks"
+    pipe = _Pipeline(cfg, layout, show_progress=False, log=lambda m: None)
+    names = [s.name for s in plan_stages(cfg, pipe, "cpu-bf16")]
+    assert names == ["tasks", "imports", "bootstrap round 1", "export react round 1", "train react round 1",
+                     "eval react", "report"]
+    # a store used as it is must exist; an imported set lands under the run, once
+    with pytest.raises(ConfigError, match=r"imports\[1\].path: .*world.jsonl not found"):
+        pipe.imports()
+    (tmp_path / "world.jsonl").write_text("")
+    pipe.world()
+    pipe.imports()
+    pipe.imports()
+    from actune.trajectory import read_trajectories
+
+    assert len(list(read_trajectories(layout.imported(0)))) == 3
+    assert imported_stores(cfg, layout) == [layout.imported(0), tmp_path / "world.jsonl"]
+    layout.store("react", 1).parent.mkdir(parents=True)
+    layout.store("react", 1).write_text("")
+    assert export_stores(cfg, layout, "react", 1) == [layout.store("react", 1), *imported_stores(cfg, layout)]
+    # split seed 0 leaves the dev question on "Maria Callas" to train, beside the train file's one on that page
+    assert json.loads((layout.tasks_dir / "tasks.json").read_text())["counts"] == {"train": 6, "dev": 1, "test": 5}
+    # the bootstrap and eval stages read the task source's files
+    assert pipe._tasks("test").path == str(layout.tasks_dir / "test.jsonl")
+    assert pipe.eval_config("react").env.corpus == str(layout.tasks_dir / "corpus.jsonl")
+
+
+def test_imported_records_add_training_time_to_the_estimate(tmp_path: Path) -> None:
+    plain = estimate_seconds(load_quickstart("hotpotqa", ["imports=[]"]), "cpu-bf16")["train"]
+    cfg = load_quickstart("hotpotqa", [f"imports=[{{path: {FIREACT_SAMPLE}, format: openai}}]"])
+    # 3 records, each one more example of about a world ReAct example's 335 tokens, 2 epochs, 240 tokens/s
+    assert estimate_seconds(cfg, "cpu-bf16")["train"] - plain == pytest.approx(3 * 335 * 2 / 240)

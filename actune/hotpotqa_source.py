@@ -1,0 +1,176 @@
+"""Real HotpotQA as a quickstart task source: train/dev/test splits over a local Wikipedia corpus (core, not
+``tasks/``: it reads the corpus as the wiki environment names its pages).
+
+    write_hotpotqa_tasks(HotpotQASource(data_dir="data/hotpotqa"), out_dir)
+
+writes the files a synthetic world writes (``corpus.jsonl``, ``train/dev/test.jsonl`` as custom task lines,
+and a manifest, ``tasks.json``), so every later stage runs on them unchanged. Only answerable questions are
+used: every supporting page is in the corpus. The test split is drawn first, from the dev questions, with
+``split_seed`` (not the run's seed: every seed of a preset is tested on the same questions); dev comes next,
+then train takes what is left of both files. No question text and no supporting page is shared between
+splits: a question whose gold page another split's question reads is dropped, so a tuned model can never
+have read its test pages in training.
+
+Where the data come from (a user fetches them once; our machines have them in ``../shared/data/hotpotqa``):
+``train_with_context.jsonl`` and ``dev_with_context.jsonl`` are HotpotQA's distractor-setting files as JSONL
+(``_id, question, answer, type, level, supporting_facts``: https://hotpotqa.github.io), and
+``wiki_paragraphs.jsonl`` is one ``{"title", "sentences"}`` line a page: the union of their context
+paragraphs, or any larger dump of Wikipedia abstracts in that shape.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from actune.atomic_write import atomic_write_text
+from actune.config import StrictModel
+from actune.envs.titles import normalize_title
+from actune.task_record import Task
+from actune.tasks.config import TaskConfig
+from actune.tasks.loading import load_tasks
+from actune.tasks.sources import TaskFileError
+
+__all__ = ["HotpotQASource", "MANIFEST", "hotpotqa_splits", "write_hotpotqa_tasks"]
+
+MANIFEST = "tasks.json"
+_FILES = {"train": "train_with_context.jsonl", "dev": "dev_with_context.jsonl", "corpus": "wiki_paragraphs.jsonl"}
+#: HotpotQA's dev questions in official order (question, answer, type): fills the type of a dev record that
+#: lacks it, by its ``dev_index``; optional
+_SIMPLIFIED = "dev_v1_simplified.json"
+
+
+class HotpotQASource(StrictModel):
+    """Which HotpotQA files, and how many questions each split gets."""
+
+    data_dir: str = "data/hotpotqa"
+    """The folder holding ``train_with_context.jsonl``, ``dev_with_context.jsonl`` and ``wiki_paragraphs.jsonl``
+    (the module docstring says where they come from)."""
+    n_test: int = Field(500, ge=1)
+    """Test questions, drawn from HotpotQA's dev questions."""
+    n_dev: int = Field(100, ge=0)
+    """Dev questions (checkpoint choice), from the dev questions the test split left."""
+    n_train: int | None = Field(None, ge=1)
+    """Training questions, from the train file and the dev questions left (None: every one left)."""
+    split_seed: int = 0
+    """Shuffles the questions before the splits are drawn; fixed, so every run seed is tested alike."""
+
+    def path(self, name: str) -> Path:
+        return Path(self.data_dir) / _FILES[name]
+
+
+def _read_titles(corpus: Path) -> set[str]:
+    titles = set()
+    with corpus.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    titles.add(normalize_title(json.loads(line)["title"]))
+                except (json.JSONDecodeError, KeyError, TypeError) as e:
+                    raise TaskFileError(f"{corpus}:{n}: not a page line {{\"title\", \"sentences\"}} ({e})") from None
+    return titles
+
+
+def _answerable(tasks: list[Task], titles: set[str]) -> list[Task]:
+    return [t for t in tasks if t.answer and t.meta.get("supporting_titles")
+            and all(normalize_title(s) in titles for s in t.meta["supporting_titles"])]
+
+
+def _pages(t: Task) -> set[str]:
+    return {normalize_title(s) for s in t.meta["supporting_titles"]}
+
+
+def _take(pool: list[Task], n: int | None, taken_pages: set[str], taken_questions: set[str]) -> list[Task]:
+    """Up to ``n`` tasks of ``pool`` in order that share no page and no question text with what is taken."""
+    out: list[Task] = []
+    for t in pool:
+        if n is not None and len(out) >= n:
+            break
+        q = " ".join(t.question.lower().split())
+        if _pages(t) & taken_pages or q in taken_questions:
+            continue
+        out.append(t)
+    for t in out:
+        taken_pages |= _pages(t)
+        taken_questions.add(" ".join(t.question.lower().split()))
+    return out
+
+
+def hotpotqa_splits(train: list[Task], dev: list[Task], titles: set[str],
+                    cfg: HotpotQASource) -> dict[str, list[Task]]:
+    """The splits of the module docstring from HotpotQA's train and dev tasks and the corpus's titles."""
+    rng = random.Random(cfg.split_seed)
+    dev_pool, train_pool = _answerable(dev, titles), _answerable(train, titles)
+    rng.shuffle(dev_pool)
+    rng.shuffle(train_pool)
+    if len(dev_pool) < cfg.n_test:
+        raise TaskFileError(f"{cfg.path('dev')}: {len(dev_pool)} answerable dev questions (every supporting page "
+                            f"in {cfg.path('corpus')}), fewer than hotpotqa.n_test={cfg.n_test}")
+    pages: set[str] = set()
+    questions: set[str] = set()
+    test = _take(dev_pool[:cfg.n_test], None, pages, questions)
+    rest = dev_pool[cfg.n_test:]
+    held = _take(rest, cfg.n_dev, pages, questions)
+    train_out = _take(train_pool + rest, cfg.n_train, pages, questions)
+    return {"train": train_out, "dev": held, "test": test}
+
+
+def _fill_types(dev: list[Task], data_dir: Path) -> None:
+    """Set ``meta.type`` of dev tasks without one from the official dev file, when it is there."""
+    missing = [t for t in dev if not t.meta.get("type") and isinstance(t.meta.get("dev_index"), int)]
+    path = data_dir / _SIMPLIFIED
+    if not missing or not path.is_file():
+        return
+    official = json.loads(path.read_text(encoding="utf-8"))
+    for t in missing:
+        i = t.meta["dev_index"]
+        if 0 <= i < len(official) and official[i].get("question", "").strip() == t.question:
+            t.meta["type"] = official[i].get("type")
+
+
+def _kind(t: Task) -> str:
+    return str(t.meta.get("type") or "unknown")
+
+
+def _line(t: Task, source: str) -> str:
+    meta = {"kind": _kind(t), "supporting_titles": t.meta["supporting_titles"],
+            "level": t.meta.get("level"), "source": source}
+    return json.dumps({"id": t.id, "question": t.question, "answer": t.answer, "aliases": [], "meta": meta},
+                      ensure_ascii=False) + "\n"
+
+
+def write_hotpotqa_tasks(cfg: HotpotQASource, out_dir: str | Path) -> dict[str, Any]:
+    """Write the corpus, the three splits and ``tasks.json`` (last: a folder with it is complete) into
+    ``out_dir``; the manifest."""
+    for name in _FILES:
+        if not cfg.path(name).is_file():
+            raise TaskFileError(f"hotpotqa.data_dir: {cfg.path(name)} not found (the module "
+                                "actune.hotpotqa_source says where HotpotQA's files come from)")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    corpus_text = cfg.path("corpus").read_text(encoding="utf-8")
+    titles = _read_titles(cfg.path("corpus"))
+    load = lambda name, split: load_tasks(TaskConfig(format="hotpotqa", path=str(cfg.path(name)), split=split))  # noqa: E731
+    train, dev = load("train", "train"), load("dev", "dev")
+    _fill_types(dev, Path(cfg.data_dir))
+    splits = hotpotqa_splits(train, dev, titles, cfg)
+    origin = {id(t): "hotpotqa-train" for t in train} | {id(t): "hotpotqa-dev" for t in dev}
+    atomic_write_text(out / "corpus.jsonl", corpus_text)
+    for split, tasks in splits.items():
+        atomic_write_text(out / f"{split}.jsonl", "".join(_line(t, origin[id(t)]) for t in tasks))
+    manifest = {"source": "hotpotqa", "config": cfg.model_dump(mode="json"), "pages": len(titles),
+                "counts": {split: len(tasks) for split, tasks in splits.items()},
+                "kinds": {split: _kinds(tasks) for split, tasks in splits.items()}}
+    atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def _kinds(tasks: list[Task]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for t in tasks:
+        out[_kind(t)] = out.get(_kind(t), 0) + 1
+    return dict(sorted(out.items()))
