@@ -122,6 +122,9 @@ class QuickstartConfig(StrictModel):
     """The synthetic world (its ``seed`` is replaced by ``seed``); read with ``source: world`` only."""
     hotpotqa: HotpotQASource = Field(default_factory=HotpotQASource)
     """Which HotpotQA files and how many questions a split; read with ``source: hotpotqa`` only."""
+    eval_split: Literal["test", "dev"] = "test"
+    """The questions every model is evaluated on: ``test`` for a result, ``dev`` for a pilot that must not
+    look at the test questions (choosing a recipe, data or epochs)."""
     imports: list[ImportSource] = Field(default_factory=list)
     """Trajectories from elsewhere, exported with every method's training data after its own (through the same
     verdicts, dedupe and per-task cap): a teacher's set read as ``actune import`` reads it (FireAct's GPT-4
@@ -161,11 +164,12 @@ class QuickstartConfig(StrictModel):
         return self
 
     def split_sizes(self) -> tuple[int, int]:
-        """(training questions, test questions) of the task source; for HotpotQA with no ``n_train``, the
-        number its files gave in ``../shared`` (661), a guess that only feeds the ETA."""
+        """(training questions, evaluated questions: ``eval_split``'s) of the task source; for HotpotQA with no
+        ``n_train``, the number its files gave in ``../shared`` (661), a guess that only feeds the ETA."""
         if self.source == "hotpotqa":
-            return self.hotpotqa.n_train or 661, self.hotpotqa.n_test
-        return self.world.n_train, self.world.n_test
+            src = self.hotpotqa
+            return src.n_train or 661, src.n_test if self.eval_split == "test" else src.n_dev
+        return self.world.n_train, self.world.n_test if self.eval_split == "test" else self.world.n_dev
 
     def round_start_of(self, method: str) -> RoundStart:
         """``method``'s ``round_start``."""

@@ -568,7 +568,8 @@ class _Pipeline:
 
     def eval_config(self, method: str) -> Any:
         """The eval stage's :class:`~actune.eval.config.EvalConfig` for ``method``: the prompted model (generic
-        prompt; with ``oracle_baseline`` also type-matched) and each round's tuned model, on the test split.
+        prompt; with ``oracle_baseline`` also type-matched) and each round's tuned model, on the test split
+        (``eval_split``).
         A round not trained yet names the adapter folder it will have."""
         from actune.eval.config import EvalModel
 
@@ -582,7 +583,7 @@ class _Pipeline:
             models.append(EvalModel(label=f"tuned-r{r}", model=model, adapter=adapter))
         return cfg.eval.model_copy(update={
             "out_dir": self.layout.eval_dir(method), "models": models, "env": self._env(cfg.eval.env),
-            "tasks": self._tasks("test"), "agent": self._agent(cfg.eval.agent, method), "endpoints": [],
+            "tasks": self._tasks(cfg.eval_split), "agent": self._agent(cfg.eval.agent, method), "endpoints": [],
         })
 
     def eval_serving(self, method: str, label: str) -> tuple[Any, str]:

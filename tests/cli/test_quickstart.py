@@ -622,3 +622,14 @@ def test_imported_records_add_training_time_to_the_estimate(tmp_path: Path) -> N
     cfg = load_quickstart("hotpotqa", [f"imports=[{{path: {FIREACT_SAMPLE}, format: openai}}]"])
     # 3 records, each one more example of about a world ReAct example's 335 tokens, 2 epochs, 240 tokens/s
     assert estimate_seconds(cfg, "cpu-bf16")["train"] - plain == pytest.approx(3 * 335 * 2 / 240)
+
+
+def test_a_pilot_evaluates_on_the_dev_questions_and_never_reads_the_test_file(tmp_path: Path) -> None:
+    cfg = load_quickstart("smoke", ["eval_split=dev"])
+    pipe = _Pipeline(cfg, Layout(tmp_path), show_progress=False, log=lambda m: None)
+    assert pipe.eval_config("react").tasks.path == str(tmp_path / "world" / "dev.jsonl")
+    # the ETA counts the dev questions: 10 instead of 20
+    from actune.cli.quickstart_run import _estimate
+
+    assert cfg.split_sizes() == (40, 10) and load_quickstart("smoke").split_sizes() == (40, 20)
+    assert _estimate(cfg, "cpu-bf16")["eval"] < _estimate(load_quickstart("smoke"), "cpu-bf16")["eval"]

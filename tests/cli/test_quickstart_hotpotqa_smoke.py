@@ -1,0 +1,64 @@
+"""The hotpotqa preset's smoke form end to end on the real vLLM server and the real embedded model: real
+HotpotQA questions over their own Wikipedia pages (tests/data/hotpotqa_small), FireAct's GPT-4 trajectories
+imported (three of them), bootstrap, export of both, training, eval of the prompted and the tuned model on the
+test questions, the report. Its own servers, so it runs before the session server starts (``own_servers``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from actune.cli.quickstart_config import load_quickstart
+from actune.cli.quickstart_run import Layout, hardware_kind, run_quickstart
+
+pytestmark = [pytest.mark.server, pytest.mark.slow, pytest.mark.own_servers]
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+SMOKE_FORM = [f"hotpotqa.data_dir={DATA / 'hotpotqa_small'}", "hotpotqa.n_test=4", "hotpotqa.n_dev=1",
+              f"imports=[{{path: {DATA / 'import' / 'fireact_gpt_hotpotqa.jsonl'}, format: openai}}]",
+              "bootstrap.target_correct=4", "bootstrap.concurrency=8", "eval.concurrency=8",
+              "bootstrap.agent.episode_steps=4", "eval.agent.episode_steps=4", "train.num_train_epochs=1",
+              "train.eval_fraction=0.25", "serve.cpu_kv_cache_gib=2"]
+
+
+@pytest.fixture(scope="module")
+def hotpot_run(embedded_model, tmp_path_factory):
+    if importlib.util.find_spec("vllm") is None:
+        pytest.skip("vLLM is not installed")
+    from actune.serve.server import free_port
+
+    out = tmp_path_factory.mktemp("quickstart") / "hotpotqa"
+    cfg = load_quickstart("hotpotqa", [*SMOKE_FORM, f"serve.port={free_port()}"], hardware=hardware_kind())
+    logs: list[str] = []
+    report = run_quickstart(cfg, out, show_progress=False, log=logs.append)
+    return cfg, Layout(out, cfg.source), report, logs
+
+
+def test_every_stage_ran_on_real_questions_and_the_teachers_trajectories(hotpot_run) -> None:
+    cfg, layout, report, logs = hotpot_run
+    state = json.loads(layout.state.read_text())
+    assert list(state["done"]) == ["tasks", "imports", "bootstrap round 1", "export react round 1",
+                                   "train react round 1", "eval react", "report"]
+    assert any(line.startswith("imports[0]: 3 of 3 records imported") for line in logs)
+    test_ids = [json.loads(line)["id"] for line in (layout.tasks_dir / "test.jsonl").read_text().splitlines()]
+    assert len(test_ids) == 4
+    data = json.loads((layout.out / "report.json").read_text())
+    assert [r["label"] for r in data["rows"]] == ["prompted", "tuned-r1"]
+    for row in data["rows"]:
+        assert row["correct_grounded"]["n"] == 4 and row["by_phrasing"] == {}  # real questions: no phrasing rows
+    # the tuned model learnt from the imported trajectories (and whatever its own bootstrap kept)
+    summary = json.loads((layout.dataset("react", 1) / "export_summary.json").read_text())
+    assert summary["exported"] >= 3
+    trained = {t["id"] for t in json.loads((layout.adapter("react", 1) / "training_tasks.json").read_text())}
+    assert not trained & set(test_ids)
+    assert report.read_text().startswith("# Quickstart quickstart-hotpotqa, seed 0")
+
+
+def test_rerun_resumes_with_nothing_left(hotpot_run) -> None:
+    cfg, layout, _, _ = hotpot_run
+    logs: list[str] = []
+    run_quickstart(cfg, layout.out, show_progress=False, log=logs.append)
+    assert "7 stages, 0 to run" in logs[0]
