@@ -195,6 +195,10 @@ def _estimate(cfg: QuickstartConfig, kind: str) -> dict[str, Any]:
     rate = _RATES[kind]
     attempts = cfg.bootstrap.attempts_per_task
     n_train, n_test = cfg.split_sizes()
+    if all(p.limit for p in cfg.passes):  # round 1 asks no more tasks than its passes' limits
+        n_round1 = min(n_train, sum(p.limit or 0 for p in cfg.passes))
+    else:
+        n_round1 = n_train
     source_cost = _SOURCE_COST[cfg.source]
     cap = cfg.bootstrap.export.max_per_task
     exported = _EXPORTED["few_attempts" if cap is None or attempts <= cap else "many_attempts"]
@@ -207,7 +211,7 @@ def _estimate(cfg: QuickstartConfig, kind: str) -> dict[str, Any]:
         keep = _KEEP_RATE.get(method, 0.2)
         cost = {stage: costs.get(method, 1.0) * source_cost for stage, costs in _EPISODE_COST.items()}
         target = cfg.bootstrap.target_correct
-        episodes = min(target / keep, n_train * attempts)  # the passes stop at the target
+        episodes = min(target / keep, n_round1 * attempts)  # the passes stop at the target
         boot[0] += serving_seconds(episodes * cost["bootstrap"], kind, cfg.bootstrap.concurrency)
         examples = exported * min(target, episodes * keep)
         solved = solved_r1[method] = _solved_share(keep, attempts)

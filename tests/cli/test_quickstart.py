@@ -633,3 +633,15 @@ def test_a_pilot_evaluates_on_the_dev_questions_and_never_reads_the_test_file(tm
 
     assert cfg.split_sizes() == (40, 10) and load_quickstart("smoke").split_sizes() == (40, 20)
     assert _estimate(cfg, "cpu-bf16")["eval"] < _estimate(load_quickstart("smoke"), "cpu-bf16")["eval"]
+
+
+def test_round_one_estimate_asks_no_more_tasks_than_the_passes_limits() -> None:
+    from actune.cli.quickstart_run import _estimate
+
+    # smoke: 40 training tasks x 2 attempts, a keep target above what they can give; limits of 5 + 5 tasks
+    unlimited = load_quickstart("smoke", ["bootstrap.target_correct=400", "oracle_baseline=false", "rounds=1"])
+    limited = load_quickstart("smoke", ["bootstrap.target_correct=400", "oracle_baseline=false", "rounds=1",
+                                        "passes=[{kind: single, limit: 5}, {kind: bridge, limit: 5}]"])
+    e0, e1 = _estimate(unlimited, "cpu-bf16"), _estimate(limited, "cpu-bf16")
+    # 80 episodes against 20, 16 at once (the measured rate: 3,000 an hour); server start and eval alike
+    assert e0["bootstrap_rounds"][0] - e1["bootstrap_rounds"][0] == pytest.approx((80 - 20) / 3000.0 * 3600)
