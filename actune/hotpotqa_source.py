@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -32,6 +32,7 @@ from actune.config import StrictModel
 from actune.envs.titles import normalize_title
 from actune.task_record import Task
 from actune.tasks.config import TaskConfig
+from actune.tasks.hotpotqa import REACT_SUBSET_SIZE, react_subset_indices
 from actune.tasks.loading import load_tasks
 from actune.tasks.sources import TaskFileError
 
@@ -58,6 +59,11 @@ class HotpotQASource(StrictModel):
     """Training questions, from the train file and the dev questions left (None: every one left)."""
     split_seed: int = 0
     """Shuffles the questions before the splits are drawn; fixed, so every run seed is tested alike."""
+    test_set: Literal["answerable", "react500"] = "answerable"
+    """``answerable``: ``n_test`` dev questions drawn from those the corpus answers. ``react500``: the ReAct
+    paper's 500 dev questions (official order, seed-233 shuffle; a record's ``dev_index``, else its line), each
+    of which the corpus must answer: for a full Wikipedia-abstracts corpus (the GPU preset), not the 17k
+    paragraphs of ``../shared`` (58 of the 500 there)."""
 
     def path(self, name: str) -> Path:
         return Path(self.data_dir) / _FILES[name]
@@ -107,7 +113,9 @@ def hotpotqa_splits(train: list[Task], dev: list[Task], titles: set[str],
     dev_pool, train_pool = _answerable(dev, titles), _answerable(train, titles)
     rng.shuffle(dev_pool)
     rng.shuffle(train_pool)
-    if len(dev_pool) < cfg.n_test:
+    if cfg.test_set == "react500":
+        dev_pool = _react500_first(dev, dev_pool, cfg)
+    elif len(dev_pool) < cfg.n_test:
         raise TaskFileError(f"{cfg.path('dev')}: {len(dev_pool)} answerable dev questions (every supporting page "
                             f"in {cfg.path('corpus')}), fewer than hotpotqa.n_test={cfg.n_test}")
     pages: set[str] = set()
@@ -134,6 +142,23 @@ def _fill_types(dev: list[Task], data_dir: Path) -> None:
 
 def _kind(t: Task) -> str:
     return str(t.meta.get("type") or "unknown")
+
+
+def _react500_first(dev: list[Task], answerable: list[Task], cfg: HotpotQASource) -> list[Task]:
+    """``answerable`` with the ReAct paper's 500 dev questions first, in the paper's order (n_test must be 500)."""
+    if cfg.n_test != REACT_SUBSET_SIZE:
+        raise TaskFileError(f"hotpotqa.test_set=react500 tests the paper's {REACT_SUBSET_SIZE} questions: "
+                            f"hotpotqa.n_test must be {REACT_SUBSET_SIZE}, not {cfg.n_test}")
+    by_index = {t.meta.get("dev_index", t.meta["index"]): t for t in dev}
+    ok = {id(t) for t in answerable}
+    subset = [by_index.get(i) for i in react_subset_indices()]
+    missing = sum(t is None or id(t) not in ok for t in subset)
+    if missing:
+        raise TaskFileError(f"{cfg.path('dev')}: {missing} of the ReAct paper's {REACT_SUBSET_SIZE} dev questions are "
+                            f"missing or not answerable from {cfg.path('corpus')} (hotpotqa.test_set=react500 needs "
+                            "the official dev set and a corpus holding their pages)")
+    chosen = {id(t) for t in subset}
+    return [*subset, *(t for t in answerable if id(t) not in chosen)]  # type: ignore[misc]
 
 
 def _line(t: Task, source: str) -> str:

@@ -96,3 +96,28 @@ def test_the_real_files_give_500_test_questions_disjoint_from_training(tmp_path:
     assert not _pages(test) & (_pages(train) | _pages(dev))
     assert not {r["question"] for r in test} & {r["question"] for r in train + dev}
     assert {r["meta"]["source"] for r in test} == {"hotpotqa-dev"}
+
+
+def test_react500_needs_the_papers_questions_answerable(tmp_path: Path) -> None:
+    with pytest.raises(TaskFileError, match="n_test must be 500, not 7"):
+        write_hotpotqa_tasks(HotpotQASource(data_dir=str(SMALL), n_test=7, test_set="react500"), tmp_path / "a")
+    # the fixture holds 8 dev questions, far from the paper's 500
+    with pytest.raises(TaskFileError, match="of the ReAct paper's 500 dev questions are missing or not answerable"):
+        write_hotpotqa_tasks(HotpotQASource(data_dir=str(SMALL), n_test=500, test_set="react500"), tmp_path / "b")
+
+
+def test_react500_tests_the_papers_questions_in_its_order() -> None:
+    from actune.hotpotqa_source import hotpotqa_splits
+    from actune.task_record import Task
+    from actune.tasks.hotpotqa import react_subset_indices
+
+    def task(i: int, page: str) -> Task:
+        return Task(id=f"d{i}", question=f"question {i}?", answer="a", meta={"dev_index": i, "index": i,
+                                                                              "supporting_titles": [page]})
+
+    order = react_subset_indices()
+    dev = [task(i, f"P{i}") for i in range(7405)]
+    splits = hotpotqa_splits([], dev, {f"p{i}" for i in range(7405)},
+                             HotpotQASource(n_test=500, n_dev=10, test_set="react500"))
+    assert [t.meta["dev_index"] for t in splits["test"]] == order
+    assert len(splits["dev"]) == 10 and not {t.id for t in splits["dev"]} & {t.id for t in splits["test"]}

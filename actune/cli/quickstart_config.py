@@ -39,7 +39,7 @@ RoundStart = Literal["base", "previous"]
 # configs/quickstart/ of the source tree, installed as the package actune.presets (pyproject.toml), so a
 # wheel finds its presets too
 PRESET_DIR = Path(actune.presets.__file__).resolve().parent
-PRESETS = ("smoke", "full", "gpu", "hotpotqa")
+PRESETS = ("smoke", "full", "gpu", "hotpotqa", "hotpotqa-gpu")
 
 
 class BootstrapPass(StrictModel):

@@ -266,6 +266,18 @@ def test_gpu_preset_is_the_papers_scale_on_one_gpu() -> None:
     assert gpu.world.n_test >= 300 and set(gpu.methods) == {"react", "reflact"}
 
 
+def test_hotpotqa_gpu_preset_is_the_react_papers_experiment() -> None:
+    cfg = load_quickstart("hotpotqa-gpu")
+    assert cfg.source == "hotpotqa" and cfg.serve.device == "cuda" and cfg.methods == ["react"]
+    assert cfg.hotpotqa.test_set == "react500" and cfg.hotpotqa.n_test == 500  # the paper's 500 dev questions
+    assert cfg.bootstrap.target_correct == 3000 and cfg.bootstrap.agent.exemplar_set == "wiki"
+    # enough round-1 episodes for 3,000 kept at a tenth kept
+    assert cfg.hotpotqa.n_train * cfg.bootstrap.attempts_per_task >= cfg.bootstrap.target_correct * 10
+    # its CPU smoke form is the hotpotqa preset's: the same stages
+    smoke = load_quickstart("hotpotqa")
+    assert (smoke.source, smoke.methods, smoke.eval.agent.exemplar_set) == (cfg.source, cfg.methods, "wiki")
+
+
 def test_estimate_counts_reflact_slower_and_sparser_than_react() -> None:
     react = estimate_seconds(load_quickstart("full", ["methods=[react]", "rounds=1"]), "cpu-bf16")
     reflact = estimate_seconds(load_quickstart("full", ["methods=[reflact]", "rounds=1"]), "cpu-bf16")
