@@ -22,6 +22,7 @@ from actune.bootstrap.config import BootstrapConfig
 from actune.cli.run_config import fill_model
 from actune.config import ConfigError, StrictModel, load_config
 from actune.eval.config import EvalConfig
+from actune.fever_source import FeverSource
 from actune.hotpotqa_source import HotpotQASource
 from actune.serve.config import ServeConfig
 from actune.train.config import TrainConfig
@@ -39,7 +40,7 @@ RoundStart = Literal["base", "previous"]
 # configs/quickstart/ of the source tree, installed as the package actune.presets (pyproject.toml), so a
 # wheel finds its presets too
 PRESET_DIR = Path(actune.presets.__file__).resolve().parent
-PRESETS = ("smoke", "full", "gpu", "hotpotqa", "hotpotqa-gpu")
+PRESETS = ("smoke", "full", "gpu", "hotpotqa", "hotpotqa-gpu", "fever")
 
 
 class BootstrapPass(StrictModel):
@@ -115,13 +116,16 @@ class QuickstartConfig(StrictModel):
     oracle_baseline: bool = True
     """Also evaluate the prompted model with type-matched exemplars for each question (the probe's best
     prompt; an oracle, since it is told the question's kind) beside the generic prompt."""
-    source: Literal["world", "hotpotqa"] = "world"
-    """Where the questions and the corpus come from: a synthetic world (``world``), or real HotpotQA questions
-    over a local Wikipedia corpus (``hotpotqa``, :mod:`actune.hotpotqa_source`)."""
+    source: Literal["world", "hotpotqa", "fever"] = "world"
+    """Where the questions and the corpus come from: a synthetic world (``world``), real HotpotQA questions over
+    a local Wikipedia corpus (``hotpotqa``, :mod:`actune.hotpotqa_source`), or real FEVER claims over the local
+    FEVER wiki (``fever``, :mod:`actune.fever_source`: the FEVER actions and label accuracy)."""
     world: WorldConfig = Field(default_factory=WorldConfig)
     """The synthetic world (its ``seed`` is replaced by ``seed``); read with ``source: world`` only."""
     hotpotqa: HotpotQASource = Field(default_factory=HotpotQASource)
     """Which HotpotQA files and how many questions a split; read with ``source: hotpotqa`` only."""
+    fever: FeverSource = Field(default_factory=FeverSource)
+    """Which FEVER files and how many claims a split; read with ``source: fever`` only."""
     eval_split: Literal["test", "dev"] = "test"
     """The questions every model is evaluated on: ``test`` for a result, ``dev`` for a pilot that must not
     look at the test questions (choosing a recipe, data or epochs)."""
@@ -165,10 +169,11 @@ class QuickstartConfig(StrictModel):
 
     def split_sizes(self) -> tuple[int, int]:
         """(training questions, evaluated questions: ``eval_split``'s) of the task source; for HotpotQA with no
-        ``n_train``, the number its files gave in ``../shared`` (661), a guess that only feeds the ETA."""
-        if self.source == "hotpotqa":
-            src = self.hotpotqa
-            return src.n_train or 661, src.n_test if self.eval_split == "test" else src.n_dev
+        ``n_train``, the number its files gave in ``../shared`` (661; FEVER: 4,026), a guess that only feeds the ETA."""
+        if self.source in ("hotpotqa", "fever"):
+            src = self.hotpotqa if self.source == "hotpotqa" else self.fever
+            guess = 661 if self.source == "hotpotqa" else 4026
+            return src.n_train or guess, src.n_test if self.eval_split == "test" else src.n_dev
         return self.world.n_train, self.world.n_test if self.eval_split == "test" else self.world.n_dev
 
     def round_start_of(self, method: str) -> RoundStart:

@@ -137,9 +137,10 @@ _EPISODE_COST = {
     "prompted": {"react": 1.0, "reflact": 1.77},  # eval's generic prompt (six exemplars; ReflAct 10k tokens)
     "tuned": {"react": 0.63, "reflact": 0.75},  # zero-shot (seed 3 eval: 33 s an episode against 52 prompted)
 }
-_SOURCE_COST = {"world": 1.0, "hotpotqa": 3.0}
+_SOURCE_COST = {"world": 1.0, "hotpotqa": 3.0, "fever": 2.0}
 """An episode's cost by task source, against a world episode: real Wikipedia pages make longer observations and
-prompts (HotpotQA's 3.0 is a first guess, to be replaced by a timed run's figure)."""
+prompts (first guesses, to be replaced by timed runs' figures; FEVER's episodes are shorter: 5 steps, 3
+exemplars)."""
 _EXPORTED = {"few_attempts": 0.9, "many_attempts": 0.7}
 """Share of kept round-1 episodes left after near-duplicate removal and the per-task cap: 0.86-0.91 with
 2 attempts a task (seeds 1-4), 0.7 with 4 (226 of 321)."""
@@ -405,14 +406,18 @@ class _Pipeline:
 
     # the tasks: a synthetic world, or real questions over a local corpus
     def world(self) -> None:
-        if self.cfg.source == "hotpotqa":
+        if self.cfg.source in ("hotpotqa", "fever"):
+            from actune.fever_source import write_fever_tasks
             from actune.hotpotqa_source import MANIFEST, write_hotpotqa_tasks
 
             if (self.layout.tasks_dir / MANIFEST).exists():
                 return
-            m = write_hotpotqa_tasks(self.cfg.hotpotqa, self.layout.tasks_dir)
+            if self.cfg.source == "hotpotqa":
+                m = write_hotpotqa_tasks(self.cfg.hotpotqa, self.layout.tasks_dir)
+            else:
+                m = write_fever_tasks(self.cfg.fever, self.layout.tasks_dir)
             c = m["counts"]
-            self.log(f"tasks: HotpotQA, {m['pages']} pages; questions train {c['train']}, dev {c['dev']}, "
+            self.log(f"tasks: {self.cfg.source}, {m['pages']} pages; train {c['train']}, dev {c['dev']}, "
                      f"test {c['test']} (no question or supporting page shared between splits)")
             return
         from actune.world import write_world
@@ -442,7 +447,8 @@ class _Pipeline:
         return TaskConfig(format="custom", path=str(self.layout.tasks_dir / f"{split}.jsonl"), split=split, **update)
 
     def _env(self, env: Any) -> Any:
-        return env.model_copy(update={"name": "wiki", "corpus": str(self.layout.tasks_dir / "corpus.jsonl")})
+        name = "fever" if self.cfg.source == "fever" else "wiki"
+        return env.model_copy(update={"name": name, "corpus": str(self.layout.tasks_dir / "corpus.jsonl")})
 
     def _agent(self, agent: Any, method: str, **update: Any) -> Any:
         return agent.model_copy(update={"method": method, "seed": self.cfg.seed, **update})

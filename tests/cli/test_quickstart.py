@@ -657,3 +657,18 @@ def test_round_one_estimate_asks_no_more_tasks_than_the_passes_limits() -> None:
     e0, e1 = _estimate(unlimited, "cpu-bf16"), _estimate(limited, "cpu-bf16")
     # 80 episodes against 20, 16 at once (the measured rate: 3,000 an hour); server start and eval alike
     assert e0["bootstrap_rounds"][0] - e1["bootstrap_rounds"][0] == pytest.approx((80 - 20) / 3000.0 * 3600)
+
+
+def test_fever_source_writes_claims_and_runs_the_fever_environment(tmp_path: Path) -> None:
+    fever_small = Path(__file__).resolve().parents[1] / "data" / "fever_small"
+    cfg = load_quickstart("fever", [f"fever.data_dir={fever_small}", "fever.n_test=3", "fever.n_dev=3"])
+    layout = Layout(tmp_path, cfg.source)
+    pipe = _Pipeline(cfg, layout, show_progress=False, log=lambda m: None)
+    assert [s.name for s in plan_stages(cfg, pipe, "cpu-bf16")][:2] == ["tasks", "bootstrap round 1"]
+    pipe.world()
+    assert json.loads((layout.tasks_dir / "tasks.json").read_text())["source"] == "fever"
+    ecfg = pipe.eval_config("react")
+    assert ecfg.env.name == "fever" and ecfg.env.corpus == str(layout.tasks_dir / "corpus.jsonl")
+    from actune.tasks.loading import load_tasks
+
+    assert {t.env for t in load_tasks(ecfg.tasks)} == {"fever"}  # label accuracy, FEVER's finish

@@ -17,8 +17,10 @@ from actune.cli.quickstart_run import Layout, hardware_kind, run_quickstart
 pytestmark = [pytest.mark.server, pytest.mark.slow, pytest.mark.own_servers]
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-SMOKE_FORM = [f"hotpotqa.data_dir={DATA / 'hotpotqa_small'}", "hotpotqa.n_test=4", "hotpotqa.n_dev=1",
+# Three test questions, two bootstrap tasks a pass, four steps an episode: every stage, in a few minutes.
+SMOKE_FORM = [f"hotpotqa.data_dir={DATA / 'hotpotqa_small'}", "hotpotqa.n_test=3", "hotpotqa.n_dev=1",
               f"imports=[{{path: {DATA / 'import' / 'fireact_gpt_hotpotqa.jsonl'}, format: openai}}]",
+              "passes=[{kind: bridge, share: 0.5, limit: 2}, {kind: comparison, limit: 2}]",
               "bootstrap.target_correct=4", "bootstrap.concurrency=8", "eval.concurrency=8",
               "bootstrap.agent.episode_steps=4", "eval.agent.episode_steps=4", "train.num_train_epochs=1",
               "train.eval_fraction=0.25", "serve.cpu_kv_cache_gib=2"]
@@ -44,11 +46,11 @@ def test_every_stage_ran_on_real_questions_and_the_teachers_trajectories(hotpot_
                                    "train react round 1", "eval react", "report"]
     assert any(line.startswith("imports[0]: 3 of 3 records imported") for line in logs)
     test_ids = [json.loads(line)["id"] for line in (layout.tasks_dir / "test.jsonl").read_text().splitlines()]
-    assert len(test_ids) == 4
+    assert len(test_ids) == 3
     data = json.loads((layout.out / "report.json").read_text())
     assert [r["label"] for r in data["rows"]] == ["prompted", "tuned-r1"]
     for row in data["rows"]:
-        assert row["correct_grounded"]["n"] == 4 and row["by_phrasing"] == {}  # real questions: no phrasing rows
+        assert row["correct_grounded"]["n"] == 3 and row["by_phrasing"] == {}  # real questions: no phrasing rows
     # the tuned model learnt from the imported trajectories (and whatever its own bootstrap kept)
     summary = json.loads((layout.dataset("react", 1) / "export_summary.json").read_text())
     assert summary["exported"] >= 3

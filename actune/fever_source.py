@@ -1,0 +1,178 @@
+"""Real FEVER as a quickstart task source: claims over the local FEVER wiki, train and test sharing no claim
+and no evidence page.
+
+    write_fever_tasks(FeverSource(data_dir="data/fever"), out_dir)
+
+writes ``corpus.jsonl`` (the pages the ReAct paper's FEVER runs read, from their observation cache: 346 pages),
+``train/dev/test.jsonl`` (custom task lines with ``env: fever``, so the FEVER actions, label accuracy and the
+judge's any-one-evidence-set grounding apply) and ``tasks.json``. A SUPPORTS or REFUTES claim is used when one
+of its evidence sets lies wholly in the corpus (only those sets are kept: a claim is grounded when one was
+read); NOT ENOUGH INFO claims have no evidence and make up ``nei_share`` of each split, as the labels are
+mixed in FEVER. Claims that share an evidence page are grouped and a group goes whole to one split, so no
+test page was read in training; no claim text is asked in two splits. Accuracy is the paper's metric.
+
+Data (a user fetches them once; our machines have them in ``../shared/data/fever``): ``paper_dev.jsonl``, the
+FEVER claims the ReAct paper used (github.com/ysymyth/ReAct, ``data/paper_dev.jsonl``), and
+``observation_cache.json``, search/lookup results recorded from Wikipedia during its runs (``{"search::Title":
+observation}``; :func:`actune.tasks.fever.write_wiki_from_observation_cache` reads it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from actune.atomic_write import atomic_write_text
+from actune.config import StrictModel
+from actune.envs.titles import normalize_title
+from actune.task_record import Task
+from actune.tasks.config import TaskConfig
+from actune.tasks.fever import write_wiki_from_observation_cache
+from actune.tasks.loading import load_tasks
+from actune.tasks.sources import TaskFileError
+
+__all__ = ["FeverSource", "MANIFEST", "fever_splits", "write_fever_tasks"]
+
+MANIFEST = "tasks.json"
+_FILES = {"claims": "paper_dev.jsonl", "cache": "observation_cache.json"}
+NEI = "NOT ENOUGH INFO"
+
+
+class FeverSource(StrictModel):
+    """Which FEVER files, and how many claims each split gets."""
+
+    data_dir: str = "data/fever"
+    """The folder holding ``paper_dev.jsonl`` and ``observation_cache.json`` (the module docstring)."""
+    n_test: int = Field(300, ge=1)
+    """Test claims."""
+    n_dev: int = Field(100, ge=0)
+    """Dev claims (checkpoint choice, pilots)."""
+    n_train: int | None = Field(None, ge=1)
+    """Training claims (None: every one left, with NOT ENOUGH INFO claims at ``nei_share``)."""
+    nei_share: float = Field(1 / 3, ge=0, lt=1)
+    """The share of NOT ENOUGH INFO claims in every split (in dev and test a little less when the groups of
+    claims sharing a page, taken whole, overshoot the rest: those splits hold exactly their ``n_`` claims)."""
+    split_seed: int = 0
+    """Shuffles the claims before the splits are drawn; fixed, so every run seed is tested alike."""
+
+    def path(self, name: str) -> Path:
+        return Path(self.data_dir) / _FILES[name]
+
+
+def _with_local_evidence(t: Task, titles: set[str]) -> Task | None:
+    """``t`` with only the evidence sets the corpus holds (None: it holds none)."""
+    sets = [s for s in t.meta.get("evidence_sets") or [] if s and all(normalize_title(x) in titles for x in s)]
+    if not sets:
+        return None
+    pages = list(dict.fromkeys(x for s in sets for x in s))
+    return dataclasses.replace(t, meta={**t.meta, "evidence_sets": sets, "supporting_titles": pages})
+
+
+def _groups(claims: list[Task]) -> list[list[Task]]:
+    """Claims joined when they share an evidence page (union-find over pages), in first-seen order."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for t in claims:
+        pages = [normalize_title(p) for p in t.meta["supporting_titles"]]
+        for p in pages[1:]:
+            parent[find(p)] = find(pages[0])
+    out: dict[str, list[Task]] = {}
+    for t in claims:
+        out.setdefault(find(normalize_title(t.meta["supporting_titles"][0])), []).append(t)
+    return list(out.values())
+
+
+def _fill(groups: list[list[Task]], n: int | None) -> tuple[list[Task], list[list[Task]]]:
+    """Whole groups, in order, until ``n`` claims (None: all); the groups left."""
+    taken: list[Task] = []
+    for i, g in enumerate(groups):
+        if n is not None and len(taken) >= n:
+            return taken, groups[i:]
+        taken += g
+    return taken, []
+
+
+def _half_up(x: float) -> int:
+    # not round(): 3 * (1/3) / (2/3) is 1.4999999999999998 in floats, and round() takes halves to even
+    return int(x + 0.5 + 1e-9)
+
+
+def _verifiable_count(n: int, nei_share: float) -> int:
+    return n - _half_up(n * nei_share)
+
+
+def _nei_count(verifiable: int, nei_share: float) -> int:
+    """NOT ENOUGH INFO claims that make ``nei_share`` of a split beside ``verifiable`` other claims."""
+    return _half_up(verifiable * nei_share / (1 - nei_share))
+
+
+def fever_splits(claims: list[Task], titles: set[str], cfg: FeverSource) -> dict[str, list[Task]]:
+    """The splits of the module docstring from FEVER's claims and the corpus's titles."""
+    rng = random.Random(cfg.split_seed)
+    seen: set[str] = set()
+    unique = []
+    for t in claims:  # a claim asked twice (FEVER repeats some) is one claim
+        key = " ".join(t.question.lower().split())
+        if key not in seen:
+            seen.add(key)
+            unique.append(t)
+    verifiable = [v for t in unique if t.answer != NEI and (v := _with_local_evidence(t, titles)) is not None]
+    nei = [t for t in unique if t.answer == NEI]
+    groups = _groups(verifiable)
+    rng.shuffle(groups)
+    rng.shuffle(nei)
+    out: dict[str, list[Task]] = {}
+    for split, n in (("test", cfg.n_test), ("dev", cfg.n_dev)):
+        out[split], groups = _fill(groups, _verifiable_count(n, cfg.nei_share))
+        if len(out[split]) < _verifiable_count(n, cfg.nei_share):
+            raise TaskFileError(f"{cfg.path('claims')}: too few SUPPORTS/REFUTES claims with evidence in "
+                                f"{cfg.path('cache')} for fever.n_{split}={n} after the earlier splits")
+        # NOT ENOUGH INFO claims fill the split to n (fewer than nei_share when whole groups overshoot)
+        k = max(0, n - len(out[split]))
+        out[split], nei = out[split] + nei[:k], nei[k:]
+    train_v, _ = _fill(groups, None if cfg.n_train is None else _verifiable_count(cfg.n_train, cfg.nei_share))
+    out["train"] = train_v + nei[:_nei_count(len(train_v), cfg.nei_share)]
+    for split in out:
+        rng.shuffle(out[split])
+    return {split: out[split] for split in ("train", "dev", "test")}
+
+
+def _line(t: Task) -> str:
+    meta = {"kind": "claim", "label": t.answer, "supporting_titles": t.meta.get("supporting_titles") or [],
+            "evidence_sets": t.meta.get("evidence_sets") or [], "source": "fever-paper-dev"}
+    return json.dumps({"id": t.id, "question": t.question, "answer": t.answer, "aliases": [], "env": "fever",
+                       "meta": meta}, ensure_ascii=False) + "\n"
+
+
+def write_fever_tasks(cfg: FeverSource, out_dir: str | Path) -> dict[str, Any]:
+    """Write the corpus, the three splits and ``tasks.json`` (last) into ``out_dir``; the manifest."""
+    for name in _FILES:
+        if not cfg.path(name).is_file():
+            raise TaskFileError(f"fever.data_dir: {cfg.path(name)} not found (the module actune.fever_source says "
+                                "where FEVER's files come from)")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    pages = write_wiki_from_observation_cache(cfg.path("cache"), out / "corpus.jsonl")
+    titles = {normalize_title(json.loads(line)["title"])
+              for line in (out / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()}
+    claims = load_tasks(TaskConfig(format="fever", path=str(cfg.path("claims")), split="dev"))
+    splits = fever_splits(claims, titles, cfg)
+    for split, tasks in splits.items():
+        atomic_write_text(out / f"{split}.jsonl", "".join(_line(t) for t in tasks))
+    labels = {split: {lab: sum(t.answer == lab for t in tasks) for lab in ("SUPPORTS", "REFUTES", NEI)}
+              for split, tasks in splits.items()}
+    manifest = {"source": "fever", "config": cfg.model_dump(mode="json"), "pages": pages,
+                "counts": {split: len(tasks) for split, tasks in splits.items()}, "labels": labels}
+    atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    return manifest
