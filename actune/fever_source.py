@@ -30,15 +30,15 @@ from pydantic import Field
 from actune.atomic_write import atomic_write_text
 from actune.config import StrictModel
 from actune.envs.titles import normalize_title
+from actune.hotpotqa_source import MANIFEST, corpus_titles
 from actune.task_record import Task
 from actune.tasks.config import TaskConfig
 from actune.tasks.fever import write_wiki_from_observation_cache
 from actune.tasks.loading import load_tasks
-from actune.tasks.sources import TaskFileError
+from actune.tasks.sources import TaskFileError, require_files
 
 __all__ = ["FeverSource", "MANIFEST", "fever_splits", "write_fever_tasks"]
 
-MANIFEST = "tasks.json"
 _FILES = {"claims": "paper_dev.jsonl", "cache": "observation_cache.json"}
 NEI = "NOT ENOUGH INFO"
 
@@ -157,15 +157,11 @@ def _line(t: Task) -> str:
 
 def write_fever_tasks(cfg: FeverSource, out_dir: str | Path) -> dict[str, Any]:
     """Write the corpus, the three splits and ``tasks.json`` (last) into ``out_dir``; the manifest."""
-    for name in _FILES:
-        if not cfg.path(name).is_file():
-            raise TaskFileError(f"fever.data_dir: {cfg.path(name)} not found (the module actune.fever_source says "
-                                "where FEVER's files come from)")
+    require_files([cfg.path(name) for name in _FILES], "fever.data_dir", __name__)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     pages = write_wiki_from_observation_cache(cfg.path("cache"), out / "corpus.jsonl")
-    titles = {normalize_title(json.loads(line)["title"])
-              for line in (out / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()}
+    titles = corpus_titles(out / "corpus.jsonl")
     claims = load_tasks(TaskConfig(format="fever", path=str(cfg.path("claims")), split="dev"))
     splits = fever_splits(claims, titles, cfg)
     for split, tasks in splits.items():

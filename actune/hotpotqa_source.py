@@ -34,9 +34,9 @@ from actune.task_record import Task
 from actune.tasks.config import TaskConfig
 from actune.tasks.hotpotqa import REACT_SUBSET_SIZE, react_subset_indices
 from actune.tasks.loading import load_tasks
-from actune.tasks.sources import TaskFileError
+from actune.tasks.sources import TaskFileError, require_files
 
-__all__ = ["HotpotQASource", "MANIFEST", "hotpotqa_splits", "write_hotpotqa_tasks"]
+__all__ = ["HotpotQASource", "MANIFEST", "corpus_titles", "hotpotqa_splits", "write_hotpotqa_tasks"]
 
 MANIFEST = "tasks.json"
 _FILES = {"train": "train_with_context.jsonl", "dev": "dev_with_context.jsonl", "corpus": "wiki_paragraphs.jsonl"}
@@ -69,7 +69,8 @@ class HotpotQASource(StrictModel):
         return Path(self.data_dir) / _FILES[name]
 
 
-def _read_titles(corpus: Path) -> set[str]:
+def corpus_titles(corpus: Path) -> set[str]:
+    """The normalised titles of a ``{"title", "sentences"}`` corpus (as the wiki environment matches them)."""
     titles = set()
     with corpus.open(encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
@@ -171,14 +172,11 @@ def _line(t: Task, source: str) -> str:
 def write_hotpotqa_tasks(cfg: HotpotQASource, out_dir: str | Path) -> dict[str, Any]:
     """Write the corpus, the three splits and ``tasks.json`` (last: a folder with it is complete) into
     ``out_dir``; the manifest."""
-    for name in _FILES:
-        if not cfg.path(name).is_file():
-            raise TaskFileError(f"hotpotqa.data_dir: {cfg.path(name)} not found (the module "
-                                "actune.hotpotqa_source says where HotpotQA's files come from)")
+    require_files([cfg.path(name) for name in _FILES], "hotpotqa.data_dir", __name__)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     corpus_text = cfg.path("corpus").read_text(encoding="utf-8")
-    titles = _read_titles(cfg.path("corpus"))
+    titles = corpus_titles(cfg.path("corpus"))
     load = lambda name, split: load_tasks(TaskConfig(format="hotpotqa", path=str(cfg.path(name)), split=split))  # noqa: E731
     train, dev = load("train", "train"), load("dev", "dev")
     _fill_types(dev, Path(cfg.data_dir))

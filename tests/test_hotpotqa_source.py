@@ -65,7 +65,8 @@ def test_splits_share_no_question_and_no_page_whatever_the_seed(tmp_path: Path) 
 def test_too_few_answerable_questions_and_missing_files_are_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(TaskFileError, match="7 answerable dev questions .* fewer than hotpotqa.n_test=8"):
         write_hotpotqa_tasks(HotpotQASource(data_dir=str(SMALL), n_test=8), tmp_path / "a")
-    with pytest.raises(TaskFileError, match="hotpotqa.data_dir: .*train_with_context.jsonl not found"):
+    with pytest.raises(TaskFileError, match=r"hotpotqa.data_dir: .*train_with_context.jsonl not found \(the module "
+                                            "actune.hotpotqa_source"):
         write_hotpotqa_tasks(HotpotQASource(data_dir=str(tmp_path)), tmp_path / "b")
     assert not (tmp_path / "a" / MANIFEST).exists()
 

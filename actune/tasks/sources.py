@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Iterator
 
 from actune.jsonl import iter_jsonl_objects, read_text
 
-__all__ = ["TaskFileError", "iter_json_records", "iter_hf_records", "hf_split_names"]
+__all__ = ["TaskFileError", "iter_json_records", "iter_hf_records", "hf_split_names", "require_files"]
 
 
 class TaskFileError(ValueError):
     """A task file is malformed; the message names the file and line (or item)."""
+
+
+def require_files(paths: Iterable[Path], key: str, module: str) -> None:
+    """A :class:`TaskFileError` for the first of ``paths`` that is not a file, naming the config ``key`` that
+    points there and the ``module`` whose docstring says where the data come from."""
+    for path in paths:
+        if not path.is_file():
+            raise TaskFileError(f"{key}: {path} not found (the module {module} says where these files come from)")
 
 
 def iter_json_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
