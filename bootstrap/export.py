@@ -263,6 +263,9 @@ class ExportSummary:
     exported: int = 0
     tasks: int = 0
     """Tasks with at least one exported example."""
+    by_store: dict[str, int] = field(default_factory=dict)
+    """Examples exported from each store, in the order the stores were given: where the data came from (the
+    model's own rounds, a teacher's imported set, another run's store)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -438,7 +441,8 @@ def export_rows(
             raise ExportError(f"{p}: store listed twice (bootstrap.store and bootstrap.export.stores)")
         seen_paths.add(p.resolve())
     target = cfg.steps_method
-    summary = ExportSummary(steps_method=target, wire=wire, stores=[str(p) for p in paths])
+    summary = ExportSummary(steps_method=target, wire=wire, stores=[str(p) for p in paths],
+                            by_store={str(p): 0 for p in paths})
 
     def counts(method: str) -> MethodCounts:
         return summary.methods.setdefault(method, MethodCounts())
@@ -529,6 +533,7 @@ def export_rows(
         except (ValueError, KeyError) as e:
             raise ExportError(f"{it.where}: {e}") from None
         counts(it.traj.method).exported += 1
+        summary.by_store[str(it.store)] += 1
     summary.exported = len(rows)
     summary.tasks = len({it.traj.task.id for it in chosen})
     return rows, summary

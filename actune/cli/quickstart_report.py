@@ -91,6 +91,7 @@ def training_rows(cfg: QuickstartConfig, layout: Layout) -> list[dict[str, Any]]
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
             rows.append({"method": method, "round": r, "exported": summary["exported"], "tasks": summary["tasks"],
                          "by_source": {m: c["exported"] for m, c in summary["methods"].items() if c["exported"]},
+                         "by_store": {_store_label(layout, p): n for p, n in summary.get("by_store", {}).items()},
                          "train_examples": meta.get("train_examples"), "dev_examples": meta.get("dev_examples"),
                          "steps": meta.get("steps"), "best_step": meta.get("best_step"),
                          "trained_on": f"tuned-r{r - 1}" if trains_on_previous(cfg, r, method) else "base",
@@ -98,17 +99,27 @@ def training_rows(cfg: QuickstartConfig, layout: Layout) -> list[dict[str, Any]]
     return rows
 
 
+def _store_label(layout: Layout, store: str) -> str:
+    """A store as the report names it: its folder within the run (``react/round1``, ``imports/0``), else its path."""
+    path = Path(store)
+    try:
+        return str(path.parent.relative_to(layout.out))
+    except ValueError:
+        return store
+
+
 def _training_markdown(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
     lines = ["## Training data", "",
-             "| model | trained on | examples (by source method) | tasks | trained / dev slice | steps (dev-picked) "
-             "| epochs | LoRA r |",
-             "|---|---|---|---:|---|---|---:|---:|"]
+             "| model | trained on | examples (by source method) | from (store: examples) | tasks | trained / dev slice "
+             "| steps (dev-picked) | epochs | LoRA r |",
+             "|---|---|---|---|---:|---|---|---:|---:|"]
     for t in rows:
         sources = ", ".join(f"{m} {n}" for m, n in t["by_source"].items())
+        stores = ", ".join(f"{s} {n}" for s, n in (t.get("by_store") or {}).items()) or "–"
         lines.append(f"| {t['method']} tuned-r{t['round']} | {t['trained_on']} | {t['exported']} ({sources}) | "
-                     f"{t['tasks']} | "
+                     f"{stores} | {t['tasks']} | "
                      f"{t['train_examples']} / {t['dev_examples']} | {t['steps']} ({t['best_step']}) | "
                      f"{t['epochs']:g} | {t['lora_r']} |")
     return lines + [""]

@@ -244,7 +244,9 @@ def test_report_says_what_each_tuned_model_learnt_from(tmp_path: Path) -> None:
     layout.dataset("react", 1).mkdir(parents=True)
     (layout.dataset("react", 1) / "export_summary.json").write_text(json.dumps({
         "exported": 161, "tasks": 131,
-        "methods": {"react": {"exported": 109}, "reflact": {"exported": 52}, "cot": {"exported": 0}}}))
+        "methods": {"react": {"exported": 109}, "reflact": {"exported": 52}, "cot": {"exported": 0}},
+        "by_store": {str(layout.store("react", 1)): 70, str(layout.store("reflact", 1)): 52,
+                     str(layout.imported(0)): 39, "/data/world/trajectories.jsonl": 0}}))
     layout.adapter("react", 1).mkdir(parents=True)
     (layout.adapter("react", 1) / "training_meta.json").write_text(json.dumps({
         "train_examples": 147, "dev_examples": 14, "steps": 111, "best_step": 95}))
@@ -253,9 +255,11 @@ def test_report_says_what_each_tuned_model_learnt_from(tmp_path: Path) -> None:
     paths = write_quickstart_report(cfg, layout)
     assert json.loads(paths["json"].read_text())["training"] == [{
         "method": "react", "round": 1, "exported": 161, "tasks": 131, "by_source": {"react": 109, "reflact": 52},
+        "by_store": {"react/round1": 70, "reflact/round1": 52, "imports/0": 39, "/data/world/trajectories.jsonl": 0},
         "train_examples": 147, "dev_examples": 14, "steps": 111, "best_step": 95, "trained_on": "base",
         "epochs": 1.0, "lora_r": 16}]
-    assert "| react tuned-r1 | base | 161 (react 109, reflact 52) | 131 | 147 / 14 | 111 (95) | 1 | 16 |" in paths["md"].read_text()
+    assert ("| react tuned-r1 | base | 161 (react 109, reflact 52) | react/round1 70, reflact/round1 52, imports/0 39, "
+            "/data/world/trajectories.jsonl 0 | 131 | 147 / 14 | 111 (95) | 1 | 16 |") in paths["md"].read_text()
 
 
 def test_gpu_preset_is_the_papers_scale_on_one_gpu() -> None:
