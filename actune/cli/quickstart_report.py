@@ -112,8 +112,8 @@ def _training_markdown(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
     lines = ["## Training data", "",
-             "| model | trained on | examples (by source method) | from (store: examples) | tasks | trained / dev slice "
-             "| steps (dev-picked) | epochs | LoRA r |",
+             "| model | trained on | examples (by source method) | from (store: examples) | tasks "
+             "| trained / dev slice | steps (dev-picked) | epochs | LoRA r |",
              "|---|---|---|---|---:|---|---|---:|---:|"]
     for t in rows:
         sources = ", ".join(f"{m} {n}" for m, n in t["by_source"].items())
