@@ -68,6 +68,9 @@ class ImportSource(StrictModel):
     """``actune import``'s formats, or ``store`` for a trajectory store used as it is."""
     method: Literal["react", "reflact"] = "react"
     """The step format the records are read as (``actune import --method``)."""
+    replay: bool = False
+    """Run the records' actions again in the run's environment and train on its observations instead of the
+    teacher's (:mod:`actune.bootstrap.replay`); a record whose search opens no page there is left out."""
 
 
 class QuickstartConfig(StrictModel):

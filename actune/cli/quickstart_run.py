@@ -96,6 +96,10 @@ class Layout:
         """The store of ``QuickstartConfig.imports[i]`` when it is imported (not a store used as it is)."""
         return self.out / "imports" / f"{i}" / "trajectories.jsonl"
 
+    def imported_as_released(self, i: int) -> Path:
+        """``imports[i]`` as imported, before its replay (``replay: true``) writes :meth:`imported`."""
+        return self.out / "imports" / f"{i}" / "as_released.jsonl"
+
 
 @dataclass
 class Stage:
@@ -437,11 +441,25 @@ class _Pipeline:
                 if not Path(src.path).is_file():
                     raise ConfigError(f"imports[{i}].path: {src.path} not found")
                 continue
-            summary = import_set(src.path, self.layout.imported(i), src.format, method=src.method)
+            store = self.layout.imported_as_released(i) if src.replay else self.layout.imported(i)
+            summary = import_set(src.path, store, src.format, method=src.method)
             self.log(f"imports[{i}]: {summary.imported} of {summary.total} records imported from {src.path} "
                      f"({summary.total - summary.imported} rejected)")
             if summary.imported == 0 and summary.total and set(summary.rejected) != {"already_imported"}:
                 raise ConfigError(f"imports[{i}]: every record of {src.path} was rejected:\n{summary.table()}")
+            if src.replay:
+                self._replay(i, store)
+
+    def _replay(self, i: int, store: Path) -> None:
+        from actune.bootstrap.replay import replay_store
+
+        r = replay_store(store, self.layout.imported(i), self._env(self.cfg.bootstrap.env))
+        self.log(f"imports[{i}]: replayed {r.replayed} of {r.total} records in this run's corpus ({r.missed} left out: "
+                 f"a search opened no page, e.g. {'; '.join(r.examples[:2]) or '-'}; {r.already} replayed before)")
+        if r.replayed + r.already == 0 and r.total:
+            raise ConfigError(f"imports[{i}].replay: none of the {r.total} records' searches all open a page of "
+                              f"{self.layout.tasks_dir / 'corpus.jsonl'}: replay needs the pages the teacher read "
+                              "(for FireAct, a full Wikipedia-abstracts corpus); drop replay to train on its own text")
 
     def _tasks(self, split: str, **update: Any) -> TaskConfig:
         return TaskConfig(format="custom", path=str(self.layout.tasks_dir / f"{split}.jsonl"), split=split, **update)

@@ -676,3 +676,17 @@ def test_fever_source_writes_claims_and_runs_the_fever_environment(tmp_path: Pat
     from actune.tasks.loading import load_tasks
 
     assert {t.env for t in load_tasks(ecfg.tasks)} == {"fever"}  # label accuracy, FEVER's finish
+
+
+def test_a_replayed_import_trains_on_the_corpus_and_says_when_no_record_fits(tmp_path: Path) -> None:
+    cfg = load_quickstart("hotpotqa", [f"hotpotqa.data_dir={HOTPOT_SMALL}", "hotpotqa.n_test=5", "hotpotqa.n_dev=1",
+                                       f"imports=[{{path: {FIREACT_SAMPLE}, format: openai, replay: true}}]"])
+    layout = Layout(tmp_path, cfg.source)
+    logs: list[str] = []
+    pipe = _Pipeline(cfg, layout, show_progress=False, log=logs.append)
+    pipe.world()
+    # FireAct's searches are free-text queries for Google: none opens a page of this corpus
+    with pytest.raises(ConfigError, match=r"imports\[0\].replay: none of the 3 records' searches all open a page"):
+        pipe.imports()
+    assert "imports[0]: replayed 0 of 3 records in this run's corpus (3 left out" in logs[-1]
+    assert layout.imported_as_released(0).is_file()
