@@ -26,6 +26,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_quickstart)
 
 
+def reproduce_command(preset: str, out: object, overrides: list[str], seed: int | None, rounds: int | None) -> str:
+    """The command line that reruns (or resumes) this run, for its report; a secret's value (a key named like
+    ``api_key`` or ``token``) is written as ``***``."""
+    import re
+    import shlex
+
+    def masked(o: str) -> str:
+        key, eq, _ = o.partition("=")
+        return f"{key}=***" if eq and re.search(r"(key|token|secret|password)", key, re.I) else o
+
+    parts = ["actune", "quickstart", "--preset", preset]
+    parts += ["--seed", str(seed)] if seed is not None else []
+    parts += ["--rounds", str(rounds)] if rounds is not None else []
+    return shlex.join([*parts, "--out", str(out), *map(masked, overrides)])
+
+
 def _quickstart(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
@@ -47,8 +63,9 @@ def _quickstart(args: argparse.Namespace) -> int:
     name = Path(args.preset).stem if args.preset.endswith((".yaml", ".yml")) else args.preset
     out = Path(args.out) if args.out else Path("runs") / f"quickstart-{name}-seed{cfg.seed}"
     caught = stage_errors([*COLLECT_ERRORS, *EXPORT_ERRORS, *TRAIN_ERRORS])
+    command = reproduce_command(args.preset, out, list(args.overrides), args.seed, args.rounds)
     try:
-        report = run_quickstart(cfg, out, show_progress=not args.no_progress)
+        report = run_quickstart(cfg, out, show_progress=not args.no_progress, command=command)
     except caught as e:
         print(f"actune quickstart: {e}", file=sys.stderr)
         print(f"actune quickstart: rerun the same command to continue from {out}", file=sys.stderr)

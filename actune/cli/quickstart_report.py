@@ -156,7 +156,7 @@ def _signed(est: dict[str, Any]) -> str:
 
 
 def _markdown(title: str, rows: list[dict[str, Any]], stages: dict[str, Any], cfg: dict[str, Any],
-              training: list[dict[str, Any]]) -> str:
+              training: list[dict[str, Any]], command: str | None = None) -> str:
     lines = [f"# {title}", "",
              f"Headline: `{HEADLINE}` — the answer is right AND every page it rests on was read (a comparison "
              "answered by luck does not count). Means over held-out test questions with 95% bootstrap "
@@ -185,7 +185,11 @@ def _markdown(title: str, rows: list[dict[str, Any]], stages: dict[str, Any], cf
         lines += ["## Stages (wall time)", "", "| stage | minutes |", "|---|---:|"]
         lines += [f"| {name} | {s.get('wall_s', 0) / 60:.1f} |" for name, s in stages.items()]
         lines += [f"| **total** | {total / 60:.1f} |", ""]
-    lines += [f"Reproduce: `actune quickstart --preset ... --seed {cfg.get('seed')}` (the same folder resumes).", ""]
+    if command:
+        lines += [f"Reproduce: `{command}` (the same folder resumes).", ""]
+    else:
+        lines += [f"Reproduce: `actune quickstart` with this run's preset and `--seed {cfg.get('seed')}` (its full "
+                  "config is in report.json; the same folder resumes).", ""]
     return "\n".join(lines)
 
 
@@ -239,6 +243,7 @@ def write_quickstart_report(cfg: QuickstartConfig, layout: Layout) -> dict[str, 
     atomic_write_text(paths["json"], json.dumps({"title": title, "headline": HEADLINE, "bar": BAR, "rows": rows,
                                                  "training": training, "stages": stages,
                                                  "config": cfg.model_dump(mode="json")}, indent=2) + "\n")
-    atomic_write_text(paths["md"], _markdown(title, rows, stages, cfg.model_dump(mode="json"), training))
+    atomic_write_text(paths["md"], _markdown(title, rows, stages, cfg.model_dump(mode="json"), training,
+                                             state.get("command")))
     _plot(rows, paths["png"], title)
     return paths

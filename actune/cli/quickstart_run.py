@@ -802,8 +802,10 @@ def run_stage(stage: Stage, state: dict[str, Any], layout: Layout) -> None:
 
 
 def run_quickstart(cfg: QuickstartConfig, out: Path, *, show_progress: bool = True,
-                   log: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True)) -> Path:
-    """Run (or resume) every stage; return the path of ``report.md``."""
+                   log: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True),
+                   command: str | None = None) -> Path:
+    """Run (or resume) every stage; return the path of ``report.md``. ``command``: the command line that
+    reruns it, kept in the state for the report."""
     layout = Layout(Path(out), cfg.source)
     layout.out.mkdir(parents=True, exist_ok=True)
     state = _load_state(layout, cfg)
@@ -817,6 +819,8 @@ def run_quickstart(cfg: QuickstartConfig, out: Path, *, show_progress: bool = Tr
     log(f"quickstart {cfg.name} (seed {cfg.seed}) -> {layout.out}: {len(stages)} stages, {len(to_run)} to run; "
         f"estimated {_fmt(time_left(stages, done, 0)[0])} on {kind} ({describe_cpu()})")
     t0 = time.monotonic()
+    if command:
+        state["command"] = command
     _save_state(layout, state)
     with stop_signals_as_interrupt():
         for i, stage in enumerate(stages, 1):

@@ -690,3 +690,20 @@ def test_a_replayed_import_trains_on_the_corpus_and_says_when_no_record_fits(tmp
         pipe.imports()
     assert "imports[0]: replayed 0 of 3 records in this run's corpus (3 left out" in logs[-1]
     assert layout.imported_as_released(0).is_file()
+
+
+def test_the_report_gives_the_command_that_reruns_the_run_with_secrets_masked(tmp_path: Path) -> None:
+    from actune.cli.quickstart import reproduce_command
+    from actune.cli.quickstart_report import write_quickstart_report
+
+    command = reproduce_command("full", tmp_path / "run", ["world.phrasings=families", "serve.api_key=sk-123"], 21,
+                                None)
+    assert command == (f"actune quickstart --preset full --seed 21 --out {tmp_path / 'run'} world.phrasings=families "
+                       "'serve.api_key=***'")
+    layout = Layout(tmp_path / "run")
+    layout.eval_dir("react").mkdir(parents=True)
+    (layout.eval_dir("react") / "report.json").write_text(
+        json.dumps(_report((0.1, 0.05, 0.15), (0.3, 0.2, 0.4), b=1, c=20, p=1e-5)))
+    layout.state.write_text(json.dumps({"done": {}, "command": command}))
+    md = write_quickstart_report(load_quickstart("smoke"), layout)["md"].read_text()
+    assert f"Reproduce: `{command}` (the same folder resumes)." in md and "sk-123" not in md
