@@ -8,6 +8,7 @@ the machinery they share: load a YAML file, apply dotted overrides, validate, an
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -150,6 +151,26 @@ def load_config(
         raise ConfigError(_format_validation_error(e, source, prefix)) from None
 
 
+_SECRET_NAME = re.compile(r"(^|_)(api_key|token|secret|password)$", re.IGNORECASE)
+
+
+def is_secret_name(name: str) -> bool:
+    """A config key that holds a secret (``api_key``, ``hub_token``), not one that names where a secret is
+    (``api_key_env``) or counts tokens (``max_tokens``)."""
+    return bool(_SECRET_NAME.search(name))
+
+
+def public_dump(model: BaseModel) -> dict[str, Any]:
+    """``model.model_dump(mode="json")`` with every secret that is set written as ``***``: what may be printed,
+    logged or written to a file (run states, reports)."""
+    def mask(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: "***" if is_secret_name(str(k)) and v not in (None, "") else mask(v) for k, v in node.items()}
+        return [mask(v) for v in node] if isinstance(node, list) else node
+
+    return mask(model.model_dump(mode="json"))
+
+
 def dump_yaml(model: BaseModel) -> str:
-    """The resolved config as YAML (what ``actune config show`` prints)."""
-    return yaml.safe_dump(model.model_dump(mode="json"), sort_keys=False)
+    """The resolved config as YAML (what ``actune config show`` prints), secrets masked."""
+    return yaml.safe_dump(public_dump(model), sort_keys=False)

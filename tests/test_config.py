@@ -117,3 +117,40 @@ def test_a_bad_secret_value_is_not_echoed(tmp_path):
         load_config(WithKey, path, [])
     assert "sk-live-123" not in str(err.value) and "api_key: Input should be a valid integer" in str(err.value)
     assert "(got 'x7')" in str(err.value)  # other values are still shown
+
+
+def test_public_dump_masks_secrets_but_not_their_variables_or_token_counts() -> None:
+    from pydantic import BaseModel
+
+    from actune.config import dump_yaml, is_secret_name, public_dump
+
+    class Inner(BaseModel):
+        hub_token: str | None = None
+        max_tokens: int = 128
+
+    class Outer(BaseModel):
+        api_key: str | None = None
+        api_key_env: str | None = None
+        inner: Inner = Inner()
+
+    cfg = Outer(api_key="sk-live-123", api_key_env="MY_KEY", inner=Inner(hub_token="hf_abc"))
+    assert public_dump(cfg) == {"api_key": "***", "api_key_env": "MY_KEY",
+                                "inner": {"hub_token": "***", "max_tokens": 128}}
+    assert public_dump(Outer())["api_key"] is None  # an unset secret stays visibly unset
+    assert "sk-live-123" not in dump_yaml(cfg) and "hf_abc" not in dump_yaml(cfg)
+    assert [is_secret_name(n) for n in ("api_key", "hub_token", "api_key_env", "max_tokens", "password")] == [
+        True, True, False, False, True]
+
+
+def test_a_quickstart_writes_no_secret_into_its_state_or_report(tmp_path) -> None:
+    import json
+
+    from actune.cli.quickstart_config import load_quickstart
+    from actune.cli.quickstart_run import Layout, _load_state, _save_state
+
+    cfg = load_quickstart("smoke", ['serve.api_key="sk-live-123"'])
+    layout = Layout(tmp_path)
+    _save_state(layout, _load_state(layout, cfg))
+    text = layout.state.read_text()
+    assert "sk-live-123" not in text and json.loads(text)["config"]["serve"]["api_key"] == "***"
+    _load_state(layout, cfg)  # the same run resumes

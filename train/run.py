@@ -62,7 +62,7 @@ from typing import Any, Callable
 from actune import cpu_features
 from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
 from actune.atomic_write import atomic_write_text, recover_folder, replace_folder
-from actune.config import ConfigError
+from actune.config import ConfigError, public_dump
 from actune.train.config import TrainConfig
 from actune.train.model_card import write_model_card
 from actune.training_tasks import TRAINING_TASKS_FILE, read_training_tasks
@@ -586,7 +586,7 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> Trai
                 tokenizer.save_pretrained(str(final / MERGED_DIR))
                 save_prompt_spec(spec, final / MERGED_DIR)
             meta = {
-                "config": cfg.model_dump(mode="json"),
+                "config": public_dump(cfg),
                 "base_model_path": str(model_dir),
                 "method": method,
                 "dtype": dtype,

@@ -29,12 +29,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def reproduce_command(preset: str, out: object, overrides: list[str], seed: int | None, rounds: int | None) -> str:
     """The command line that reruns (or resumes) this run, for its report; a secret's value (a key named like
     ``api_key`` or ``token``) is written as ``***``."""
-    import re
     import shlex
+
+    from actune.config import is_secret_name
 
     def masked(o: str) -> str:
         key, eq, _ = o.partition("=")
-        return f"{key}=***" if eq and re.search(r"(key|token|secret|password)", key, re.I) else o
+        return f"{key}=***" if eq and is_secret_name(key.rsplit(".", 1)[-1]) else o
 
     parts = ["actune", "quickstart", "--preset", preset]
     parts += ["--seed", str(seed)] if seed is not None else []

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from actune.atomic_write import atomic_write_bytes, atomic_write_text
+from actune.config import public_dump
 
 if TYPE_CHECKING:
     from actune.cli.quickstart_config import QuickstartConfig
@@ -242,8 +243,8 @@ def write_quickstart_report(cfg: QuickstartConfig, layout: Layout) -> dict[str, 
     training = training_rows(cfg, layout)
     atomic_write_text(paths["json"], json.dumps({"title": title, "headline": HEADLINE, "bar": BAR, "rows": rows,
                                                  "training": training, "stages": stages,
-                                                 "config": cfg.model_dump(mode="json")}, indent=2) + "\n")
-    atomic_write_text(paths["md"], _markdown(title, rows, stages, cfg.model_dump(mode="json"), training,
+                                                 "config": public_dump(cfg)}, indent=2) + "\n")
+    atomic_write_text(paths["md"], _markdown(title, rows, stages, public_dump(cfg), training,
                                              state.get("command")))
     _plot(rows, paths["png"], title)
     return paths

@@ -40,7 +40,7 @@ from typing import Any
 from actune.atomic_write import atomic_write_text
 from actune.bootstrap.export import convertible
 from actune.cli.quickstart_config import QuickstartConfig
-from actune.config import ConfigError
+from actune.config import ConfigError, public_dump
 from actune.stop_signals import stop_signals_as_interrupt
 from actune.tasks.config import TaskConfig
 
@@ -283,7 +283,7 @@ def _comparable(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _load_state(layout: Layout, cfg: QuickstartConfig) -> dict[str, Any]:
-    config = _comparable(cfg.model_dump(mode="json"))
+    config = _comparable(public_dump(cfg))
     if not layout.state.exists():
         return {"config": config, "done": {}}
     try:
@@ -322,7 +322,7 @@ def stored_config_as_current(old: dict[str, Any]) -> dict[str, Any]:
         return [rename(v) for v in node] if isinstance(node, list) else node
 
     try:
-        return _comparable(QuickstartConfig.model_validate(rename(old)).model_dump(mode="json"))
+        return _comparable(public_dump(QuickstartConfig.model_validate(rename(old))))
     except ValueError:
         return old  # not readable today: compared as stored, so the refusal names what differs
 
