@@ -151,12 +151,15 @@ def load_config(
         raise ConfigError(_format_validation_error(e, source, prefix)) from None
 
 
-_SECRET_NAME = re.compile(r"(^|_)(api_key|token|secret|password)$", re.IGNORECASE)
+# named, not matched by "token" alone: TRL's pad_token, eos_token... are settings, not secrets
+_SECRET_NAME = re.compile(r"^(?:\w+_)?(?:api_key|password|secret)$"
+                          r"|^(?:token|hub_token|hf_token|access_token|auth_token|api_token|bearer_token)$",
+                          re.IGNORECASE)
 
 
 def is_secret_name(name: str) -> bool:
     """A config key that holds a secret (``api_key``, ``hub_token``), not one that names where a secret is
-    (``api_key_env``) or counts tokens (``max_tokens``)."""
+    (``api_key_env``), counts tokens (``max_tokens``) or names a special token (``eos_token``)."""
     return bool(_SECRET_NAME.search(name))
 
 

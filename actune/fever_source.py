@@ -9,7 +9,12 @@ judge's any-one-evidence-set grounding apply) and ``tasks.json``. A SUPPORTS or 
 of its evidence sets lies wholly in the corpus (only those sets are kept: a claim is grounded when one was
 read); NOT ENOUGH INFO claims have no evidence and make up ``nei_share`` of each split, as the labels are
 mixed in FEVER. Claims that share an evidence page are grouped and a group goes whole to one split, so no
-test page was read in training; no claim text is asked in two splits. Accuracy is the paper's metric.
+training claim's evidence is a test claim's; no claim text is asked in two splits (NOT ENOUGH INFO claims have no
+evidence, and a few name a page that is another split's evidence). Accuracy is the paper's metric. The judge
+counts a NOT ENOUGH INFO claim grounded with no page read (there is none to read), so correct & grounded is
+inflated by them: answering NOT ENOUGH INFO to every claim scores their share. Read accuracy, or correct &
+grounded on the SUPPORTS and REFUTES claims (``meta.label`` in the eval stores); ``meta.kind`` is ``claim`` for
+all, so no type-matched prompt can be chosen by label.
 
 Data (a user fetches them once; our machines have them in ``../shared/data/fever``): ``paper_dev.jsonl``, the
 FEVER claims the ReAct paper used (github.com/ysymyth/ReAct, ``data/paper_dev.jsonl``), and

@@ -7,9 +7,11 @@ writes the files a synthetic world writes (``corpus.jsonl``, ``train/dev/test.js
 and a manifest, ``tasks.json``), so every later stage runs on them unchanged. Only answerable questions are
 used: every supporting page is in the corpus. The test split is drawn first, from the dev questions, with
 ``split_seed`` (not the run's seed: every seed of a preset is tested on the same questions); dev comes next,
-then train takes what is left of both files. No question text and no supporting page is shared between
-splits: a question whose gold page another split's question reads is dropped, so a tuned model can never
-have read its test pages in training.
+then train takes what is left of both files. No question text and no supporting page is shared between the
+splits' questions: a question whose gold page another split's question rests on is dropped, so no training
+question is answered from a test question's pages (an episode may still search any page of the corpus).
+``corpus.jsonl`` is a link to the source corpus, not a copy: a Wikipedia-abstracts corpus is gigabytes, and
+the search index built for it (keyed by its resolved path) serves every run.
 
 Where the data come from (a user fetches them once; our machines have them in ``../shared/data/hotpotqa``):
 ``train_with_context.jsonl`` and ``dev_with_context.jsonl`` are HotpotQA's distractor-setting files as JSONL
@@ -175,14 +177,13 @@ def write_hotpotqa_tasks(cfg: HotpotQASource, out_dir: str | Path) -> dict[str, 
     require_files([cfg.path(name) for name in _FILES], "hotpotqa.data_dir", __name__)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    corpus_text = cfg.path("corpus").read_text(encoding="utf-8")
     titles = corpus_titles(cfg.path("corpus"))
     load = lambda name, split: load_tasks(TaskConfig(format="hotpotqa", path=str(cfg.path(name)), split=split))  # noqa: E731
     train, dev = load("train", "train"), load("dev", "dev")
     _fill_types(dev, Path(cfg.data_dir))
     splits = hotpotqa_splits(train, dev, titles, cfg)
     origin = {id(t): "hotpotqa-train" for t in train} | {id(t): "hotpotqa-dev" for t in dev}
-    atomic_write_text(out / "corpus.jsonl", corpus_text)
+    _link(cfg.path("corpus"), out / "corpus.jsonl")
     for split, tasks in splits.items():
         atomic_write_text(out / f"{split}.jsonl", "".join(_line(t, origin[id(t)]) for t in tasks))
     manifest = {"source": "hotpotqa", "config": cfg.model_dump(mode="json"), "pages": len(titles),
@@ -190,6 +191,14 @@ def write_hotpotqa_tasks(cfg: HotpotQASource, out_dir: str | Path) -> dict[str, 
                 "kinds": {split: _kinds(tasks) for split, tasks in splits.items()}}
     atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return manifest
+
+
+def _link(source: Path, link: Path) -> None:
+    """``link`` -> ``source`` (absolute), replacing what is there in one rename."""
+    tmp = link.with_name(f".{link.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(source.resolve())
+    tmp.replace(link)
 
 
 def _kinds(tasks: list[Task]) -> dict[str, int]:

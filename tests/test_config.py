@@ -138,8 +138,8 @@ def test_public_dump_masks_secrets_but_not_their_variables_or_token_counts() -> 
                                 "inner": {"hub_token": "***", "max_tokens": 128}}
     assert public_dump(Outer())["api_key"] is None  # an unset secret stays visibly unset
     assert "sk-live-123" not in dump_yaml(cfg) and "hf_abc" not in dump_yaml(cfg)
-    assert [is_secret_name(n) for n in ("api_key", "hub_token", "api_key_env", "max_tokens", "password")] == [
-        True, True, False, False, True]
+    names = ("api_key", "hub_token", "api_key_env", "max_tokens", "password", "eos_token", "pad_token", "token")
+    assert [is_secret_name(n) for n in names] == [True, True, False, False, True, False, False, True]
 
 
 def test_a_quickstart_writes_no_secret_into_its_state_or_report(tmp_path) -> None:

@@ -38,7 +38,9 @@ def test_every_answerable_dev_question_tested_and_train_loses_the_one_sharing_a_
     assert m["counts"] == {"train": 4, "dev": 0, "test": 7}
     assert m["kinds"]["test"] == {"bridge": 2, "comparison": 5}
     assert json.loads((tmp_path / MANIFEST).read_text())["pages"] == 24  # 13 questions' pages, 2 shared, 1 left out
-    assert (tmp_path / "corpus.jsonl").read_bytes() == (SMALL / "wiki_paragraphs.jsonl").read_bytes()
+    # a link, not a copy: a Wikipedia-abstracts corpus is gigabytes, and one search index serves every run
+    assert (tmp_path / "corpus.jsonl").is_symlink()
+    assert (tmp_path / "corpus.jsonl").resolve() == (SMALL / "wiki_paragraphs.jsonl").resolve()
     callas = next(r for r in test if r["id"] == "5a84f4c75542997175ce1f31")
     assert callas["meta"] == {"kind": "bridge", "supporting_titles": ["Maria Callas", "Vincenzo Bellini"],
                               "level": callas["meta"]["level"], "source": "hotpotqa-dev"}

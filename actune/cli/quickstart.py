@@ -29,13 +29,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 def reproduce_command(preset: str, out: object, overrides: list[str], seed: int | None, rounds: int | None) -> str:
     """The command line that reruns (or resumes) this run, for its report; a secret's value (a key named like
     ``api_key`` or ``token``) is written as ``***``."""
+    import re
     import shlex
 
     from actune.config import is_secret_name
 
     def masked(o: str) -> str:
-        key, eq, _ = o.partition("=")
-        return f"{key}=***" if eq and is_secret_name(key.rsplit(".", 1)[-1]) else o
+        key, eq, value = o.partition("=")
+        # a secret as the key, or inside a mapping given as the value (serve={api_key: ...})
+        inner = any(is_secret_name(w) for w in re.findall(r"(\w+)\s*:", value))
+        return f"{key}=***" if eq and (is_secret_name(key.rsplit(".", 1)[-1]) or inner) else o
 
     parts = ["actune", "quickstart", "--preset", preset]
     parts += ["--seed", str(seed)] if seed is not None else []

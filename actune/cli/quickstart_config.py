@@ -164,6 +164,9 @@ class QuickstartConfig(StrictModel):
             raise ValueError("methods: name each method once, at least one")
         if not self.passes:
             raise ValueError("passes: at least one bootstrap pass")
+        if self.source == "fever" and self.oracle_baseline:
+            raise ValueError("oracle_baseline: FEVER claims have no kind to match exemplars to (the type-matched "
+                             "prompt is for world and HotpotQA questions); set oracle_baseline=false")
         on_previous = [m for m in self.methods if self.round_start_of(m) == "previous"]
         if on_previous and self.rounds > 1 and not self.train.merge:
             raise ValueError(f"round_start=previous ({', '.join(on_previous)}) trains round r on round r-1's merged "

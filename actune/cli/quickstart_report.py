@@ -158,9 +158,10 @@ def _signed(est: dict[str, Any]) -> str:
 
 def _markdown(title: str, rows: list[dict[str, Any]], stages: dict[str, Any], cfg: dict[str, Any],
               training: list[dict[str, Any]], command: str | None = None) -> str:
+    split = "test questions" if cfg.get("eval_split", "test") == "test" else "dev questions (a pilot: not a result)"
     lines = [f"# {title}", "",
              f"Headline: `{HEADLINE}` — the answer is right AND every page it rests on was read (a comparison "
-             "answered by luck does not count). Means over held-out test questions with 95% bootstrap "
+             f"answered by luck does not count). Means over held-out {split} with 95% bootstrap "
              "intervals; tuned models are paired against `prompted` (the generic few-shot prompt) with an exact "
              f"McNemar test. The bar: >= {BAR['ratio']:g}x the prompted rate, >= {BAR['points'] * 100:g} points "
              f"higher, p < {BAR['p']:g}.", ""]

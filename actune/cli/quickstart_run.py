@@ -433,22 +433,43 @@ class _Pipeline:
         self.log(f"world: {c['pages']} pages; questions train {c['train']}, dev {c['dev']}, test {c['test']}")
 
     def imports(self) -> None:
-        """Import each outside set once (a set already imported adds nothing: the store skips its records)."""
-        from actune.bootstrap.importers import import_set
+        """Import each outside set once (a set already imported adds nothing: the store skips its records), then
+        refuse one that asks a dev or test question."""
+        from actune.bootstrap.importers import ImportSetError, import_set
 
+        env = "fever" if self.cfg.source == "fever" else "wiki"
         for i, src in enumerate(self.cfg.imports):
             if src.format == "store":
                 if not Path(src.path).is_file():
                     raise ConfigError(f"imports[{i}].path: {src.path} not found")
+                self._check_no_held_out_questions(i, Path(src.path))
                 continue
             store = self.layout.imported_as_released(i) if src.replay else self.layout.imported(i)
-            summary = import_set(src.path, store, src.format, method=src.method)
+            try:
+                summary = import_set(src.path, store, src.format, env=env, method=src.method)
+            except ImportSetError as e:
+                raise ConfigError(f"imports[{i}].path: {e}") from None
             self.log(f"imports[{i}]: {summary.imported} of {summary.total} records imported from {src.path} "
                      f"({summary.total - summary.imported} rejected)")
-            if summary.imported == 0 and summary.total and set(summary.rejected) != {"already_imported"}:
+            if summary.imported == 0 and summary.total and not summary.rejected.get("already_imported"):
                 raise ConfigError(f"imports[{i}]: every record of {src.path} was rejected:\n{summary.table()}")
             if src.replay:
                 self._replay(i, store)
+            self._check_no_held_out_questions(i, self.layout.imported(i))
+
+    def _check_no_held_out_questions(self, i: int, store: Path) -> None:
+        from actune.trajectory import read_trajectories
+
+        def plain(q: str) -> str:
+            return " ".join(q.lower().split())
+
+        held = {plain(json.loads(line)["question"]) for split in ("dev", "test")
+                for line in (self.layout.tasks_dir / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
+                if line.strip()}
+        leaked = [t.task.question for t in read_trajectories(store) if plain(t.task.question) in held]
+        if leaked:
+            raise ConfigError(f"imports[{i}]: {len(leaked)} records of {store} ask a dev or test question of this "
+                              f"run (e.g. {leaked[0]!r}): leave them out of the set")
 
     def _replay(self, i: int, store: Path) -> None:
         from actune.bootstrap.replay import replay_store
@@ -818,6 +839,9 @@ def run_quickstart(cfg: QuickstartConfig, out: Path, *, show_progress: bool = Tr
 
     log(f"quickstart {cfg.name} (seed {cfg.seed}) -> {layout.out}: {len(stages)} stages, {len(to_run)} to run; "
         f"estimated {_fmt(time_left(stages, done, 0)[0])} on {kind} ({describe_cpu()})")
+    for i, src in enumerate(cfg.imports):  # before any stage: a missing set is found in seconds, not hours
+        if not Path(src.path).exists():
+            raise ConfigError(f"imports[{i}].path: {src.path} not found")
     t0 = time.monotonic()
     if command:
         state["command"] = command

@@ -24,7 +24,7 @@ from actune.atomic_write import atomic_write_text
 from actune.config import actune_home
 from actune.world.config import WORLD_VERSION, WorldConfig
 from actune.world.entities import World, build_world
-from actune.world.questions import TEMPLATES, sample_splits
+from actune.world.questions import RELATIONS, TEMPLATES, sample_splits
 
 __all__ = ["GeneratedWorld", "generate_world", "write_world", "default_world_dir", "WORLD_FILES"]
 
@@ -55,7 +55,9 @@ def generate_world(cfg: WorldConfig) -> GeneratedWorld:
             **{split: len(records) for split, records in splits.items()},
         },
         "kinds": {split: _count(records, "kind") for split, records in splits.items()},
-        "templates": [{"id": t.id, "kind": t.kind, "text": t.text, "heldout": t.heldout} for t in TEMPLATES],
+        # a families world asks relations (each in its families, below), a templates world its templates
+        "templates": [{"id": t.id, "kind": t.kind, "text": t.text, "heldout": t.heldout}
+                      for t in (RELATIONS if cfg.phrasings == "families" else TEMPLATES)],
         "files": list(WORLD_FILES),
     }
     if cfg.phrasings == "families":

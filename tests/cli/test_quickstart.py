@@ -613,10 +613,10 @@ def test_hotpotqa_source_plans_tasks_and_imports_and_exports_the_imported_store(
     assert names == ["tasks", "imports", "bootstrap round 1", "export react round 1", "train react round 1",
                      "eval react", "report"]
     # a store used as it is must exist; an imported set lands under the run, once
+    pipe.world()
     with pytest.raises(ConfigError, match=r"imports\[1\].path: .*world.jsonl not found"):
         pipe.imports()
     (tmp_path / "world.jsonl").write_text("")
-    pipe.world()
     pipe.imports()
     pipe.imports()
     from actune.trajectory import read_trajectories
@@ -707,3 +707,55 @@ def test_the_report_gives_the_command_that_reruns_the_run_with_secrets_masked(tm
     layout.state.write_text(json.dumps({"done": {}, "command": command}))
     md = write_quickstart_report(load_quickstart("smoke"), layout)["md"].read_text()
     assert f"Reproduce: `{command}` (the same folder resumes)." in md and "sk-123" not in md
+    # a secret inside a mapping given as a value is masked too; a special token's name is not a secret
+    assert reproduce_command("full", "o", ["serve={api_key: sk-9, port: 1}", "train.sft.eos_token=<e>"], None,
+                             None) == "actune quickstart --preset full --out o 'serve=***' 'train.sft.eos_token=<e>'"
+
+
+MULTIMETHOD = Path(__file__).resolve().parents[1] / "data" / "import" / "fireact_gpt_multimethod.jsonl"
+
+
+def test_imports_rerun_after_rejections_and_refuse_a_set_that_asks_a_test_question(tmp_path: Path) -> None:
+    cfg = load_quickstart("hotpotqa", [f"hotpotqa.data_dir={HOTPOT_SMALL}", "hotpotqa.n_test=5", "hotpotqa.n_dev=1",
+                                       f"imports=[{{path: {MULTIMETHOD}, format: openai}}]"])
+    layout = Layout(tmp_path / "run", cfg.source)
+    logs: list[str] = []
+    pipe = _Pipeline(cfg, layout, show_progress=False, log=logs.append)
+    pipe.world()
+    pipe.imports()
+    pipe.imports()  # all imported before, one record rejected (a failed episode): a rerun goes on
+    assert logs[-1] == f"imports[0]: 0 of 4 records imported from {MULTIMETHOD} (4 rejected)"
+    # a teacher's record on one of this run's test questions is refused, naming it
+    question = json.loads((layout.tasks_dir / "test.jsonl").read_text().splitlines()[0])["question"]
+    leaky = tmp_path / "leaky.jsonl"
+    leaky.write_text(json.dumps({"messages": [
+        {"role": "user", "content": question},
+        {"role": "assistant", "content": "Thought: I know it.\nAction: finish[x]"},
+        {"role": "user", "content": "Observation: Episode finished, reward = True"}]}) + "\n")
+    cfg = cfg.model_copy(update={"imports": [type(cfg.imports[0])(path=str(leaky))]})
+    pipe = _Pipeline(cfg, layout, show_progress=False, log=logs.append)
+    with pytest.raises(ConfigError, match=r"imports\[0\]: 1 records of .* ask a dev or test question"):
+        pipe.imports()
+
+
+def test_a_missing_import_is_refused_before_any_stage_runs(tmp_path: Path) -> None:
+    from actune.cli.quickstart_run import run_quickstart
+
+    cfg = load_quickstart("hotpotqa", [f"hotpotqa.data_dir={HOTPOT_SMALL}",
+                                       f"imports=[{{path: {tmp_path / 'nowhere.jsonl'}, format: openai}}]"])
+    with pytest.raises(ConfigError, match=r"imports\[0\].path: .*nowhere.jsonl not found"):
+        run_quickstart(cfg, tmp_path / "run", show_progress=False, log=lambda m: None)
+    assert not (tmp_path / "run" / "tasks").exists()
+
+
+def test_fever_refuses_the_oracle_prompt_and_a_pilot_report_says_dev(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="oracle_baseline: FEVER claims have no kind"):
+        load_quickstart("fever", ["oracle_baseline=true"])
+    from actune.cli.quickstart_report import write_quickstart_report
+
+    layout = Layout(tmp_path)
+    layout.eval_dir("react").mkdir(parents=True)
+    (layout.eval_dir("react") / "report.json").write_text(
+        json.dumps(_report((0.1, 0.05, 0.15), (0.3, 0.2, 0.4), b=1, c=20, p=1e-5)))
+    md = write_quickstart_report(load_quickstart("smoke", ["eval_split=dev"]), layout)["md"].read_text()
+    assert "Means over held-out dev questions (a pilot: not a result)" in md

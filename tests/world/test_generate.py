@@ -45,7 +45,7 @@ def test_writes_exactly_the_requested_sizes(world_dir: Path) -> None:
         assert len(records) == n
         assert all(set(r) == {"id", "question", "answer", "aliases", "meta"} for r in records)
     manifest = json.loads((world_dir / "world.json").read_text())
-    assert manifest["seed"] == 7 and manifest["version"] == "1"
+    assert manifest["seed"] == 7 and manifest["version"] == "2"
     assert manifest["counts"] == {"pages": 62, "people": 30, "companies": 20, "cities": 12,
                                   "train": 60, "dev": 20, "test": 20}
     # 40/40/20 mix: 60 -> 24/24/12, 20 -> 8/8/4
@@ -195,7 +195,7 @@ def test_default_world_dir_generates_once_and_reuses(tmp_path: Path) -> None:
 
     cfg = WorldConfig(seed=2, **SMALL)
     folder = default_world_dir(cfg, root=tmp_path)
-    assert folder.parent == tmp_path and folder.name.startswith("v1-seed2-")
+    assert folder.parent == tmp_path and folder.name.startswith("v2-seed2-")
     stamp = (folder / "world.json").stat().st_mtime_ns
     assert default_world_dir(cfg, root=tmp_path) == folder
     assert (folder / "world.json").stat().st_mtime_ns == stamp
@@ -310,3 +310,33 @@ def test_families_manifest_names_the_groups_and_families(families_world) -> None
     held = m["families"]["company_founder"]
     assert "canonical" in held["seen"] and not set(held["seen"]) & set(held["new_phrasing"])
     assert set(m["families"]["city_river"]) == {"new_relation"}
+
+
+def _plain(text: str) -> str:
+    """A wording with what/which, a leading "In", descriptors and punctuation evened out."""
+    text = text.replace("the {industry} company {company}", "{company}").replace("the {occupation} {person}",
+                                                                                 "{person}")
+    words = [w for w in re.sub(r"[?.]", "", text.lower()).split() if w != "in"]
+    return " ".join("which" if w == "what" else w for w in words)
+
+
+def test_no_wording_of_one_family_is_a_near_copy_of_another() -> None:
+    # a held-out family that only swaps which/what or drops "In" would test the trained string, not the relation
+    from actune.world.phrasings import FAMILIES
+
+    for relation, families in FAMILIES.items():
+        owner: dict[str, str] = {}
+        for family in families:
+            for text in family.texts:
+                key = _plain(text)
+                assert owner.setdefault(key, family.id) == family.id, (relation, text, owner[key])
+
+
+def test_a_bad_share_of_held_out_questions_is_a_config_error() -> None:
+    with pytest.raises(ValueError, match=r"new_phrasing_share \(0.8\) \+ new_relation_share \(0.3\) must be at most 1"):
+        WorldConfig(phrasings="families", new_phrasing_share=0.8, new_relation_share=0.3)
+
+
+def test_a_families_manifest_lists_the_relations(families_world) -> None:
+    ids = [t["id"] for t in families_world.manifest["templates"]]
+    assert "person_birth_river" in ids and "founder_birthplace" not in ids
