@@ -171,6 +171,14 @@ def _run_import(args: argparse.Namespace) -> int:
         print(f"actune import: {e}", file=sys.stderr)
         return 2
     print(summary.table())
+    if summary.total == 0:
+        print(f"actune import: {args.source} holds no records", file=sys.stderr)
+        return 1
+    if summary.imported == 0 and not summary.rejected.get("already_imported"):
+        # nothing usable: most often the wrong --format for the file
+        print(f"actune import: none of the {summary.total} records was imported (the reasons are above; is "
+              f"--format {args.format} the file's layout?)", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -353,3 +353,17 @@ def test_a_lora_trains_on_an_imported_set(tmp_path, embedded_model):
     assert load_prompt_spec(tmp_path / "adapter").method == "react"
     tasks = json.loads((tmp_path / "adapter" / "training_tasks.json").read_text())
     assert sorted(t["id"] for t in tasks) == sorted(t.task.id for t in read_trajectories(store))
+
+
+def test_the_import_command_exits_non_zero_when_nothing_could_be_imported(tmp_path: Path, capsys) -> None:
+    openai_file = DATA / "fireact_gpt_hotpotqa.jsonl"
+    # the wrong layout for the file: every record rejected, exit 1 with a hint
+    assert main(["import", str(openai_file), "--format", "alpaca", "--store", str(tmp_path / "a.jsonl")]) == 1
+    assert "none of the 3 records was imported" in capsys.readouterr().err
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["import", str(empty), "--format", "openai", "--store", str(tmp_path / "b.jsonl")]) == 1
+    assert "holds no records" in capsys.readouterr().err
+    # the right one: 0; again: nothing new but nothing wrong, 0
+    assert main(["import", str(openai_file), "--format", "openai", "--store", str(tmp_path / "c.jsonl")]) == 0
+    assert main(["import", str(openai_file), "--format", "openai", "--store", str(tmp_path / "c.jsonl")]) == 0
