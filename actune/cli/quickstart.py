@@ -1,12 +1,15 @@
-"""``actune quickstart [--preset smoke|full|FILE] [--seed N] [--out DIR] [--rounds N] [key=value ...]``.
+"""``actune quickstart [--preset NAME|FILE] [--seed N] [--out DIR] [--rounds N] [key=value ...]``.
 
 The whole experiment in one command: generate a synthetic world, bootstrap trajectories with the
 prompted embedded model, export and train a LoRA adapter, optionally iterate (round 2 bootstraps with the
 tuned model on the tasks still unsolved), then evaluate prompted and tuned models in the same loop on
 held-out questions and write ``report.md``. Rerunning the same command continues where it stopped.
 
-``smoke`` runs every stage at a tiny scale (minutes); ``full`` is the measured experiment of the README.
-Overrides are preset keys (``train.num_train_epochs=2``, ``world.n_test=300``).
+``smoke`` runs every stage at a tiny scale (minutes); ``full`` is the measured experiment of the README;
+``gpu`` is it at the papers' scale. ``hotpotqa`` and ``fever`` run on real questions over a local Wikipedia
+(``hotpotqa.data_dir=``, ``fever.data_dir=``: the preset files say where the data come from), ``hotpotqa-gpu`` is
+the ReAct paper's own experiment for one GPU. Overrides are preset keys (``train.num_train_epochs=2``,
+``world.phrasings=families``, ``eval_split=dev``).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import argparse
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("quickstart", help="world -> bootstrap -> train -> eval -> report in one command (resumable)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--preset", default="smoke", help="smoke, full, gpu, or a preset YAML file (default smoke)")
+    p.add_argument("--preset", default="smoke", help="smoke, full, gpu, hotpotqa, hotpotqa-gpu, fever, or a preset YAML file (default smoke)")
     p.add_argument("--seed", type=int, help="world, sampling and LoRA seed (default: the preset's)")
     p.add_argument("--out", help="output folder (default runs/quickstart-<preset>-seed<N>)")
     p.add_argument("--rounds", type=int, help="expert-iteration rounds (default: the preset's)")
