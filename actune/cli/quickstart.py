@@ -20,7 +20,8 @@ import argparse
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("quickstart", help="world -> bootstrap -> train -> eval -> report in one command (resumable)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--preset", default="smoke", help="smoke, full, gpu, hotpotqa, hotpotqa-gpu, fever, or a preset YAML file (default smoke)")
+    p.add_argument("--preset", default="smoke",
+                   help="smoke, full, gpu, hotpotqa, hotpotqa-gpu, fever, or a preset YAML file (default smoke)")
     p.add_argument("--seed", type=int, help="world, sampling and LoRA seed (default: the preset's)")
     p.add_argument("--out", help="output folder (default runs/quickstart-<preset>-seed<N>)")
     p.add_argument("--rounds", type=int, help="expert-iteration rounds (default: the preset's)")
