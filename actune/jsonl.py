@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["is_torn", "read_text", "iter_jsonl_objects", "iter_appended"]
+__all__ = ["is_torn", "read_text", "read_json", "iter_jsonl_objects", "iter_appended"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,18 @@ def read_text(path: str | Path, error: type[Exception] = ValueError) -> str:
     """The whole file as UTF-8 text; bytes that are not UTF-8 raise ``error`` naming the file and line."""
     path = Path(path)
     return _decode(path.read_bytes(), path, error)
+
+
+def read_json(path: str | Path, error: type[Exception], what: str) -> Any:
+    """A whole JSON file; a missing file (``{path}: {what} not found``), bytes that are not UTF-8 and invalid JSON
+    raise ``error`` naming the file (and line)."""
+    path = Path(path)
+    try:
+        return json.loads(read_text(path, error))
+    except FileNotFoundError:
+        raise error(f"{path}: {what} not found") from None
+    except json.JSONDecodeError as e:
+        raise error(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
 
 
 def _lines(path: Path) -> Iterator[tuple[int, bytes]]:

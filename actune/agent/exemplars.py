@@ -17,10 +17,11 @@ style fixes the loop's step format, so it holds in the zero-shot regime too.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from actune.jsonl import read_json
 
 __all__ = [
     "ExemplarStep",
@@ -95,12 +96,7 @@ def load_exemplars(name_or_path: str | Path) -> ExemplarSet:
     # only a file is taken as a path.
     if not p.suffix and not p.is_file():
         p = BUILTIN_DIR / f"{name_or_path}.json"
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ExemplarError(f"{p}: exemplar file not found") from None
-    except json.JSONDecodeError as e:
-        raise ExemplarError(f"{p}:{e.lineno}: invalid JSON: {e.msg}") from None
+    data = read_json(p, ExemplarError, "exemplar file")
     if not isinstance(data, dict) or not isinstance(data.get("exemplars"), list):
         raise ExemplarError(f"{p}: expected an object with an 'exemplars' list")
     style = data.get("style", EVERY_STEP)
@@ -156,12 +152,7 @@ def load_paper_prompt(path: str | Path, key: str) -> tuple[str, str]:
     The text is used as is (the paper's exact few-shot block); the method comes from the key prefix.
     """
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ExemplarError(f"{p}: prompt file not found") from None
-    except json.JSONDecodeError as e:
-        raise ExemplarError(f"{p}:{e.lineno}: invalid JSON: {e.msg}") from None
+    data = read_json(p, ExemplarError, "prompt file")
     if not isinstance(data, dict) or key not in data:
         keys = sorted(data) if isinstance(data, dict) else []
         raise ExemplarError(f"{p}: no prompt key {key!r} (has {keys})")

@@ -10,12 +10,12 @@ A catalog distilled from one's own trajectory stores can replace it (``AgentConf
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from actune.agent.exemplars import BUILTIN_DIR
+from actune.jsonl import read_json
 
 __all__ = ["PlanningError", "PlanningErrorCatalog", "CatalogError", "DEFAULT_CATALOG", "load_catalog"]
 
@@ -69,12 +69,7 @@ class PlanningErrorCatalog:
 def load_catalog(path: str | Path | None = None) -> PlanningErrorCatalog:
     """Load a catalog file (None: the default, the paper's three error types)."""
     p = Path(path) if path is not None else DEFAULT_CATALOG
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CatalogError(f"{p}: planning-error catalog not found") from None
-    except json.JSONDecodeError as e:
-        raise CatalogError(f"{p}:{e.lineno}: invalid JSON: {e.msg}") from None
+    data = read_json(p, CatalogError, "planning-error catalog")
     if not isinstance(data, dict) or not isinstance(data.get("errors"), list) or not data["errors"]:
         raise CatalogError(f"{p}: expected an object with a non-empty 'errors' list")
     out = []

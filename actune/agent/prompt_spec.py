@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from actune.agent.config import AgentConfig, Method
 from actune.atomic_write import atomic_write_text
 from actune.config import ConfigError, StrictModel
+from actune.jsonl import read_json
 
 __all__ = ["PROMPT_SPEC_FILE", "PromptSpec", "save_prompt_spec", "load_prompt_spec", "find_prompt_spec"]
 
@@ -79,12 +80,7 @@ def load_prompt_spec(folder_or_file: str | Path) -> PromptSpec:
     p = Path(folder_or_file)
     if p.is_dir():
         p = p / PROMPT_SPEC_FILE
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: prompt spec not found") from None
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{p}:{e.lineno}: invalid JSON: {e.msg}") from None
+    data = read_json(p, ConfigError, "prompt spec")
     try:
         return PromptSpec.model_validate(data)
     except ValidationError as e:
