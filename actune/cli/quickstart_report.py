@@ -210,17 +210,20 @@ def _plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     ax = fig.add_subplot()
     width = 0.8 / max(1, len(labels))
     for i, label in enumerate(labels):
-        means, err_lo, err_hi = [], [], []
+        means, err_lo, err_hi, texts = [], [], [], []
         for m, g in groups:
             row = next((r for r in rows if r["method"] == m and r["label"] == label), None)
             est = {"mean": None} if row is None else (row[HEADLINE] if g is None else
                                                       (row["by_phrasing"].get(g) or {}).get(HEADLINE, {"mean": None}))
             mean = est.get("mean")
             means.append(mean or 0.0)
+            texts.append("–" if mean is None else f"{mean:.2f}")
             err_lo.append(0.0 if mean is None or est.get("low") is None else mean - est["low"])
             err_hi.append(0.0 if mean is None or est.get("high") is None else est["high"] - mean)
         xs = [j + (i - (len(labels) - 1) / 2) * width for j in range(len(groups))]
-        ax.bar(xs, means, width, yerr=[err_lo, err_hi], capsize=3, label=label)
+        bars = ax.bar(xs, means, width, yerr=[err_lo, err_hi], capsize=3, label=label)
+        # each bar's value written above it: a score of 0 is otherwise an invisible bar ("–": not evaluated)
+        ax.bar_label(bars, labels=texts, fontsize="x-small", padding=2)
     ax.set_xticks(range(len(groups)), [m if g is None else f"{m}\n{g}" for m, g in groups], fontsize="small")
     ax.set_ylim(0, 1.0)
     ax.set_ylabel("correct & grounded (95% CI)")
