@@ -60,8 +60,9 @@ class FeverSource(StrictModel):
     n_train: int | None = Field(None, ge=1)
     """Training claims (None: every one left, with NOT ENOUGH INFO claims at ``nei_share``)."""
     nei_share: float = Field(1 / 3, ge=0, lt=1)
-    """The share of NOT ENOUGH INFO claims in every split (in dev and test a little less when the groups of
-    claims sharing a page, taken whole, overshoot the rest: those splits hold exactly their ``n_`` claims)."""
+    """The share of NOT ENOUGH INFO claims in every split. Dev and test take whole groups of claims that share a
+    page until their other claims are reached, then NOT ENOUGH INFO claims up to ``n_``: a little less than the
+    share when the groups overshoot, none (and a split a little larger than ``n_``) when they overshoot ``n_``."""
     split_seed: int = 0
     """Shuffles the claims before the splits are drawn; fixed, so every run seed is tested alike."""
 
