@@ -141,10 +141,11 @@ _EPISODE_COST = {
     "prompted": {"react": 1.0, "reflact": 1.77},  # eval's generic prompt (six exemplars; ReflAct 10k tokens)
     "tuned": {"react": 0.63, "reflact": 0.75},  # zero-shot (seed 3 eval: 33 s an episode against 52 prompted)
 }
-_SOURCE_COST = {"world": 1.0, "hotpotqa": 3.0, "fever": 2.0}
-"""An episode's cost by task source, against a world episode: real Wikipedia pages make longer observations and
-prompts (first guesses, to be replaced by timed runs' figures; FEVER's episodes are shorter: 5 steps, 3
-exemplars)."""
+_SOURCE_COST = {"world": 1.0, "hotpotqa": 1.0, "fever": 2.0}
+"""An episode's cost by task source, against a world episode. HotpotQA: a 112-episode pilot on the AVX512_BF16 EPYC
+(48 type-matched bootstrap episodes and 64 prompted eval episodes, one server start) ran its stage at 0.37x the
+estimate made with a first guess of 3.0, so about 1.0 (docs/results.md, "Real HotpotQA"); a small sample. FEVER's
+2.0 is still a guess."""
 _EXPORTED = {"few_attempts": 0.9, "many_attempts": 0.7}
 """Share of kept round-1 episodes left after near-duplicate removal and the per-task cap: 0.86-0.91 with
 2 attempts a task (seeds 1-4), 0.7 with 4 (226 of 321)."""
