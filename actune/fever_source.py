@@ -41,6 +41,7 @@ from actune.tasks.config import TaskConfig
 from actune.tasks.fever import write_wiki_from_observation_cache
 from actune.tasks.loading import load_tasks
 from actune.tasks.sources import TaskFileError, require_files
+from actune.text import normalise_question
 
 __all__ = ["FeverSource", "MANIFEST", "fever_splits", "write_fever_tasks"]
 
@@ -129,7 +130,7 @@ def fever_splits(claims: list[Task], titles: set[str], cfg: FeverSource) -> dict
     seen: set[str] = set()
     unique = []
     for t in claims:  # a claim asked twice (FEVER repeats some) is one claim
-        key = " ".join(t.question.lower().split())
+        key = normalise_question(t.question)
         if key not in seen:
             seen.add(key)
             unique.append(t)

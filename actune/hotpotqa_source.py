@@ -37,6 +37,7 @@ from actune.tasks.config import TaskConfig
 from actune.tasks.hotpotqa import REACT_SUBSET_SIZE, react_subset_indices
 from actune.tasks.loading import load_tasks
 from actune.tasks.sources import TaskFileError, require_files
+from actune.text import normalise_question
 
 __all__ = ["HotpotQASource", "MANIFEST", "corpus_titles", "hotpotqa_splits", "write_hotpotqa_tasks"]
 
@@ -99,13 +100,12 @@ def _take(pool: list[Task], n: int | None, taken_pages: set[str], taken_question
     for t in pool:
         if n is not None and len(out) >= n:
             break
-        q = " ".join(t.question.lower().split())
-        if _pages(t) & taken_pages or q in taken_questions:
+        if _pages(t) & taken_pages or normalise_question(t.question) in taken_questions:
             continue
         out.append(t)
     for t in out:
         taken_pages |= _pages(t)
-        taken_questions.add(" ".join(t.question.lower().split()))
+        taken_questions.add(normalise_question(t.question))
     return out
 
 

@@ -1,4 +1,4 @@
-"""Text helpers that environments and task loading both read: sentences and FEVER labels.
+"""Text helpers that environments, task loading and eval read: sentences, FEVER labels, question keys.
 
 They live outside ``actune.envs`` and ``actune.tasks`` so that neither package imports the other.
 
@@ -12,8 +12,9 @@ the FEVER wiki built from ReAct's observation cache. A regex splitter with an ab
 from __future__ import annotations
 
 import re
+import unicodedata
 
-__all__ = ["split_sentences", "FEVER_LABELS", "normalize_label"]
+__all__ = ["split_sentences", "FEVER_LABELS", "normalize_label", "normalise_question"]
 
 # A boundary: end punctuation (optionally closed by a quote or bracket), whitespace, then something
 # that can start a sentence.
@@ -66,3 +67,9 @@ def normalize_label(text: str) -> str | None:
     """A FEVER label from free text (case, ``_``, spaces, trailing period forgiven), or None."""
     key = " ".join(text.replace("_", " ").strip().strip(".").upper().split())
     return key if key in FEVER_LABELS else None
+
+
+def normalise_question(q: str) -> str:
+    """Case, punctuation and spacing ignored: a reworded-by-whitespace copy is still the same question (the key
+    eval's leakage check and the task sources' splits compare questions by)."""
+    return " ".join(re.sub(r"[^\w\s]", " ", unicodedata.normalize("NFKC", q).casefold()).split())

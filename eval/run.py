@@ -41,9 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import re
 import sys
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,6 +60,7 @@ from actune.serve.adapters import adapter_name
 from actune.serve.config import ServeConfig
 from actune.store import StoreState, TrajectoryStore, read_state
 from actune.task_record import Task
+from actune.text import normalise_question
 from actune.training_tasks import TRAINING_TASKS_FILE, read_training_tasks
 from actune.trajectory import ModelRecord, Trajectory, read_trajectories
 
@@ -238,11 +237,6 @@ def check_endpoints(cfg: EvalConfig) -> None:
                           "empty to start one server per base")
 
 
-def _normalise_question(q: str) -> str:
-    """Case, punctuation and spacing ignored: a reworded-by-whitespace copy is still the same question."""
-    return " ".join(re.sub(r"[^\w\s]", " ", unicodedata.normalize("NFKC", q).casefold()).split())
-
-
 def _training_folders(m: EvalModel) -> list[Path]:
     folders = [Path(m.adapter)] if m.adapter is not None else []
     base = Path(m.model).expanduser()
@@ -261,8 +255,8 @@ def check_leakage(cfg: EvalConfig, tasks: list[Task]) -> None:
                 continue
             seen = read_training_tasks(path)
             ids = {t["id"] for t in seen}
-            questions = {q for q in (_normalise_question(t["question"]) for t in seen) if q}
-            leaked = [t for t in tasks if t.id in ids or _normalise_question(t.question) in questions]
+            questions = {q for q in (normalise_question(t["question"]) for t in seen) if q}
+            leaked = [t for t in tasks if t.id in ids or normalise_question(t.question) in questions]
             if leaked:
                 examples = ", ".join(f"{t.id!r} ({t.question!r})" for t in leaked[:3])
                 raise ConfigError(f"eval.models[{i}] ({m.label!r}): {len(leaked)} of {len(tasks)} eval tasks are "

@@ -31,3 +31,11 @@ def test_normalize_label() -> None:
     assert normalize_label(" supports. ") == "SUPPORTS"
     assert normalize_label("NOT_ENOUGH_INFO") == "NOT ENOUGH INFO"
     assert normalize_label("support") is None
+
+
+def test_normalise_question_ignores_case_punctuation_and_spacing_only() -> None:
+    from actune.text import normalise_question
+
+    assert normalise_question("Who founded  Dravon Systems?") == normalise_question("who founded dravon systems")
+    assert normalise_question("Ｗho founded X?") == "who founded x"  # NFKC: full-width letters
+    assert normalise_question("Who founded X?") != normalise_question("Who started X?")

@@ -459,15 +459,13 @@ class _Pipeline:
             self._check_no_held_out_questions(i, self.layout.imported(i))
 
     def _check_no_held_out_questions(self, i: int, store: Path) -> None:
+        from actune.text import normalise_question
         from actune.trajectory import read_trajectories
 
-        def plain(q: str) -> str:
-            return " ".join(q.lower().split())
-
-        held = {plain(json.loads(line)["question"]) for split in ("dev", "test")
+        held = {normalise_question(json.loads(line)["question"]) for split in ("dev", "test")
                 for line in (self.layout.tasks_dir / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
                 if line.strip()}
-        leaked = [t.task.question for t in read_trajectories(store) if plain(t.task.question) in held]
+        leaked = [t.task.question for t in read_trajectories(store) if normalise_question(t.task.question) in held]
         if leaked:
             raise ConfigError(f"imports[{i}]: {len(leaked)} records of {store} ask a dev or test question of this "
                               f"run (e.g. {leaked[0]!r}): leave them out of the set")
