@@ -84,8 +84,8 @@ def phrasing_breakdown(results: Sequence[ModelResult], *, samples: int, confiden
         blocks = {}
         for g, recs in sorted(split(r.records).items(), key=lambda kv: PHRASING_GROUPS.index(kv[0])
                               if kv[0] in PHRASING_GROUPS else len(PHRASING_GROUPS)):
-            block = model_stats(recs, samples=samples, confidence=confidence, seed=seed, metrics=PAIRED_METRICS)
-            block.pop("by_kind")
+            block = model_stats(recs, samples=samples, confidence=confidence, seed=seed, metrics=PAIRED_METRICS,
+                                per_kind=False)
             block["vs_first"] = None if i == 0 else {
                 m: paired_comparison(first.get(g, []), recs, metric=m, samples=samples, confidence=confidence,
                                      seed=seed).to_dict() for m in PAIRED_METRICS}

@@ -129,9 +129,9 @@ def metric_estimate(records: Iterable[Trajectory], metric: str, *, samples: int,
 
 
 def model_stats(records: Sequence[Trajectory], *, samples: int, confidence: float, seed: int,
-                metrics: Sequence[str] | None = None) -> dict[str, Any]:
-    """Episodes, tasks, each metric's estimate (``metrics``, default :func:`metric_names`), and the same per
-    task kind (``task.meta["kind"]``)."""
+                metrics: Sequence[str] | None = None, per_kind: bool = True) -> dict[str, Any]:
+    """Episodes, tasks, each metric's estimate (``metrics``, default :func:`metric_names`), and with ``per_kind``
+    the same per task kind (``task.meta["kind"]``, as ``by_kind``)."""
 
     def block(recs: Sequence[Trajectory], metrics: list[str]) -> dict[str, Any]:
         return {
@@ -142,6 +142,8 @@ def model_stats(records: Sequence[Trajectory], *, samples: int, confidence: floa
         }
 
     metrics = list(metrics) if metrics is not None else metric_names(records)
+    if not per_kind:
+        return block(records, metrics)
     by_kind: dict[str, list[Trajectory]] = defaultdict(list)
     for t in records:
         by_kind[str(t.task.meta.get("kind", NO_KIND))].append(t)
