@@ -31,6 +31,7 @@ from pydantic import Field
 
 from actune.atomic_write import atomic_write_text
 from actune.config import StrictModel
+from actune.envs.corpus import CorpusError, read_corpus
 from actune.envs.titles import normalize_title
 from actune.task_record import Task
 from actune.tasks.config import TaskConfig
@@ -73,16 +74,12 @@ class HotpotQASource(StrictModel):
 
 
 def corpus_titles(corpus: Path) -> set[str]:
-    """The normalised titles of a ``{"title", "sentences"}`` corpus (as the wiki environment matches them)."""
-    titles = set()
-    with corpus.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    titles.add(normalize_title(json.loads(line)["title"]))
-                except (json.JSONDecodeError, KeyError, TypeError) as e:
-                    raise TaskFileError(f"{corpus}:{n}: not a page line {{\"title\", \"sentences\"}} ({e})") from None
-    return titles
+    """The normalised titles of a ``{"title", "sentences"}`` corpus, read as the wiki environment reads it; a bad
+    line is a :class:`TaskFileError` naming file and line (what the quickstart reports in one line)."""
+    try:
+        return {normalize_title(title) for title, _ in read_corpus(corpus)}
+    except CorpusError as e:
+        raise TaskFileError(str(e)) from None
 
 
 def _answerable(tasks: list[Task], titles: set[str]) -> list[Task]:

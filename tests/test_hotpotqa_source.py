@@ -124,3 +124,13 @@ def test_react500_tests_the_papers_questions_in_its_order() -> None:
                              HotpotQASource(n_test=500, n_dev=10, test_set="react500"))
     assert [t.meta["dev_index"] for t in splits["test"]] == order
     assert len(splits["dev"]) == 10 and not {t.id for t in splits["dev"]} & {t.id for t in splits["test"]}
+
+
+def test_a_bad_corpus_line_names_file_and_line(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("train_with_context.jsonl", "dev_with_context.jsonl"):
+        (data / name).write_bytes((SMALL / name).read_bytes())
+    (data / "wiki_paragraphs.jsonl").write_text('{"title": "A", "sentences": ["a."]}\n{"sentences": ["b."]}\n')
+    with pytest.raises(TaskFileError, match=r"wiki_paragraphs.jsonl:2: missing or empty 'title'"):
+        write_hotpotqa_tasks(HotpotQASource(data_dir=str(data), n_test=1), tmp_path / "out")
