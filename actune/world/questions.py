@@ -53,8 +53,12 @@ class Template:
         return self.pool or self.id
 
 
-def _family_alias(world: World, person: str) -> list[str]:
-    return [world.people[person].family]
+def _aliases(world: World, title: str) -> list[str]:
+    """The other names an answer may be given by: a company's name without its trade word, a person's family
+    name; a city has none."""
+    if title in world.companies:
+        return [world.companies[title].short]
+    return [world.people[title].family] if title in world.people else []
 
 
 def _single_company_year(w: World, c: str) -> Question:
@@ -64,7 +68,7 @@ def _single_company_year(w: World, c: str) -> Question:
 
 def _single_company_founder(w: World, c: str) -> Question:
     co = w.companies[c]
-    return Question(f"Who founded {c}?", co.founder, _family_alias(w, co.founder), [c], [(c, "founded")])
+    return Question(f"Who founded {c}?", co.founder, _aliases(w, co.founder), [c], [(c, "founded")])
 
 
 def _single_person_city(w: World, p: str) -> Question:
@@ -114,11 +118,11 @@ def _pairs(titles: list[str], value: Callable[[str], int]) -> list[tuple[str, st
     return [(a, b) for a, b in itertools.combinations(titles, 2) if value(a) != value(b)]
 
 
-def _compare(text: str, fact: str, value: Callable[[World, str], int], alias: Callable[[World, str], list[str]]):
+def _compare(text: str, fact: str, value: Callable[[World, str], int]):
     def realise(w: World, pair: tuple[str, str]) -> Question:
         a, b = pair
         winner = a if value(w, a) < value(w, b) else b
-        return Question(text.format(a=a, b=b), winner, alias(w, winner), [a, b], [(a, fact), (b, fact)])
+        return Question(text.format(a=a, b=b), winner, _aliases(w, winner), [a, b], [(a, fact), (b, fact)])
     return realise
 
 
@@ -144,15 +148,15 @@ TEMPLATES: tuple[Template, ...] = (
     Template("companies_founded_earlier", "comparison", "Which was founded earlier, {a} or {b}?", False,
              lambda w: _pairs(list(w.companies), lambda t: w.companies[t].founded),
              _compare("Which was founded earlier, {a} or {b}?", "founded",
-                      lambda w, t: w.companies[t].founded, lambda w, t: [w.companies[t].short])),
+                      lambda w, t: w.companies[t].founded)),
     Template("people_born_earlier", "comparison", "Who was born earlier, {a} or {b}?", False,
              lambda w: _pairs(list(w.people), lambda t: w.people[t].born),
              _compare("Who was born earlier, {a} or {b}?", "intro",
-                      lambda w, t: w.people[t].born, lambda w, t: [w.people[t].family])),
+                      lambda w, t: w.people[t].born)),
     Template("cities_founded_earlier", "comparison", "Which city was founded earlier, {a} or {b}?", True,
              lambda w: _pairs(list(w.cities), lambda t: w.cities[t].founded),
              _compare("Which city was founded earlier, {a} or {b}?", "founded",
-                      lambda w, t: w.cities[t].founded, lambda w, t: [])),
+                      lambda w, t: w.cities[t].founded)),
 )
 
 
@@ -205,12 +209,6 @@ def _fields(world: World, subject: Any) -> dict[str, str]:
     if subject in world.people:
         return {"person": subject, "occupation": world.people[subject].occupation}
     return {"city": subject}
-
-
-def _aliases(world: World, title: str) -> list[str]:
-    if title in world.companies:
-        return [world.companies[title].short]
-    return [world.people[title].family] if title in world.people else []
 
 
 def _reword(world: World, q: Question, family: Family, variant: str, subject: Any) -> Question:
