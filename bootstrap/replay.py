@@ -67,10 +67,10 @@ def replay_store(source: str | Path, dest: str | Path, env: EnvConfig) -> Replay
     summary = ReplaySummary()
     environment = make_env(env)
     with TrajectoryStore.open(dest) as store:
-        have = {t.episode_id for t in read_trajectories(store.path)}
         for traj in read_trajectories(source):
             summary.total += 1
-            if traj.episode_id in have:
+            # a replayed record keeps its (task, method, attempt): the state the store read on opening knows it
+            if store.state.has(traj.task.id, traj.method, traj.attempt):
                 summary.already += 1
                 continue
             replayed, missed = replay_trajectory(traj, environment)
