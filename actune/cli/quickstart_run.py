@@ -45,7 +45,7 @@ from actune.stop_signals import stop_signals_as_interrupt
 from actune.tasks.config import TaskConfig
 
 __all__ = ["Layout", "Stage", "plan_stages", "estimate_seconds", "export_methods", "export_round", "export_stores",
-           "imported_stores",
+           "check_import_paths", "imported_stores",
            "time_left", "round_epochs", "round_train_config", "run_quickstart", "served_tuned_model",
            "stored_config_as_current", "train_base", "train_in_child_process", "trains_on_previous", "STATE_FILE"]
 
@@ -360,6 +360,15 @@ def export_stores(cfg: QuickstartConfig, layout: Layout, method: str, r: int) ->
     return own + (imported_stores(cfg, layout) if first == 1 else [])
 
 
+def check_import_paths(cfg: QuickstartConfig) -> None:
+    """A :class:`ConfigError` naming ``imports[i].path`` for a set that is not there (a store must be a file; a
+    set to import may be a file or a dataset folder)."""
+    for i, src in enumerate(cfg.imports):
+        path = Path(src.path)
+        if not (path.is_file() if src.format == "store" else path.exists()):
+            raise ConfigError(f"imports[{i}].path: {src.path} not found")
+
+
 def imported_stores(cfg: QuickstartConfig, layout: Layout) -> list[Path]:
     """The stores of ``cfg.imports``, in order: an imported set's store under the run, or a store as it is."""
     return [Path(src.path) if src.format == "store" else layout.imported(i) for i, src in enumerate(cfg.imports)]
@@ -439,10 +448,9 @@ class _Pipeline:
         from actune.bootstrap.importers import ImportSetError, import_set
 
         env = "fever" if self.cfg.source == "fever" else "wiki"
+        check_import_paths(self.cfg)
         for i, src in enumerate(self.cfg.imports):
             if src.format == "store":
-                if not Path(src.path).is_file():
-                    raise ConfigError(f"imports[{i}].path: {src.path} not found")
                 self._check_no_held_out_questions(i, Path(src.path))
                 continue
             store = self.layout.imported_as_released(i) if src.replay else self.layout.imported(i)
@@ -838,9 +846,7 @@ def run_quickstart(cfg: QuickstartConfig, out: Path, *, show_progress: bool = Tr
 
     log(f"quickstart {cfg.name} (seed {cfg.seed}) -> {layout.out}: {len(stages)} stages, {len(to_run)} to run; "
         f"estimated {_fmt(time_left(stages, done, 0)[0])} on {kind} ({describe_cpu()})")
-    for i, src in enumerate(cfg.imports):  # before any stage: a missing set is found in seconds, not hours
-        if not Path(src.path).exists():
-            raise ConfigError(f"imports[{i}].path: {src.path} not found")
+    check_import_paths(cfg)  # before any stage: a missing set is found in seconds, not hours
     t0 = time.monotonic()
     if command:
         state["command"] = command
