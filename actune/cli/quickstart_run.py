@@ -100,6 +100,11 @@ class Layout:
         """``imports[i]`` as imported, before its replay (``replay: true``) writes :meth:`imported`."""
         return self.out / "imports" / f"{i}" / "as_released.jsonl"
 
+    @property
+    def gold_paths(self) -> Path:
+        """The store of the scripted teacher's episodes (``QuickstartConfig.gold_paths``)."""
+        return self.out / "gold_paths" / "trajectories.jsonl"
+
 
 @dataclass
 class Stage:
@@ -259,8 +264,9 @@ def _estimate(cfg: QuickstartConfig, kind: str) -> dict[str, Any]:
 def _imported_records(cfg: QuickstartConfig) -> int:
     """Records in ``cfg.imports``' files (lines of JSONL; a file not there yet counts 0): each becomes one more
     training example of every method, about as long as a world ReAct example (FireAct's 500 HotpotQA
-    trajectories: 803 characters of messages on average)."""
-    total = 0
+    trajectories: 803 characters of messages on average); with ``gold_paths``, one a training question, each
+    counted 1.5 times (two pages of five sentences: about half as long again)."""
+    total = int(1.5 * cfg.split_sizes()[0]) if cfg.gold_paths else 0
     for src in cfg.imports:
         path = Path(src.path)
         if path.is_file() and path.suffix == ".jsonl":
@@ -370,8 +376,10 @@ def check_import_paths(cfg: QuickstartConfig) -> None:
 
 
 def imported_stores(cfg: QuickstartConfig, layout: Layout) -> list[Path]:
-    """The stores of ``cfg.imports``, in order: an imported set's store under the run, or a store as it is."""
-    return [Path(src.path) if src.format == "store" else layout.imported(i) for i, src in enumerate(cfg.imports)]
+    """The stores of ``cfg.imports``, in order (an imported set's store under the run, or a store as it is), then
+    with ``cfg.gold_paths`` the gold paths' store."""
+    stores = [Path(src.path) if src.format == "store" else layout.imported(i) for i, src in enumerate(cfg.imports)]
+    return stores + ([layout.gold_paths] if cfg.gold_paths else [])
 
 
 def trains_on_previous(cfg: QuickstartConfig, r: int, method: str) -> bool:
@@ -465,6 +473,20 @@ class _Pipeline:
             if src.replay:
                 self._replay(i, store)
             self._check_no_held_out_questions(i, self.layout.imported(i))
+
+    def gold_paths(self) -> None:
+        """Write the scripted teacher's episode of every training question (a stopped run resumes)."""
+        from actune.bootstrap.gold_paths import write_gold_paths
+        from actune.tasks.loading import load_tasks
+
+        tasks = load_tasks(self._tasks("train"))
+        s = write_gold_paths(tasks, str(self.layout.gold_paths), self._env(self.cfg.bootstrap.env))
+        skipped = ", ".join(f"{n} {why}" for why, n in sorted(s.skipped.items())) or "none"
+        self.log(f"gold paths: {s.written} written, {s.already} written before, of {s.total} training questions "
+                 f"(left out: {skipped})")
+        if s.written + s.already == 0:
+            raise ConfigError(f"gold_paths: none of the {s.total} training questions has a gold path (left out: "
+                              f"{skipped}); they need meta.supporting_titles that this run's corpus holds")
 
     def _check_no_held_out_questions(self, i: int, store: Path) -> None:
         from actune.text import normalise_question
@@ -773,6 +795,8 @@ def plan_stages(cfg: QuickstartConfig, pipe: _Pipeline, kind: str) -> list[Stage
     stages = [Stage("world" if cfg.source == "world" else "tasks", 5, pipe.world)]
     if cfg.imports:
         stages.append(Stage("imports", 5, pipe.imports))
+    if cfg.gold_paths:
+        stages.append(Stage("gold paths", 10, pipe.gold_paths))
     stages.append(Stage("bootstrap round 1", est["bootstrap_rounds"][0], pipe.bootstrap_round1))
     for r in range(1, rounds + 1):
         if r > 1:

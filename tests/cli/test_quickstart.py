@@ -633,6 +633,32 @@ def test_hotpotqa_source_plans_tasks_and_imports_and_exports_the_imported_store(
     assert pipe.eval_config("react").env.corpus == str(layout.tasks_dir / "corpus.jsonl")
 
 
+def test_gold_paths_stage_writes_the_training_questions_paths_and_exports_them_last(tmp_path: Path) -> None:
+    from actune.cli.quickstart_run import imported_stores
+    from actune.trajectory import read_trajectories
+
+    cfg = load_quickstart("hotpotqa", [f"hotpotqa.data_dir={HOTPOT_SMALL}", "hotpotqa.n_test=5", "hotpotqa.n_dev=1",
+                                       "imports=[]", "gold_paths=true"])
+    layout = Layout(tmp_path / "run", cfg.source)
+    pipe = _Pipeline(cfg, layout, show_progress=False, log=lambda m: None)
+    assert [s.name for s in plan_stages(cfg, pipe, "cpu-bf16")][:3] == ["tasks", "gold paths", "bootstrap round 1"]
+    pipe.world()
+    pipe.gold_paths()
+    written = list(read_trajectories(layout.gold_paths))
+    train_ids = {json.loads(line)["id"] for line in (layout.tasks_dir / "train.jsonl").read_text().splitlines()}
+    assert written and {t.task.id for t in written} <= train_ids
+    assert all(t.info["verdict"]["kept"] and t.info["verdict"]["grounded"] for t in written)
+    pipe.gold_paths()  # resumed: nothing written twice
+    assert len(list(read_trajectories(layout.gold_paths))) == len(written)
+    assert imported_stores(cfg, layout) == [layout.gold_paths]
+    # each training question is one more example of 1.5 world ReAct examples' length
+    plain = estimate_seconds(load_quickstart("hotpotqa", ["imports=[]"]), "cpu-bf16")["train"]
+    assert estimate_seconds(load_quickstart("hotpotqa", ["imports=[]", "gold_paths=true"]), "cpu-bf16")["train"] \
+        - plain == pytest.approx(int(1.5 * 661) * 335 * 2 / 240)
+    with pytest.raises(ConfigError, match="gold_paths: a gold path quotes"):
+        load_quickstart("fever", ["gold_paths=true"])
+
+
 def test_imported_records_add_training_time_to_the_estimate(tmp_path: Path) -> None:
     plain = estimate_seconds(load_quickstart("hotpotqa", ["imports=[]"]), "cpu-bf16")["train"]
     cfg = load_quickstart("hotpotqa", [f"imports=[{{path: {FIREACT_SAMPLE}, format: openai}}]"])

@@ -1,0 +1,85 @@
+"""Gold paths: a training question's supporting pages searched in the run's corpus, the answer sentence quoted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from actune.bootstrap.gold_paths import GOLD_PATH_MODEL, gold_path, search_order, write_gold_paths
+from actune.envs.config import EnvConfig
+from actune.envs.factory import make_env
+from actune.task_record import Task
+from actune.trajectory import read_trajectories
+
+PAGES = {
+    "Big Stone Gap (film)": ["Big Stone Gap is a 2014 American romantic comedy film.",
+                             "It was directed by Adriana Trigiani."],
+    "Adriana Trigiani": ["Adriana Trigiani is an American novelist.", "She lives in Greenwich Village."],
+    "Linux Format": ["Linux Format is a magazine.", "It is commonly abbreviated to LXF."],
+    "Qvwm": ["Qvwm is a window manager."],
+}
+
+
+def _env(tmp_path: Path) -> EnvConfig:
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"title": t, "sentences": s}) + "\n" for t, s in PAGES.items()))
+    return EnvConfig(name="wiki", corpus=str(corpus), index_dir=str(tmp_path / "idx"))
+
+
+def _task(i: int, question: str, answer: str, titles: list[str]) -> Task:
+    return Task(id=f"t{i}", question=question, answer=answer, split="train",
+                meta={"supporting_titles": titles, "kind": "bridge"})
+
+
+BRIDGE = _task(1, "The director of the film Big Stone Gap lives in what New York neighbourhood?",
+               "Greenwich Village", ["Adriana Trigiani", "Big Stone Gap (film)"])
+
+
+def test_the_pages_the_question_names_come_first_in_the_order_it_names_them() -> None:
+    assert search_order(["Adriana Trigiani", "Big Stone Gap (film)"], BRIDGE.question) == \
+        ["Big Stone Gap (film)", "Adriana Trigiani"]
+    assert search_order(["B", "Qvwm", "Linux Format", "Qvwm"], "Did Linux Format review Qvwm?") == \
+        ["Linux Format", "Qvwm", "B"]
+
+
+def test_a_bridge_searches_as_the_question_writes_it_and_quotes_what_it_read(tmp_path: Path) -> None:
+    traj, why = gold_path(BRIDGE, make_env(_env(tmp_path)))
+    assert why is None
+    assert [(s.type, s.text) for s in traj.steps] == [
+        ("thought", "I need to search Big Stone Gap."),
+        ("action", "search[Big Stone Gap]"),
+        ("observation", "Big Stone Gap is a 2014 American romantic comedy film. It was directed by Adriana Trigiani."),
+        ("thought", "It was directed by Adriana Trigiani. I need to search Adriana Trigiani."),
+        ("action", "search[Adriana Trigiani]"),
+        ("observation", "Adriana Trigiani is an American novelist. She lives in Greenwich Village."),
+        ("thought", "She lives in Greenwich Village. So the answer is Greenwich Village."),
+        ("answer", "finish[Greenwich Village]")]
+    assert [s.iteration for s in traj.steps] == [1, 1, 1, 2, 2, 2, 3, 3]
+    assert traj.info["env_info"]["titles"] == ["Big Stone Gap (film)", "Adriana Trigiani"]
+    assert traj.info["verdict"]["grounded"] and traj.info["verdict"]["kept"] and traj.correct
+    assert (traj.model.name, traj.task.id, traj.prediction) == (GOLD_PATH_MODEL, "t1", "Greenwich Village")
+
+
+def test_yes_no_quotes_each_pages_first_sentence(tmp_path: Path) -> None:
+    task = _task(2, "Are Qvwm and Linux Format both software?", "no", ["Qvwm", "Linux Format"])
+    traj, _ = gold_path(task, make_env(_env(tmp_path)))
+    assert traj.steps[-2].text == "Qvwm is a window manager. Linux Format is a magazine. So the answer is no."
+    assert traj.steps[3].text == "Next, I need to search Linux Format."
+
+
+def test_no_path_when_no_page_shows_the_answer_or_a_page_is_missing(tmp_path: Path) -> None:
+    env = make_env(_env(tmp_path))
+    assert gold_path(_task(3, "Who founded Qvwm?", "Kenji Sato", ["Qvwm"]), env) == (None, "answer_not_shown")
+    assert gold_path(_task(4, "Where is Atlantis?", "sea", ["Atlantis"]), env) == (None, "page_not_found")
+    assert gold_path(_task(5, "Who?", "x", []), env) == (None, "no_pages")
+
+
+def test_write_gold_paths_counts_and_resumes_without_duplicates(tmp_path: Path) -> None:
+    env, store = _env(tmp_path), tmp_path / "gold" / "trajectories.jsonl"
+    tasks = [BRIDGE, _task(3, "Who founded Qvwm?", "Kenji Sato", ["Qvwm"]),
+             _task(6, "What is Linux Format abbreviated to?", "LXF", ["Linux Format"])]
+    first = write_gold_paths(tasks, str(store), env)
+    assert (first.total, first.written, first.already, dict(first.skipped)) == (3, 2, 0, {"answer_not_shown": 1})
+    again = write_gold_paths(tasks, str(store), env)
+    assert (again.written, again.already) == (0, 2)
+    assert [t.task.id for t in read_trajectories(store)] == ["t1", "t6"]
