@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field, fields
+import types
+import typing
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -209,14 +211,42 @@ class Trajectory:
         return cls.from_dict(data)
 
 
+def _matches(value: Any, hint: Any) -> bool:
+    """Whether a JSON value fits a field's annotation (a nested record is checked on its own, later)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any or (isinstance(hint, type) and is_dataclass(hint)):
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, a) for a in args)
+    if origin is list:
+        return isinstance(value, list) and all(_matches(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(isinstance(k, str) and _matches(v, args[1]) for k, v in value.items())
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _type_name(hint: Any) -> str:
+    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+
+
 def _known(cls: type, d: Any, where: str) -> dict[str, Any]:
+    """``d``'s keys, each known to ``cls`` and of its field's type (a wrong type read here, not as a crash in
+    whatever stage uses the field later)."""
     if not isinstance(d, dict):
         raise TrajectoryFormatError(f"{where or 'trajectory'}: must be an object, got {type(d).__name__}")
-    names = {f.name for f in fields(cls)}
-    unknown = sorted(set(d) - names)
+    hints = typing.get_type_hints(cls)
+    prefix = f"{where}." if where else ""
+    unknown = sorted(set(d) - set(hints))
     if unknown:
-        prefix = f"{where}." if where else ""
         raise TrajectoryFormatError(f"unknown key {prefix}{unknown[0]}")
+    for key, value in d.items():
+        if not _matches(value, hints[key]):
+            raise TrajectoryFormatError(f"{prefix}{key}: must be {_type_name(hints[key])}, got "
+                                        f"{type(value).__name__} {json.dumps(value, default=str)[:60]}")
     return dict(d)
 
 

@@ -100,7 +100,15 @@ def test_bad_line_names_file_and_line(tmp_path):
     (lambda d: d.update(finish_reason="bored"), "finish_reason: unknown value 'bored'"),
     (lambda d: d["task"].update(colour="red"), "unknown key task.colour"),
     (lambda d: d.pop("task"), "missing key 'task'"),
-    (lambda d: d.update(steps={}), "steps: must be a list"),
+    (lambda d: d.update(steps={}), "steps: must be list, got dict"),
+    # a wrong type is named where it is read, not met later as a crash in the stage that uses it
+    (lambda d: d.update(attempt="zero"), 'attempt: must be int, got str "zero"'),
+    (lambda d: d.update(correct=1), "correct: must be bool, got int 1"),
+    (lambda d: d["task"].update(id={"a": 1}), r'task.id: must be str, got dict \{"a": 1\}'),
+    (lambda d: d["task"].update(aliases=["x", 2]), "task.aliases: must be list"),
+    (lambda d: d.update(scores={"em": "1"}), "scores: must be dict"),
+    (lambda d: d["steps"][0].update(iteration=None), "steps\\[0\\].iteration: must be int, got NoneType"),
+    (lambda d: d["sampling"].update(seed="7"), r"sampling.seed: must be int \| None, got str"),
 ])
 def test_bad_records_rejected(mutate, message):
     d = _example().to_dict()
