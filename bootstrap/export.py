@@ -99,9 +99,17 @@ def _kept_lines(store: str | Path) -> list[tuple[int, Trajectory]]:
     path = Path(store)
     if not path.is_file():
         raise ExportError(f"{path}: store not found (run `actune bootstrap` first)")
-    # the shared reader: a torn last line (a writer killed mid-line) is skipped, any other bad line named
-    return [(lineno, t) for lineno, t in read_trajectory_lines(path)
-            if (v := verdict_of(t)) is not None and v.kept]
+    # the shared reader: a torn last line (a writer killed mid-line) is skipped, any other bad line named;
+    # a record with no verdict is refused, as the store refuses it, rather than dropped without a word
+    out = []
+    for lineno, t in read_trajectory_lines(path):
+        verdict = verdict_of(t)
+        if verdict is None:
+            raise ExportError(f"{path}:{lineno}: record has no judge verdict (info.verdict); is this a trajectory "
+                              "store written by bootstrap or eval?")
+        if verdict.kept:
+            out.append((lineno, t))
+    return out
 
 
 def kept_records(store: str | Path) -> list[Trajectory]:

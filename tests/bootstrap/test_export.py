@@ -154,3 +154,10 @@ def test_export_errors_name_the_problem(tmp_path):
     with pytest.raises(ExportError, match=r"old.jsonl:1: episode '\w+' \(task 't1'\): .*has no info.prompt"):
         export_dataset(old, tmp_path / "ds")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.jsonl", "store.jsonl"]
+    # a record without a verdict is refused, as the store refuses it, not dropped without a word
+    unjudged = tmp_path / "unjudged.jsonl"
+    traj = episode(TASK, REPLIES_T1)[0]
+    del traj.info["verdict"]
+    unjudged.write_text(traj.to_json() + "\n")
+    with pytest.raises(ExportError, match=r"unjudged.jsonl:1: record has no judge verdict"):
+        export_dataset([store, unjudged], tmp_path / "ds")
