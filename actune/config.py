@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import reprlib
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -95,7 +96,25 @@ def read_yaml(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: top level must be a mapping of keys, got {type(data).__name__}")
+    if _expanded_size(data, {}) > MAX_CONFIG_VALUES:
+        raise ConfigError(f"{path}: expands to more than {MAX_CONFIG_VALUES:,} values (nested YAML aliases?); "
+                          "a config is read whole, so it must stay small")
     return data
+
+
+MAX_CONFIG_VALUES = 100_000
+"""Values a config file may expand to once its YAML aliases are followed: far above any real config, far below
+what a few hundred bytes of nested aliases expand to (a billion)."""
+
+
+def _expanded_size(node: Any, memo: dict[int, int]) -> int:
+    """Values in ``node`` with every alias expanded, counted without expanding (each shared node once)."""
+    if not isinstance(node, (dict, list)):
+        return 1
+    if id(node) not in memo:
+        children = node.values() if isinstance(node, dict) else node
+        memo[id(node)] = 1 + sum(_expanded_size(c, memo) for c in children)
+    return memo[id(node)]
 
 
 def _is_secret(loc: tuple) -> bool:
@@ -104,9 +123,17 @@ def _is_secret(loc: tuple) -> bool:
                for p in loc)
 
 
+# What an error echoes of a bad value: a few levels, items and characters, so a value built of nested YAML
+# aliases (kilobytes of file, gigabytes when printed whole) cannot flood the terminal or a log.
+_ECHO = reprlib.Repr()
+_ECHO.maxlevel, _ECHO.maxlist, _ECHO.maxdict, _ECHO.maxstring, _ECHO.maxother = 1, 4, 4, 80, 80
+_MAX_ERROR_LINES = 20
+
+
 def _format_validation_error(err: ValidationError, source: str, prefix: str = "") -> str:
     lines = []
-    for e in err.errors():
+    errors = err.errors()
+    for e in errors[:_MAX_ERROR_LINES]:
         loc = prefix + ".".join(str(p) for p in e["loc"]) or "(top level)"
         kind = e["type"]
         if kind == "extra_forbidden":
@@ -116,8 +143,10 @@ def _format_validation_error(err: ValidationError, source: str, prefix: str = ""
         else:
             msg = e["msg"]
             if "input" in e and kind not in ("missing",) and not _is_secret(e["loc"]):
-                msg += f" (got {e['input']!r})"
+                msg += f" (got {_ECHO.repr(e['input'])})"
         lines.append(f"  {loc}: {msg}")
+    if len(errors) > _MAX_ERROR_LINES:
+        lines.append(f"  ... and {len(errors) - _MAX_ERROR_LINES} more")
     return f"{source}: invalid config\n" + "\n".join(lines)
 
 
