@@ -137,20 +137,26 @@ def parse_action(
         return None, f"Invalid action: the action is empty. Valid actions: {valid}."
     span = _action_span(line)
     if span is None and _BRACKET.match(line):
-        return None, f"Invalid action: {line!r} has no closing ']'. Valid actions: {valid}."
+        return None, f"Invalid action: {_quoted(line)} has no closing ']'. Valid actions: {valid}."
     if span is not None:
         name = " ".join(span[0].split()).lower()
         if action_names and name not in action_names:
-            return None, f"Invalid action: unknown action {name!r}. Valid actions: {valid}."
+            return None, f"Invalid action: unknown action {_quoted(name)}. Valid actions: {valid}."
         return Action(name, span[1].strip()), None
     if free_text:
         first = line.split("\n", 1)[0].strip()
         verb, _, rest = first.partition(" ")
         verb = verb.lower().rstrip(":")
         if action_names and verb not in action_names:
-            return None, f"Invalid action: unknown action {verb!r}. Valid actions: {valid}."
+            return None, f"Invalid action: unknown action {_quoted(verb)}. Valid actions: {valid}."
         return Action(verb, rest.strip()), None
     return None, f"Invalid action: {line[:80]!r} is not of the form name[argument]. Valid actions: {valid}."
+
+
+def _quoted(text: str, limit: int = 80) -> str:
+    """What an error echoes of the model's text: the hint is an observation the model reads next, so a
+    megabyte-long unclosed action must not come back as a megabyte-long observation."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}..."
 
 
 def _valid_list(action_names: tuple[str, ...] | None) -> str:

@@ -45,6 +45,15 @@ def test_no_action_and_errors():
     assert p.action is None and "not of the form name[argument]" in p.error
 
 
+def test_an_error_echoes_at_most_80_characters_of_what_the_model_wrote():
+    # the hint is the model's next observation: a megabyte in must not be a megabyte out
+    p = parse_step(" t\nAction 1: search[" + "x" * 1_000_000, NAMES)
+    assert p.error == f"Invalid action: {'search[' + 'x' * 73!r}... has no closing ']'. Valid actions: " \
+        "search[...], lookup[...], finish[...]."
+    a, err = parse_action("y" * 500 + "[moon]", NAMES)
+    assert a is None and len(err) < 200 and err.startswith(f"Invalid action: unknown action {'y' * 80!r}...")
+
+
 def test_free_text_actions_for_alfworld():
     a, err = parse_action("go to cabinet 1", ("go", "open", "take"), None, free_text=True)
     assert a == Action("go", "to cabinet 1") and err is None
