@@ -31,7 +31,7 @@ started by the stage itself):
 Prints one table (stage, faults injected, lost, duplicated, retried, leftover processes, recovery) and
 writes the figures as JSON (``--json``, default ``<out>/faults.json``). Exits 1 when anything is lost,
 duplicated, unexpected or left over, when a point was never reached (nothing was tested), or a run failed.
-Holds /tmp/actune-vllm.lock while it runs: one vLLM server at a time on a small machine.
+Holds the server lock (actune.serve.lock) while it runs: one vLLM server at a time on a small machine.
 """
 
 from __future__ import annotations

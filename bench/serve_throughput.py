@@ -10,7 +10,7 @@ vllm:prefix_cache_queries_total in vLLM 0.32), as the change over each level.
     python bench/serve_throughput.py --enable-lora        # what a LoRA-enabled server costs
     python bench/serve_throughput.py --dtype float32      # bf16 vs float32 on this CPU
 
-Starting a server takes /tmp/actune-vllm.lock, like the tests (one server at a time on small machines).
+Starting a server takes the server lock (actune.serve.lock), like the tests (one server at a time on small machines).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ whole group when actune dies without stopping it. An API key reaches vLLM throug
     with vllm_server(ServeConfig(model="smollm2-135m", enable_lora=True, port=8011)) as server:
         print(server.base_url)          # http://127.0.0.1:8011/v1
 
-The caller decides about exclusivity: tests take /tmp/actune-vllm.lock themselves; users may run several.
+The caller decides about exclusivity: tests take actune.serve.lock themselves; users may run several.
 """
 
 from __future__ import annotations

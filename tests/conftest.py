@@ -1,7 +1,7 @@
 """Shared fixtures: the embedded model and one real vLLM server for the whole test session.
 
 ``vllm_server`` starts vLLM's OpenAI-compatible server once per pytest session with LoRA enabled, under
-the machine-wide lock /tmp/actune-vllm.lock (only one server may run at a time on a 2-core machine), and
+the server lock (``actune.serve.lock``: only one server may run at a time on a 2-core machine), and
 stops it at the end, checking that no process of it is left. Tests that use it are marked ``server``
 automatically, so ``pytest -m "not server"`` runs everything else. It is skipped when vLLM is not installed.
 

@@ -265,7 +265,7 @@ def _run(args: argparse.Namespace) -> int:
             serve_cfg = serve_config_for(args)
             what = args.model + (f" with adapter {args.adapter}" if args.adapter else "")
             print(f"starting a vLLM server for {what} ...", file=sys.stderr, flush=True)
-            # No machine-wide lock here: only the test fixture takes /tmp/actune-vllm.lock, so a user may
+            # No server lock here: only the test fixture and bench take actune.serve.lock, so a user may
             # run two `actune run` at once and a test session holding the lock can still call this.
             with vllm_server(serve_cfg) as server:
                 adapter = next(iter(serve_cfg.adapters), None)

@@ -108,7 +108,7 @@ def test_run_serves_and_requests_the_adapter_without_taking_the_lock(adapter, mo
     import actune.serve.server
 
     def no_lock(*a, **k):
-        raise AssertionError("actune run must not take /tmp/actune-vllm.lock")
+        raise AssertionError("actune run must not take the server lock")
 
     monkeypatch.setattr(actune.serve.lock, "exclusive_server_lock", no_lock)
     fake = FakeServerStarts()
