@@ -357,9 +357,9 @@ class TrainStage:
 
     def preserved(self) -> int:
         """The step a rerun resumes from, by the trainer's own rule (the newest complete checkpoint)."""
-        from actune.train.run import _last_checkpoint
+        from actune.train.checkpoints import last_checkpoint
 
-        last = _last_checkpoint(self.checkpoints)
+        last = last_checkpoint(self.checkpoints)
         return (_checkpoint_step(Path(last)) or 0) if last else 0
 
     def outcome(self) -> Outcome:

@@ -63,6 +63,7 @@ from actune import cpu_features
 from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
 from actune.atomic_write import atomic_write_text, recover_folder, replace_folder
 from actune.config import ConfigError, public_dump
+from actune.train.checkpoints import fsync_checkpoint, last_checkpoint
 from actune.train.config import TrainConfig
 from actune.train.model_card import write_model_card
 from actune.training_tasks import TRAINING_TASKS_FILE, read_training_tasks
@@ -193,21 +194,6 @@ def tokenize_dataset(ds: Any, tokenizer: Any, cfg: TrainConfig) -> Any:
                 "n_trained": enc.trained_tokens, "truncated": enc.truncated, "straddling": enc.straddling}
 
     return ds.map(encode, remove_columns=ds.column_names, desc="Tokenising and masking")
-
-
-def _complete_checkpoint(path: Path) -> bool:
-    # The Trainer writes trainer_state.json after the weights, optimizer and RNG state; a run killed
-    # while saving leaves a folder without it (or without weights), which cannot be resumed from.
-    return (path / "trainer_state.json").is_file() and any(
-        (path / name).is_file() for name in ("adapter_model.safetensors", "adapter_model.bin"))
-
-
-def _last_checkpoint(folder: Path) -> str | None:
-    """The highest-numbered complete checkpoint in ``folder`` (None when there is none)."""
-    if not folder.is_dir():
-        return None
-    found = [p for p in folder.glob("checkpoint-*") if p.name.split("-")[-1].isdigit() and _complete_checkpoint(p)]
-    return str(max(found, key=lambda p: int(p.name.split("-")[-1]))) if found else None
 
 
 def _steps_per_epoch(n_examples: int, args: Any) -> int:
@@ -529,7 +515,12 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> Trai
             if metrics and "eval_loss" in metrics:
                 say(f"train: step {state.global_step} (epoch {state.epoch:.2f}): dev loss {metrics['eval_loss']:.4f}")
 
-    trainer, speed = make_trainer(cfg, args, dtype, model_dir, tokenizer, train_ds, dev_ds, callbacks=[DevLossLog()])
+    class DurableCheckpoints(TrainerCallback):
+        def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            fsync_checkpoint(Path(args.output_dir) / f"checkpoint-{state.global_step}")
+
+    trainer, speed = make_trainer(cfg, args, dtype, model_dir, tokenizer, train_ds, dev_ds,
+                                  callbacks=[DevLossLog(), DurableCheckpoints()])
     say(f"train: {speed_line(speed)}")
     model = trainer.model
     eval_steps = None
@@ -538,7 +529,7 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> Trai
         eval_steps = max(1, math.ceil(_steps_per_epoch(len(trainer.train_dataset), trainer.args)
                                       / cfg.evals_per_epoch))
         trainer.args.eval_steps = trainer.args.save_steps = eval_steps
-    resume = _last_checkpoint(ckpt_dir)
+    resume = last_checkpoint(ckpt_dir)
     if resume:
         say(f"train: resuming from {resume}")
     result = trainer.train(resume_from_checkpoint=resume)

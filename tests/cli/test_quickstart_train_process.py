@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from actune.cli.quickstart_run import train_in_child_process
+from actune.train.checkpoints import complete_checkpoint
 from actune.train.config import TrainConfig
-from actune.train.run import TrainError, _complete_checkpoint
+from actune.train.run import TrainError
 
 TRAIN_DIR = Path(__file__).resolve().parents[1] / "train"
 
@@ -48,7 +49,7 @@ def _children(pid: int) -> dict[int, str]:
 def _complete_checkpoints(tmp: Path) -> list[int]:
     """Steps of the checkpoints a rerun can resume from, by actune train's own rule."""
     return sorted(int(p.name.split("-")[1]) for p in (tmp / "adapter.checkpoints").glob("checkpoint-*")
-                  if _complete_checkpoint(p))
+                  if complete_checkpoint(p))
 
 
 def _wait_for_a_checkpoint(proc: subprocess.Popen, tmp: Path, log: Path, after: int = 0) -> None:

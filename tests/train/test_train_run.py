@@ -296,20 +296,6 @@ def test_dtype_auto_follows_the_hardware(monkeypatch, cuda, cuda_bf16, cpu_bf16,
     assert (resolve_dtype("float32"), resolve_dtype("bfloat16")) == ("float32", "bfloat16")
 
 
-def test_only_complete_checkpoints_are_resumed_from(tmp_path):
-    assert train_run._last_checkpoint(tmp_path / "none") is None
-    for step, files in [(2, ["trainer_state.json", "adapter_model.safetensors", "optimizer.pt"]),
-                        (10, ["trainer_state.json", "adapter_model.bin"]),
-                        (11, ["adapter_model.safetensors"]),  # cut off before trainer_state.json
-                        (12, ["trainer_state.json"])]:
-        (tmp_path / f"checkpoint-{step}").mkdir()
-        for name in files:
-            (tmp_path / f"checkpoint-{step}" / name).write_text("x")
-    (tmp_path / "checkpoint-x").mkdir()
-    assert train_run._last_checkpoint(tmp_path) == str(tmp_path / "checkpoint-10")
-    assert train_run._last_checkpoint(tmp_path / "checkpoint-x") is None
-
-
 def test_training_tasks_include_those_of_a_base_model_that_recorded_its_own(tmp_path):
     # a later expert-iteration round trained on the previous round's merged model: eval's leakage check must
     # see the earlier rounds' tasks too (a plain dict stands in for the dataset's two columns)

@@ -1,0 +1,49 @@
+"""Resume picks the last checkpoint that was saved whole: its state parses and its weights open."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+
+from actune.train.checkpoints import complete_checkpoint, fsync_checkpoint, last_checkpoint
+
+
+def _checkpoint(root: Path, step: int, files: dict[str, str | None]) -> Path:
+    """A checkpoint folder; a ``None`` content is a real safetensors file with one tensor."""
+    path = root / f"checkpoint-{step}"
+    path.mkdir()
+    for name, text in files.items():
+        if text is None:
+            save_file({"lora_A": torch.zeros(2, 2)}, str(path / name))
+        else:
+            (path / name).write_text(text)
+    return path
+
+
+def test_only_complete_checkpoints_are_resumed_from(tmp_path: Path) -> None:
+    assert last_checkpoint(tmp_path / "none") is None
+    _checkpoint(tmp_path, 2, {"trainer_state.json": "{}", "adapter_model.safetensors": None, "optimizer.pt": "x"})
+    _checkpoint(tmp_path, 10, {"trainer_state.json": "{}", "adapter_model.bin": "x"})
+    _checkpoint(tmp_path, 11, {"adapter_model.safetensors": None})  # cut off before trainer_state.json
+    _checkpoint(tmp_path, 12, {"trainer_state.json": "{}"})
+    # what a power loss can leave: the names in place, the contents not written back
+    _checkpoint(tmp_path, 13, {"trainer_state.json": "{}", "adapter_model.safetensors": ""})
+    _checkpoint(tmp_path, 14, {"trainer_state.json": "", "adapter_model.safetensors": None})
+    _checkpoint(tmp_path, 15, {"trainer_state.json": "{}", "adapter_model.safetensors": "\x08\x00\x00\x00\x00"})
+    _checkpoint(tmp_path, 16, {"trainer_state.json": "{}", "adapter_model.bin": ""})
+    (tmp_path / "checkpoint-x").mkdir()
+    assert last_checkpoint(tmp_path) == str(tmp_path / "checkpoint-10")
+    assert [s for s in (2, 10, 13, 14, 15, 16) if complete_checkpoint(tmp_path / f"checkpoint-{s}")] == [2, 10]
+    assert last_checkpoint(tmp_path / "checkpoint-x") is None
+
+
+def test_fsync_checkpoint_flushes_every_file_and_changes_none(tmp_path: Path) -> None:
+    path = _checkpoint(tmp_path, 3, {"trainer_state.json": "{}", "adapter_model.safetensors": None})
+    (path / "rng").mkdir()
+    (path / "rng" / "state.pth").write_bytes(b"\x01\x02")
+    before = {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}
+    fsync_checkpoint(path)
+    assert {p: p.read_bytes() for p in path.rglob("*") if p.is_file()} == before
+    assert complete_checkpoint(path)
