@@ -287,6 +287,9 @@ class TrajectoryStore:
             else:
                 self._undo(size)
             raise
+        except OSError as e:  # disk full, a file-size limit: name the store, which holds every whole record
+            self._undo(size)
+            raise OSError(e.errno, f"{e.strerror or e} appending to the store", str(self.path)) from None
         except BaseException:
             self._undo(size)
             raise

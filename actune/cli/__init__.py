@@ -55,6 +55,13 @@ def main(argv: list[str] | None = None) -> int:
         # `actune ... | head`: the reader left; stop quietly like other Unix tools.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as e:
+        # disk full, a file-size limit, a read-only folder: one line, not a traceback. Stores append whole lines
+        # (a cut one is trimmed on reopening) and other files are replaced atomically, so what was written stays.
+        where = f" ({e.filename})" if e.filename else ""
+        print(f"actune: {e.strerror or e}{where}; everything written before it is kept: make room and rerun the "
+              "same command to continue", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
