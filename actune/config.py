@@ -92,8 +92,8 @@ def read_yaml(path: Path) -> dict[str, Any]:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         raise ConfigError(f"{where}: invalid YAML: {getattr(e, 'problem', e)}") from None
-    if data is None:
-        return {}
+    if data is None:  # an empty file (or comments only) is more likely a mistake than a wish for every default
+        raise ConfigError(f"{path}: holds no settings; to run with every default, write {{}} in it")
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: top level must be a mapping of keys, got {type(data).__name__}")
     if _expanded_size(data, {}) > MAX_CONFIG_VALUES:

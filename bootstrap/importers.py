@@ -37,6 +37,7 @@ set again adds nothing (``already_imported``).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -471,8 +472,12 @@ def import_set(source: str | Path, store: str | Path, fmt: str, *, env: str = "w
     environment = env_actions(env)
     if not Path(source).exists() and Path(source).suffix in (".json", ".jsonl"):
         raise ImportSetError(f"{source}: file not found")
-    records = read_source(source, split)
+    records = iter(read_source(source, split))
     summary = ImportSummary(str(source), fmt, str(store), method, env)
+    first = next(records, None)
+    if first is None:  # nothing to import: no store is created for it
+        return summary
+    records = itertools.chain([first], records)
     with TrajectoryStore.open(store) as st:
         earlier = {t.episode_id: t.info["import"].get("where", "") for t in read_trajectories(st.path)
                    if isinstance(t.info.get("import"), dict)}

@@ -70,6 +70,12 @@ def test_missing_file_and_non_mapping(tmp_path):
         load_config(Outer, write(tmp_path, "- a\n- b\n"))
 
 
+def test_an_empty_config_file_is_refused_and_an_explicit_empty_mapping_is_every_default(tmp_path):
+    with pytest.raises(ConfigError, match=r"c.yaml: holds no settings; to run with every default, write \{\} in it"):
+        load_config(Outer, write(tmp_path, "# only a comment\n"), ["model=m"])
+    assert load_config(Outer, write(tmp_path, "{}\n"), ["model=m"]).steps == 10
+
+
 def test_override_errors():
     with pytest.raises(ConfigError, match="key.path=value"):
         apply_overrides({}, ["steps"])

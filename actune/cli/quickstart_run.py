@@ -468,7 +468,9 @@ class _Pipeline:
                 raise ConfigError(f"imports[{i}].path: {e}") from None
             self.log(f"imports[{i}]: {summary.imported} of {summary.total} records imported from {src.path} "
                      f"({summary.total - summary.imported} rejected)")
-            if summary.imported == 0 and summary.total and not summary.rejected.get("already_imported"):
+            if summary.total == 0:
+                raise ConfigError(f"imports[{i}]: {src.path} holds no records")
+            if summary.imported == 0 and not summary.rejected.get("already_imported"):
                 raise ConfigError(f"imports[{i}]: every record of {src.path} was rejected:\n{summary.table()}")
             if src.replay:
                 self._replay(i, store)

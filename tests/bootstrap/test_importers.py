@@ -364,6 +364,7 @@ def test_the_import_command_exits_non_zero_when_nothing_could_be_imported(tmp_pa
     empty.write_text("")
     assert main(["import", str(empty), "--format", "openai", "--store", str(tmp_path / "b.jsonl")]) == 1
     assert "holds no records" in capsys.readouterr().err
+    assert not (tmp_path / "b.jsonl").exists()  # no empty store is left behind
     # the right one: 0; again: nothing new but nothing wrong, 0
     assert main(["import", str(openai_file), "--format", "openai", "--store", str(tmp_path / "c.jsonl")]) == 0
     assert main(["import", str(openai_file), "--format", "openai", "--store", str(tmp_path / "c.jsonl")]) == 0

@@ -619,6 +619,11 @@ def test_hotpotqa_source_plans_tasks_and_imports_and_exports_the_imported_store(
     (tmp_path / "world.jsonl").write_text("")
     pipe.imports()
     pipe.imports()
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(ConfigError, match=r"imports\[0\]: .*empty.jsonl holds no records"):
+        _Pipeline(cfg.model_copy(update={"imports": [cfg.imports[0].model_copy(update={"path": str(empty)})]}),
+                  Layout(tmp_path / "run2", cfg.source), show_progress=False, log=lambda m: None).imports()
     from actune.trajectory import read_trajectories
 
     assert len(list(read_trajectories(layout.imported(0)))) == 3
