@@ -173,6 +173,50 @@ def _secrets() -> list[str]:
     return [s for s in found if len(s) >= 4]
 
 
+_SECRET_ENV = re.compile(r"(?:^|_)(?:API_KEY|TOKEN|SECRET|PASSWORD)$")
+
+
+def _secret_values() -> dict[str, str]:
+    """name -> value of every secret this process can see: the Hub token and each environment variable named
+    like one (``OPENAI_API_KEY``, ``VLLM_API_KEY``, ``WANDB_TOKEN``...), long enough to mean something."""
+    by_value = {value: name for name, value in sorted(os.environ.items())
+                if _SECRET_ENV.search(name) and len(value) >= 8}
+    for value in _secrets():
+        by_value.setdefault(value, "the Hugging Face token")
+    return {name: value for value, name in by_value.items()}
+
+
+def _json_secret_keys(node: Any, where: str = "") -> list[str]:
+    from actune.config import is_secret_name
+
+    if isinstance(node, dict):
+        return [f"{where}{k}" for k, v in node.items() if is_secret_name(str(k)) and isinstance(v, str)
+                and v not in ("", "***")] + \
+            [hit for k, v in node.items() for hit in _json_secret_keys(v, f"{where}{k}.")]
+    return [hit for i, v in enumerate(node) for hit in _json_secret_keys(v, f"{where}{i}.")] \
+        if isinstance(node, list) else []
+
+
+def secrets_in(folder: Path, files: list[str]) -> list[str]:
+    """``file: what`` for every file of ``folder`` that holds a secret: a value of :func:`_secret_values`, or a
+    JSON key named as a secret (``api_key``, ``hub_token``) with a value that is not masked. Weights are not
+    read (a token cannot hide in a tensor by accident)."""
+    values = _secret_values()
+    found = []
+    for rel in files:
+        path = folder / rel
+        if path.suffix in WEIGHT_SUFFIXES or path.suffix in (".pt", ".pth"):
+            continue
+        data = path.read_bytes()
+        found += [f"{rel}: the value of {name}" for name, value in values.items() if value.encode() in data]
+        if path.suffix == ".json":
+            try:
+                found += [f"{rel}: key {key}" for key in _json_secret_keys(json.loads(data))]
+            except ValueError:
+                pass  # not JSON after all: its bytes were checked above
+    return found
+
+
 def _mask(text: str) -> str:
     for secret in _secrets():
         text = text.replace(secret, "***")
@@ -212,6 +256,10 @@ def push(path: str | Path, repo_id: str, *, private: bool = False, revision: str
             folder = _mirror(p, [f for f in _files(p, ignore) if f != config_file], Path(staging))
             (folder / config_file).write_text(text, encoding="utf-8")
         files = _files(folder, ignore)
+        leaked = secrets_in(folder, files)
+        if leaked:
+            raise PushError(f"{p}: refusing to upload a secret ({'; '.join(leaked)}); remove it from the file "
+                            "(actune writes secrets as ***) and push again")
         api = api_factory()
         try:
             api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True)

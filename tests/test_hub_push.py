@@ -233,3 +233,22 @@ def test_a_merged_config_without_name_or_path_goes_up_as_it_is(tmp_path):
     res = push(merged, "org/name-merged", api_factory=factory(api))
     assert (res.hub_base_model, res.hub_config_file) == (None, None)
     assert api.calls[1][1]["folder_path"] == str(merged) and api.contents["config.json"] == text.encode()
+
+
+def test_a_folder_holding_a_secret_is_refused_before_the_hub_is_asked(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-0123456789")
+    api = FakeHfApi()
+    leaky = adapter_folder(tmp_path / "token")
+    (leaky / "training_meta.json").write_text(json.dumps({"sft": {"hub_token": "hf_OtherTokenFromAConfig"}}))
+    (leaky / "notes.md").write_text(f"pushed with {TOKEN}; served with sk-local-0123456789\n")
+    with pytest.raises(PushError) as e:
+        push(leaky, "org/name", api_factory=factory(api))
+    assert str(e.value) == (f"{leaky}: refusing to upload a secret (notes.md: the value of HF_TOKEN; notes.md: the "
+                            "value of OPENAI_API_KEY; training_meta.json: key sft.hub_token); remove it "
+                            "from the file (actune writes secrets as ***) and push again")
+    assert TOKEN not in str(e.value) and "hf_Other" not in str(e.value) and api.calls == []
+    # masked, empty or merely named secrets go up
+    (leaky / "training_meta.json").write_text(json.dumps({"hub_token": "***", "api_key": "", "api_key_env": "K"}))
+    (leaky / "notes.md").write_text("no secrets here\n")
+    assert push(leaky, "org/name", api_factory=factory(api)).files
