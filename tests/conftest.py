@@ -40,6 +40,32 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.get_closest_marker("own_servers") is None)
 
 
+# The optional parts an install can lack without failing (scripts/install.sh installs ALFWorld with `|| true`): the
+# summary names each one missing, so a green run that skipped their tests says so.
+OPTIONAL_PARTS = {"vllm": "vLLM (serving)", "textworld": "TextWorld (ALFWorld games)", "alfworld": "ALFWorld",
+                  "tensorboard": "TensorBoard"}
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    skipped = terminalreporter.stats.get("skipped", [])
+    missing = [name for module, name in OPTIONAL_PARTS.items() if importlib.util.find_spec(module) is None]
+    shared = (Path(__file__).resolve().parents[2] / "shared").is_dir()
+    if not skipped and not missing and shared:
+        return
+    terminalreporter.section("what this run did not test")
+    for name in missing:
+        terminalreporter.write_line(f"not installed: {name}")
+    if not shared:
+        terminalreporter.write_line("not here: ../shared (the real HotpotQA, FEVER and ALFWorld data)")
+    reasons: dict[str, int] = {}
+    for report in skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{n:4d} skipped: {reason}")
+
+
 @pytest.fixture(scope="session")
 def embedded_model() -> Path:
     """Local Hugging Face folder of SmolLM2-135M-Instruct (built once under $ACTUNE_HOME/models)."""
