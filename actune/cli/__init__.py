@@ -24,6 +24,15 @@ SUBCOMMAND_MODULES = [
 ]
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("actune")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="actune",
@@ -31,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
             "Serve a model with vLLM, run agent loops, bootstrap trajectories, fine-tune LoRA adapters, evaluate."
         ),
     )
+    parser.add_argument("--version", action="version", version=f"actune {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(name).register(sub)

@@ -20,6 +20,13 @@ def test_help_lists_every_command():
         assert cmd in out.stdout
 
 
+def test_version_is_the_installed_distributions():
+    from importlib.metadata import version
+
+    out = actune("--version")
+    assert out.returncode == 0 and out.stdout == f"actune {version('actune')}\n"
+
+
 def test_config_show_resolves_file_and_overrides():
     out = actune("config", "show", "configs/smollm2-cpu.yaml", "bootstrap.concurrency=7", "train.lora.r=8")
     assert out.returncode == 0, out.stderr
