@@ -7,9 +7,11 @@ the machinery they share: load a YAML file, apply dotted overrides, validate, an
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import reprlib
+import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -130,14 +132,34 @@ _ECHO.maxlevel, _ECHO.maxlist, _ECHO.maxdict, _ECHO.maxstring, _ECHO.maxother = 
 _MAX_ERROR_LINES = 20
 
 
-def _format_validation_error(err: ValidationError, source: str, prefix: str = "") -> str:
+def _section_fields(model: type[BaseModel] | None, path: tuple) -> list[str]:
+    """The keys the config section at ``path`` of ``model`` accepts ([] when the path leaves known sections)."""
+    current: Any = model
+    for part in path:
+        fields = getattr(current, "model_fields", None)
+        if not isinstance(part, str) or not fields or part not in fields:
+            return []
+        annotation = fields[part].annotation
+        nested = [a for a in (annotation, *typing.get_args(annotation))
+                  if isinstance(a, type) and issubclass(a, BaseModel)]
+        current = nested[0] if nested else None
+    return list(getattr(current, "model_fields", {}) or {})
+
+
+def _did_you_mean(model: type[BaseModel] | None, loc: tuple) -> str:
+    close = difflib.get_close_matches(str(loc[-1]), _section_fields(model, tuple(loc[:-1])), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _format_validation_error(err: ValidationError, source: str, prefix: str = "",
+                             model: type[BaseModel] | None = None) -> str:
     lines = []
     errors = err.errors()
     for e in errors[:_MAX_ERROR_LINES]:
         loc = prefix + ".".join(str(p) for p in e["loc"]) or "(top level)"
         kind = e["type"]
         if kind == "extra_forbidden":
-            msg = "unknown key"
+            msg = "unknown key" + _did_you_mean(model, e["loc"])
         elif kind == "missing":
             msg = "required value is missing"
         else:
@@ -177,7 +199,7 @@ def load_config(
     try:
         return cls.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(_format_validation_error(e, source, prefix)) from None
+        raise ConfigError(_format_validation_error(e, source, prefix, cls)) from None
 
 
 # named, not matched by "token" alone: TRL's pad_token, eos_token... are settings, not secrets

@@ -39,7 +39,15 @@ def test_unknown_key_names_key_path_and_file(tmp_path):
     with pytest.raises(ConfigError) as e:
         load_config(Outer, p)
     assert str(p) in str(e.value)
-    assert "inner.rat: unknown key" in str(e.value)
+    assert "inner.rat: unknown key (did you mean rate?)" in str(e.value)
+
+
+def test_an_unknown_key_suggests_the_closest_known_one_of_its_own_section_only(tmp_path):
+    with pytest.raises(ConfigError) as e:
+        load_config(Outer, write(tmp_path, "model: m\nstep: 3\ncolour: red\ninner:\n  nmes: [a]\n  steps: 1\n"))
+    assert sorted(str(e.value).splitlines()[1:]) == [
+        "  colour: unknown key", "  inner.nmes: unknown key (did you mean names?)", "  inner.steps: unknown key",
+        "  step: unknown key (did you mean steps?)"]
 
 
 def test_wrong_type_names_key_and_value(tmp_path):
