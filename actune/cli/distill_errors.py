@@ -14,8 +14,8 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("distill-errors", help="distill a PreFlect planning-error catalog from mixed-outcome tasks "
-                                              "of trajectory stores",
+    p = sub.add_parser("distill-errors", allow_abbrev=False,
+                       help="distill a PreFlect planning-error catalog from mixed-outcome tasks of trajectory stores",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("stores", nargs="+", metavar="STORE", help="trajectory stores (JSONL) written by bootstrap or eval")
     p.add_argument("--out", required=True, help="the catalog JSON to write (replaced atomically)")
@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "trajectory features name the paper's three types (default: %(default)s)")
     p.add_argument("--endpoint", help="base URL of a running OpenAI-compatible server (…/v1)")
     p.add_argument("--model", help="the model name the server answers to")
-    p.add_argument("--api-key", help="bearer token, when the server was started with --api-key")
+    p.add_argument("--api-key-env", metavar="VAR",
+                   help="environment variable holding the bearer token, when the server requires one")
     p.add_argument("--concurrency", type=int, default=16, help="diagnoses in flight at once (default: %(default)s)")
     p.add_argument("--max-pairs-per-task", type=int, default=2,
                    help="failed episodes contrasted per task (default: %(default)s)")
@@ -62,7 +63,7 @@ def _distill_errors(args: argparse.Namespace) -> int:
     async def run() -> DistillSummary:
         if args.diagnoser == "rules":
             return await distill_errors(args.stores, args.out, cfg, log=log)
-        client_cfg = ClientConfig(endpoints=[args.endpoint], model=args.model, api_key=args.api_key,
+        client_cfg = ClientConfig(endpoints=[args.endpoint], model=args.model, api_key_env=args.api_key_env,
                                   max_concurrency=max(1, args.concurrency))
         async with LLMClient(client_cfg) as llm:
             return await distill_errors(args.stores, args.out, cfg, llm=llm, model=args.model, log=log)

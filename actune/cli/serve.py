@@ -1,10 +1,11 @@
-"""``actune serve [CONFIG] [key=value ...] [--model M] [--adapter NAME=PATH ...] [--host H] [--port P] [--api-key K]``
+"""``actune serve [CONFIG] [key=value ...] [--model M] [--adapter NAME=PATH ...] [--host H] [--port P]
+[--api-key-env VAR]``
 
 Starts vLLM's OpenAI-compatible server for a model, prints its URL and runs until SIGINT (Ctrl-C),
 SIGTERM or SIGHUP, then stops it (and every process it started). CONFIG is a serve config YAML
 (ServeConfig keys) or a run config whose ``serve:`` section is used; ``key=value`` overrides and the flags
-apply on top. An API key on actune's own command line is visible to other local users (ps): prefer
-``api_key`` in a config file only you can read.
+apply on top. The API key clients must send is read from an environment variable (``--api-key-env``) or a config
+file only you can read (``api_key``), never from the command line, where other local users see it (ps).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from actune.stop_signals import stop_signals_as_interrupt
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("serve", help="start a vLLM OpenAI-compatible server (Ctrl-C stops it)",
+    p = sub.add_parser("serve", allow_abbrev=False, help="start a vLLM OpenAI-compatible server (Ctrl-C stops it)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("config", nargs="?", help="serve or run config YAML (optional)")
     p.add_argument("overrides", nargs="*", help="key=value overrides of ServeConfig fields (e.g. max_model_len=2048)")
@@ -26,8 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="LoRA adapter to load at start (repeatable); enables LoRA")
     p.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="port to listen on (default 8000)")
-    p.add_argument("--api-key", help="require this bearer token from clients (visible in ps: prefer api_key in a "
-                                     "config file)")
+    p.add_argument("--api-key-env", metavar="VAR",
+                   help="require from clients the bearer token held in environment variable VAR")
     p.set_defaults(func=_serve)
 
 
@@ -60,8 +61,10 @@ def load_serve_config(args: argparse.Namespace):
             cfg.host = args.host
         if args.port is not None:
             cfg.port = args.port
-        if args.api_key:
-            cfg.api_key = args.api_key
+        if args.api_key_env:
+            from actune.llm import read_api_key
+
+            cfg.api_key = read_api_key(args.api_key_env, "--api-key-env")
     except ValidationError as e:
         raise ConfigError("command-line flags: " + "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}"
                                                               for x in e.errors())) from None

@@ -200,7 +200,7 @@ def _serve_args(*argv: str) -> argparse.Namespace:
     return parser.parse_args(["serve", *argv])
 
 
-def test_cli_reads_run_config_serve_section_then_overrides_then_flags(tmp_path):
+def test_cli_reads_run_config_serve_section_then_overrides_then_flags(tmp_path, monkeypatch):
     from actune.cli.serve import load_serve_config
 
     run = tmp_path / "run.yaml"
@@ -209,8 +209,17 @@ def test_cli_reads_run_config_serve_section_then_overrides_then_flags(tmp_path):
     assert (cfg.model, cfg.port, cfg.max_model_len, cfg.adapters) == ("smollm2-135m", 9001, 2048, {"a": "/x"})
     plain = tmp_path / "serve.yaml"
     plain.write_text("model: org/m\nhost: 0.0.0.0\n")
-    cfg = load_serve_config(_serve_args(str(plain), "--api-key", "123"))
-    assert (cfg.model, cfg.host, cfg.api_key) == ("org/m", "0.0.0.0", "123")
+    monkeypatch.setenv("MY_SERVE_KEY", "k-123")  # the key comes from the environment, never the command line
+    cfg = load_serve_config(_serve_args(str(plain), "--api-key-env", "MY_SERVE_KEY"))
+    assert (cfg.model, cfg.host, cfg.api_key) == ("org/m", "0.0.0.0", "k-123")
+    with pytest.raises(SystemExit):  # there is no flag that takes the key itself, not even as an abbreviation
+        _serve_args(str(plain), "--api-key", "123")
+    with pytest.raises(ConfigError) as e:  # the key pasted where its variable's name belongs is not repeated
+        load_serve_config(_serve_args(str(plain), "--api-key-env", "sk-12.34"))
+    assert "never the key itself" in str(e.value) and "sk-12.34" not in str(e.value)
+    monkeypatch.delenv("MY_SERVE_KEY")
+    with pytest.raises(ConfigError, match="--api-key-env: environment variable MY_SERVE_KEY is not set"):
+        load_serve_config(_serve_args(str(plain), "--api-key-env", "MY_SERVE_KEY"))
     cfg = load_serve_config(_serve_args("port=8011", "--model", "m"))
     assert (cfg.model, cfg.port) == ("m", 8011)
 
