@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 
 from actune.config import ConfigError
@@ -44,7 +45,23 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    _plain_help(parser)
     return parser
+
+
+def _plain_help(parser: argparse.ArgumentParser) -> None:
+    """Help text without the reST markup of the docstrings it comes from (``x`` and :mod:`x` read as x)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _plain_help(child)
+        elif action.help:
+            action.help = _plain(action.help)
+    parser.description = _plain(parser.description) if parser.description else parser.description
+
+
+def _plain(text: str) -> str:
+    return re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", text).replace("``", "")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,6 +27,17 @@ def test_version_is_the_installed_distributions():
     assert out.returncode == 0 and out.stdout == f"actune {version('actune')}\n"
 
 
+def test_help_is_plain_text_without_the_docstrings_rest_markup():
+    from actune.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    for name, child in sub.choices.items():
+        text = child.format_help()
+        assert "``" not in text and ":mod:`" not in text and ":class:`" not in text, name
+    assert sub.choices["quickstart"].format_help().count("actune quickstart [--preset NAME|FILE]") == 1
+
+
 def test_config_show_resolves_file_and_overrides():
     out = actune("config", "show", "configs/smollm2-cpu.yaml", "bootstrap.concurrency=7", "train.lora.r=8")
     assert out.returncode == 0, out.stderr
