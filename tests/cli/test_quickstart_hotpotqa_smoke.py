@@ -1,6 +1,6 @@
 """The hotpotqa preset's smoke form end to end on the real vLLM server and the real embedded model: real
 HotpotQA questions over their own Wikipedia pages (tests/data/hotpotqa_small), FireAct's GPT-4 trajectories
-imported (three of them), bootstrap, export of both, training, eval of the prompted and the tuned model on the
+imported (three of them), the gold paths of the training questions, bootstrap, export of all three, training, eval of the prompted and the tuned model on the
 test questions, the report. Its own servers, so it runs before the session server starts (``own_servers``)."""
 
 from __future__ import annotations
@@ -42,18 +42,20 @@ def hotpot_run(embedded_model, tmp_path_factory):
 def test_every_stage_ran_on_real_questions_and_the_teachers_trajectories(hotpot_run) -> None:
     cfg, layout, report, logs = hotpot_run
     state = json.loads(layout.state.read_text())
-    assert list(state["done"]) == ["tasks", "imports", "bootstrap round 1", "export react round 1",
+    assert list(state["done"]) == ["tasks", "imports", "gold paths", "bootstrap round 1", "export react round 1",
                                    "train react round 1", "eval react", "report"]
     assert any(line.startswith("imports[0]: 3 of 3 records imported") for line in logs)
+    gold = [line for line in logs if line.startswith("gold paths: ")]
+    assert gold and not gold[0].startswith("gold paths: 0 written")
     test_ids = [json.loads(line)["id"] for line in (layout.tasks_dir / "test.jsonl").read_text().splitlines()]
     assert len(test_ids) == 3
     data = json.loads((layout.out / "report.json").read_text())
     assert [r["label"] for r in data["rows"]] == ["prompted", "tuned-r1"]
     for row in data["rows"]:
         assert row["correct_grounded"]["n"] == 3 and row["by_phrasing"] == {}  # real questions: no phrasing rows
-    # the tuned model learnt from the imported trajectories (and whatever its own bootstrap kept)
+    # the tuned model learnt from the imported trajectories and the gold paths (and whatever its own bootstrap kept)
     summary = json.loads((layout.dataset("react", 1) / "export_summary.json").read_text())
-    assert summary["exported"] >= 3
+    assert summary["by_store"][str(layout.imported(0))] == 3 and summary["by_store"][str(layout.gold_paths)] >= 1
     trained = {t["id"] for t in json.loads((layout.adapter("react", 1) / "training_tasks.json").read_text())}
     assert not trained & set(test_ids)
     assert report.read_text().startswith("# Quickstart quickstart-hotpotqa, seed 0")
@@ -63,4 +65,4 @@ def test_rerun_resumes_with_nothing_left(hotpot_run) -> None:
     cfg, layout, _, _ = hotpot_run
     logs: list[str] = []
     run_quickstart(cfg, layout.out, show_progress=False, log=logs.append)
-    assert "7 stages, 0 to run" in logs[0]
+    assert "8 stages, 0 to run" in logs[0]
