@@ -12,12 +12,18 @@ the sentence that holds the answer. A question whose answer no page shows (beyon
 returns) gets no path rather than an answer the episode never read. Every path is judged like the model's own
 episodes (correct and grounded), and the store skips tasks it holds, so a stopped run resumes.
 
-This is a data source for the training split only: it reads ``meta.supporting_titles``, which eval never sees.
+A FEVER claim's label is no sentence of a page: its path searches the first evidence set's pages and quotes the
+sentence that shares most words with the claim before the verdict; a NOT ENOUGH INFO claim (no evidence) searches
+the page its first words name and says the page does not settle it.
+
+This is a data source for the training split only: it reads ``meta.supporting_titles`` and ``meta.evidence_sets``,
+which eval never sees.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -118,36 +124,116 @@ def _record(task: Task, env: Environment, steps: list[Step], titles: list[str], 
     return record_verdict(traj, judge(traj, require_grounded=True))
 
 
-def gold_path(task: Task, env: Environment) -> tuple[Trajectory | None, str | None]:
-    """(the gold-path episode of ``task``, None) or (None, why it has none; a key of
-    :attr:`GoldPathSummary.skipped`)."""
-    order = search_order(task.meta.get("supporting_titles") or [], task.question)
-    if not order or not task.answer:
-        return None, "no_pages"
+@dataclass
+class _Read:
+    """The searches of a path, run: its steps so far, what each search showed and the pages it opened."""
+
+    steps: list[Step]
+    observations: list[str]
+    titles: list[str]
+
+
+def _search_all(task: Task, env: Environment, terms: list[str]) -> _Read | None:
+    """Search ``terms`` in order in a fresh episode, each step's thought linking it to the page before; None when a
+    search opens no page."""
     env.reset(task)
-    terms = [_search_term(t, task.question, env) for t in order]
-    env.reset(task)
-    steps: list[Step] = []
-    observations: list[str] = []
-    read: list[str] = []
+    read = _Read([], [], [])
     thought = f"I need to search {terms[0]}."
     for i, term in enumerate(terms, 1):
         result: StepResult = env.step(Action("search", term))
         if not result.info.get("titles"):
-            return None, "page_not_found"
-        read += result.info["titles"]
-        steps += [Step("thought", thought, i), Step("action", f"search[{term}]", i, "search", term),
-                  Step("observation", result.observation, i)]
-        observations.append(result.observation)
+            return None
+        read.titles += result.info["titles"]
+        read.steps += [Step("thought", thought, i), Step("action", f"search[{term}]", i, "search", term),
+                       Step("observation", result.observation, i)]
+        read.observations.append(result.observation)
         if i < len(terms):
             thought = _link_thought(result.observation, terms[i])
-    final = _answer_thought(observations, task.answer)
+    return read
+
+
+def _finished(task: Task, env: Environment, read: _Read, final: str) -> Trajectory:
+    n = len(read.observations) + 1
+    finish = env.finish_action
+    steps = [*read.steps, Step("thought", final, n), Step("answer", f"{finish}[{task.answer}]", n, finish, task.answer)]
+    return _record(task, env, steps, list(dict.fromkeys(read.titles)), task.answer)
+
+
+def gold_path(task: Task, env: Environment) -> tuple[Trajectory | None, str | None]:
+    """(the gold-path episode of ``task``, None) or (None, why it has none; a key of
+    :attr:`GoldPathSummary.skipped`). A FEVER claim takes :func:`_fever_path`."""
+    if task.env == "fever":
+        return _fever_path(task, env)
+    order = search_order(task.meta.get("supporting_titles") or [], task.question)
+    if not order or not task.answer:
+        return None, "no_pages"
+    env.reset(task)
+    read = _search_all(task, env, [_search_term(t, task.question, env) for t in order])
+    if read is None:
+        return None, "page_not_found"
+    final = _answer_thought(read.observations, task.answer)
     if final is None:
         return None, "answer_not_shown"
-    n = len(terms) + 1
-    finish = env.finish_action
-    steps += [Step("thought", final, n), Step("answer", f"{finish}[{task.answer}]", n, finish, task.answer)]
-    return _record(task, env, steps, list(dict.fromkeys(read)), task.answer), None
+    return _finished(task, env, read, final), None
+
+
+# --- FEVER: a label is no sentence of a page, so the last thought quotes the sentence the verdict rests on ------
+
+_VERDICT = {"SUPPORTS": "So the claim is supported.", "REFUTES": "So the claim is refuted.",
+            "NOT ENOUGH INFO": "So there is not enough information."}
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if len(w) > 3 or w.isdigit()}
+
+
+def _closest_sentence(observations: list[str], claim: str, titles: list[str]) -> str:
+    """The sentence the pages read share most words with the claim (the first on a tie), not counting the pages'
+    titles (what a page is about, not what it says of it), of five words or more where there is one (a fragment cut
+    at an abbreviation, "Dilwale Dulhania Le Jayenge (transl.", says nothing)."""
+    words = _content_words(claim) - _content_words(" ".join(titles))
+    sentences = [s for o in observations for s in split_sentences(o)]
+    whole = [s for s in sentences if len(s.split()) >= 5] or sentences
+    return max(whole, key=lambda s: len(words & _content_words(s)))
+
+
+def _claim_subject(task: Task, env: Environment) -> str | None:
+    """For a claim without evidence: the longest run of its first words that is a page's title ("Bea Arthur" of
+    "Bea Arthur was married to Bernice Frankel."), the page a reader would check first; None when none is."""
+    words = task.question.rstrip(".").split()
+    env.reset(task)
+    for n in range(min(6, len(words)), 0, -1):
+        term = " ".join(words[:n])
+        if env.step(Action("search", term)).info.get("titles"):
+            return term
+    return None
+
+
+def _fever_path(task: Task, env: Environment) -> tuple[Trajectory | None, str | None]:
+    """SUPPORTS / REFUTES: the first evidence set's pages searched, the sentence closest to the claim quoted, the
+    verdict. NOT ENOUGH INFO: the page the claim is about searched, its first sentence quoted, nothing more said."""
+    label = task.answer
+    if label not in _VERDICT:
+        return None, "no_pages"
+    if label == "NOT ENOUGH INFO":
+        subject = _claim_subject(task, env)
+        read = _search_all(task, env, [subject]) if subject else None
+        if read is None:
+            return None, "page_not_found"
+        claim = task.question.rstrip(".")
+        final = f"{_first_sentence(read.observations[0])} It does not say whether {claim}. {_VERDICT[label]}"
+        return _finished(task, env, read, final), None
+    sets = task.meta.get("evidence_sets") or []
+    order = search_order(sets[0], task.question) if sets else []
+    if not order:
+        return None, "no_pages"
+    env.reset(task)
+    read = _search_all(task, env, [_search_term(t, task.question, env) for t in order])
+    if read is None:
+        return None, "page_not_found"
+    evidence = _closest_sentence(read.observations, task.question, read.titles)
+    return _finished(task, env, read, f"{evidence} {_VERDICT[label]}"), None
 
 
 def write_gold_paths(tasks: Iterable[Task], store: str, env: EnvConfig) -> GoldPathSummary:

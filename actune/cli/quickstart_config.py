@@ -140,8 +140,8 @@ class QuickstartConfig(StrictModel):
     gold_paths: bool = False
     """Also train on a scripted teacher's episodes (:mod:`actune.bootstrap.gold_paths`): each training question's
     supporting pages searched in this run's corpus, the sentence that shows the answer quoted, the gold answer
-    given; exported after ``imports`` in round 1, like them. For ``hotpotqa`` and ``world`` (FEVER's labels
-    are not sentences a page shows)."""
+    given (a FEVER claim: its evidence pages, the sentence closest to the claim, the verdict); exported after
+    ``imports`` in round 1, like them."""
     passes: list[BootstrapPass] = Field(default_factory=lambda: [BootstrapPass()])
     """Round-1 bootstrap passes, run in order against one server."""
     serve: ServeConfig = Field(default_factory=lambda: ServeConfig(enable_lora=False))
@@ -172,9 +172,6 @@ class QuickstartConfig(StrictModel):
         if self.source == "fever" and self.oracle_baseline:
             raise ValueError("oracle_baseline: FEVER claims have no kind to match exemplars to (the type-matched "
                              "prompt is for world and HotpotQA questions); set oracle_baseline=false")
-        if self.gold_paths and self.source == "fever":
-            raise ValueError("gold_paths: a gold path quotes the sentence that shows the answer, and a FEVER label is "
-                             "not in any page; use it with source hotpotqa or world")
         on_previous = [m for m in self.methods if self.round_start_of(m) == "previous"]
         if on_previous and self.rounds > 1 and not self.train.merge:
             raise ValueError(f"round_start=previous ({', '.join(on_previous)}) trains round r on round r-1's merged "

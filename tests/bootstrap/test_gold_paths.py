@@ -83,3 +83,51 @@ def test_write_gold_paths_counts_and_resumes_without_duplicates(tmp_path: Path) 
     again = write_gold_paths(tasks, str(store), env)
     assert (again.written, again.already) == (0, 2)
     assert [t.task.id for t in read_trajectories(store)] == ["t1", "t6"]
+
+
+FEVER_PAGES = {
+    "Glee.com": ["GLEE.com was a social networking site.", "The site was launched in February 2007 by Community "
+                 "Connect Inc."],
+    "Bea Arthur": ["Beatrice Arthur was an American actress and comedian.", "She was born in Brooklyn."],
+    "Dilwale Dulhania Le Jayenge": ["Dilwale Dulhania Le Jayenge (transl.", "The film was shot in London, "
+                                    "Switzerland and Punjab in many different locations."],
+}
+
+
+def _fever_env(tmp_path: Path) -> EnvConfig:
+    corpus = tmp_path / "fever.jsonl"
+    corpus.write_text("".join(json.dumps({"title": t, "sentences": s}) + "\n" for t, s in FEVER_PAGES.items()))
+    return EnvConfig(name="fever", corpus=str(corpus), index_dir=str(tmp_path / "fidx"))
+
+
+def _claim(i: int, claim: str, label: str, sets: list[list[str]]) -> Task:
+    return Task(id=f"c{i}", question=claim, answer=label, env="fever", split="train",
+                meta={"label": label, "evidence_sets": sets, "supporting_titles": sorted({t for s in sets for t in s})})
+
+
+def test_a_fever_verdict_quotes_the_sentence_closest_to_the_claim(tmp_path: Path) -> None:
+    env = make_env(_fever_env(tmp_path))
+    traj, why = gold_path(_claim(1, "Glee.com was first launched in the spring of 2002.", "REFUTES", [["Glee.com"]]),
+                          env)
+    assert why is None and [(s.type, s.text) for s in traj.steps][-2:] == [
+        ("thought", "The site was launched in February 2007 by Community Connect Inc. So the claim is refuted."),
+        ("answer", "finish[REFUTES]")]
+    assert traj.info["verdict"]["kept"] and traj.info["verdict"]["grounded"] and traj.correct
+    traj, _ = gold_path(_claim(2, "Dilwale Dulhania Le Jayenge was shot in different locations.", "SUPPORTS",
+                               [["Dilwale Dulhania Le Jayenge"]]), env)
+    # the fragment cut at "transl." shares the title's words but says nothing: a whole sentence is quoted
+    assert traj.steps[-2].text.startswith("The film was shot in London") and traj.steps[-1].text == "finish[SUPPORTS]"
+
+
+def test_a_claim_without_evidence_reads_the_page_it_is_about_and_says_no_more(tmp_path: Path) -> None:
+    env = make_env(_fever_env(tmp_path))
+    traj, why = gold_path(_claim(3, "Bea Arthur was married to Bernice Frankel.", "NOT ENOUGH INFO", []), env)
+    assert why is None
+    assert [(s.type, s.text) for s in traj.steps] == [
+        ("thought", "I need to search Bea Arthur."), ("action", "search[Bea Arthur]"),
+        ("observation", "Beatrice Arthur was an American actress and comedian. She was born in Brooklyn."),
+        ("thought", "Beatrice Arthur was an American actress and comedian. It does not say whether Bea Arthur was "
+                    "married to Bernice Frankel. So there is not enough information."),
+        ("answer", "finish[NOT ENOUGH INFO]")]
+    assert traj.info["verdict"]["kept"] and traj.correct
+    assert gold_path(_claim(4, "Atlantis sank in a day.", "NOT ENOUGH INFO", []), env) == (None, "page_not_found")

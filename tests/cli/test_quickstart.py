@@ -605,7 +605,7 @@ def test_hotpotqa_source_plans_tasks_and_imports_and_exports_the_imported_store(
 
     cfg = load_quickstart("hotpotqa", [f"hotpotqa.data_dir={HOTPOT_SMALL}", "hotpotqa.n_test=5", "hotpotqa.n_dev=1",
                                        f"imports=[{{path: {FIREACT_SAMPLE}, format: openai}}, "
-                                       f"{{path: {tmp_path / 'world.jsonl'}, format: store}}]"])
+                                       f"{{path: {tmp_path / 'world.jsonl'}, format: store}}]", "gold_paths=false"])
     layout = Layout(tmp_path / "run", cfg.source)
     assert layout.tasks_dir == tmp_path / "run" / "tasks"
     pipe = _Pipeline(cfg, layout, show_progress=False, log=lambda m: None)
@@ -657,18 +657,18 @@ def test_gold_paths_stage_writes_the_training_questions_paths_and_exports_them_l
     assert len(list(read_trajectories(layout.gold_paths))) == len(written)
     assert imported_stores(cfg, layout) == [layout.gold_paths]
     # each training question is one more example of 1.5 world ReAct examples' length
-    plain = estimate_seconds(load_quickstart("hotpotqa", ["imports=[]"]), "cpu-bf16")["train"]
+    plain = estimate_seconds(load_quickstart("hotpotqa", ["imports=[]", "gold_paths=false"]), "cpu-bf16")["train"]
+    epochs = load_quickstart("hotpotqa").train.num_train_epochs
     assert estimate_seconds(load_quickstart("hotpotqa", ["imports=[]", "gold_paths=true"]), "cpu-bf16")["train"] \
-        - plain == pytest.approx(int(1.5 * 661) * 335 * 2 / 240)
-    with pytest.raises(ConfigError, match="gold_paths: a gold path quotes"):
-        load_quickstart("fever", ["gold_paths=true"])
+        - plain == pytest.approx(int(1.5 * 661) * 335 * epochs / 240)
+    assert load_quickstart("fever", ["gold_paths=true"]).gold_paths  # FEVER claims have paths of their own
 
 
 def test_imported_records_add_training_time_to_the_estimate(tmp_path: Path) -> None:
     plain = estimate_seconds(load_quickstart("hotpotqa", ["imports=[]"]), "cpu-bf16")["train"]
     cfg = load_quickstart("hotpotqa", [f"imports=[{{path: {FIREACT_SAMPLE}, format: openai}}]"])
-    # 3 records, each one more example of about a world ReAct example's 335 tokens, 2 epochs, 240 tokens/s
-    assert estimate_seconds(cfg, "cpu-bf16")["train"] - plain == pytest.approx(3 * 335 * 2 / 240)
+    # 3 records, each one more example of about a world ReAct example's 335 tokens, the preset's 1 epoch, 240 tokens/s
+    assert estimate_seconds(cfg, "cpu-bf16")["train"] - plain == pytest.approx(3 * 335 * 1 / 240)
 
 
 def test_a_pilot_evaluates_on_the_dev_questions_and_never_reads_the_test_file(tmp_path: Path) -> None:
