@@ -1,0 +1,97 @@
+"""Preference pairs: same task, method and prompt; cut where two episodes part; observations never carry loss."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from agent.fakes import FakeEnvironment, ScriptedLLM, exact_match_scorer
+
+from actune.agent import AgentConfig, run_episode
+from actune.agent.render import render_steps_text, trajectory_prompt_context
+from actune.bootstrap.export import ExportError, text_example
+from actune.bootstrap.preference_pairs import export_pairs, pair_rows, shared_steps
+from actune.judge import judge, record_verdict
+from actune.store import TrajectoryStore
+from actune.task_record import Task
+
+WALKMAN = Task(id="t1", question="Which company makes the Walkman?", answer="Sony")
+DANUBE = Task(id="t2", question="How long is the Danube?", answer="2,850 km")
+NILE = Task(id="t3", question="How long is the Nile?", answer="6,650 km")
+
+RIGHT = [" I need the maker of the Walkman.\nAction 1: search[Walkman]", " It is made by Sony.\nAction 2: finish[Sony]"]
+# the same first step, then a wrong answer: the pair starts at step 2
+WRONG_LATE = [" I need the maker of the Walkman.\nAction 1: search[Walkman]",
+              " It is made by Panasonic.\nAction 2: finish[Panasonic]"]
+# an unreadable action, then a wrong answer: nothing shared
+WRONG_EARLY = [" Look it up.\nAction 1: look up Walkman", " Guess.\nAction 2: finish[Panasonic]"]
+
+
+def _episode(task: Task, replies: list[str], attempt: int):
+    cfg = AgentConfig(method="react", regime="zero_shot", wire="text", chat_prefill=False, reprompt_action=False)
+    traj = asyncio.run(run_episode(task, FakeEnvironment(), ScriptedLLM(list(replies)), cfg,
+                                   scorer=exact_match_scorer, attempt=attempt, run_id="r"))
+    return record_verdict(traj, judge(traj))
+
+
+def _store(path: Path, episodes: list[tuple[Task, list[str]]]) -> list:
+    written, attempts = [], {}
+    with TrajectoryStore.open(path) as store:
+        for task, replies in episodes:
+            attempts[task.id] = attempts.get(task.id, -1) + 1
+            written.append(_episode(task, replies, attempts[task.id]))
+            store.append(written[-1])
+    return written
+
+
+def test_a_pair_starts_where_the_two_episodes_part(tmp_path: Path) -> None:
+    right, late, early = _store(tmp_path / "s.jsonl", [(WALKMAN, RIGHT), (WALKMAN, WRONG_LATE), (WALKMAN, WRONG_EARLY)])
+    assert shared_steps(right.steps, late.steps) == 3 and shared_steps(right.steps, early.steps) == 0
+    rows, summary = pair_rows(tmp_path / "s.jsonl")
+    (row,) = rows  # one kept episode: one pair, with the first failed one
+    ctx = trajectory_prompt_context(right)
+    assert (row["chosen_episode"], row["rejected_episode"], row["shared_steps"]) == (
+        right.episode_id, late.episode_id, 3)
+    assert row["prompt"] == text_example(right)["text"][:len(row["prompt"])]
+    assert row["prompt"].endswith(render_steps_text(ctx, right.steps[:3]))
+    assert row["chosen"] == render_steps_text(ctx, right.steps[3:])
+    assert row["rejected"] == render_steps_text(ctx, late.steps[3:])
+    assert row["chosen"].startswith("Thought 2: It is made by Sony.")
+    assert row["rejected"].startswith("Thought 2: It is made by Panasonic.")
+    assert [s["train"] for s in row["prompt_segments"]] == [False] * 4  # head + the three shared steps
+    assert [s["train"] for s in row["chosen_segments"]] == [True, True]
+    assert (summary.pairs, summary.tasks, summary.cut_at_shared_prefix) == (1, 1, 1)
+
+
+def test_the_rejected_side_trains_every_step_the_model_wrote_and_no_observation(tmp_path: Path) -> None:
+    _store(tmp_path / "s.jsonl", [(WALKMAN, RIGHT), (WALKMAN, WRONG_EARLY)])
+    (row,) = pair_rows(tmp_path / "s.jsonl")[0]
+    kinds = [(s["text"].split(":")[0].split()[0], s["train"]) for s in row["rejected_segments"]]
+    # the unreadable action is pushed down (SFT's export would leave it out); the format hint is an observation
+    assert kinds == [("Thought", True), ("Action", True), ("Observation", False), ("Thought", True),
+                     ("Action", True)]
+    assert [s["train"] for s in row["chosen_segments"]] == [True, True, False, True, True]
+    assert row["shared_steps"] == 0 and len(row["prompt_segments"]) == 1
+
+
+def test_tasks_without_both_outcomes_and_the_cap(tmp_path: Path) -> None:
+    _store(tmp_path / "a.jsonl", [(WALKMAN, RIGHT), (WALKMAN, WRONG_LATE), (WALKMAN, RIGHT), (WALKMAN, WRONG_EARLY),
+                                  (WALKMAN, RIGHT), (WALKMAN, WRONG_LATE)])
+    _store(tmp_path / "b.jsonl", [(DANUBE, [" It is long.\nAction 1: finish[2,850 km]"]),
+                                  (NILE, [" Guess.\nAction 1: finish[100 km]"])])
+    rows, summary = pair_rows([tmp_path / "a.jsonl", tmp_path / "b.jsonl"], max_pairs_per_task=2)
+    assert [r["shared_steps"] for r in rows] == [3, 0]  # three kept, three failed: the first two pairs
+    assert summary.unpaired == {"no_failed": 1, "no_kept": 1}
+    with pytest.raises(ExportError, match=r"b.jsonl: no preference pair .*'no_failed': 1, 'no_kept': 1"):
+        export_pairs(tmp_path / "b.jsonl", tmp_path / "pairs")
+
+
+def test_export_pairs_writes_a_dataset_with_its_summary(tmp_path: Path) -> None:
+    from datasets import load_from_disk
+
+    _store(tmp_path / "s.jsonl", [(WALKMAN, RIGHT), (WALKMAN, WRONG_LATE)])
+    summary = export_pairs(tmp_path / "s.jsonl", tmp_path / "pairs")
+    ds = load_from_disk(str(tmp_path / "pairs"))
+    assert len(ds) == summary.pairs == 1 and {"prompt", "chosen", "rejected", "chosen_segments"} <= set(ds.column_names)
+    assert (tmp_path / "pairs" / "pairs_summary.json").is_file()
