@@ -120,6 +120,13 @@ class TrainConfig(StrictModel):
     ``from_pretrained``, e.g. ``attn_implementation``)... Keys are checked against the installed TRL; a
     setting that has a key above (learning_rate, max_steps, bf16...) must be set there. TensorBoard event
     files are written to ``<output_dir>.checkpoints/runs/`` while training and kept in ``<output_dir>/runs/``."""
+    objective: Literal["sft", "dpo"] = "sft"
+    """``sft``: imitate the kept episodes of an export (the default). ``dpo``: prefer each pair's chosen side over
+    its rejected one (:mod:`actune.train.dpo`; ``dataset`` a preference-pairs folder, ``base_model`` where DPO
+    starts, the SFT model's merged folder for SFT -> DPO)."""
+    dpo: dict[str, Any] = Field(default_factory=lambda: {"beta": 0.1})
+    """Any ``trl.DPOConfig`` field on top of what actune sets (``beta``, ``loss_type``, ``label_smoothing``...),
+    checked against the installed TRL; read with ``objective: dpo`` only."""
     merge: bool = False
     """Also write ``<output_dir>/merged/``: the base model with the adapter merged into its weights, with
     tokenizer, ``actune_prompt.json`` and the training records: a plain model folder that vLLM and

@@ -150,6 +150,11 @@ def _run_export(run: "RunConfig", args: argparse.Namespace) -> None:
 
 
 def _run_train(run: "RunConfig", args: argparse.Namespace) -> None:
+    if run.train.objective == "dpo":
+        from actune.train.dpo import train_dpo
+
+        train_dpo(run.train)
+        return
     from actune.train.run import train
 
     train(run.train)

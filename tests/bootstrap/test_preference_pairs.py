@@ -2,47 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
-from agent.fakes import FakeEnvironment, ScriptedLLM, exact_match_scorer
+from agent.fake_episodes import DANUBE, NILE, RIGHT, WALKMAN, WRONG_EARLY, WRONG_LATE
+from agent.fake_episodes import scripted_store as _store
 
-from actune.agent import AgentConfig, run_episode
 from actune.agent.render import render_steps_text, trajectory_prompt_context
 from actune.bootstrap.export import ExportError, text_example
 from actune.bootstrap.preference_pairs import export_pairs, pair_rows, shared_steps
-from actune.judge import judge, record_verdict
-from actune.store import TrajectoryStore
-from actune.task_record import Task
-
-WALKMAN = Task(id="t1", question="Which company makes the Walkman?", answer="Sony")
-DANUBE = Task(id="t2", question="How long is the Danube?", answer="2,850 km")
-NILE = Task(id="t3", question="How long is the Nile?", answer="6,650 km")
-
-RIGHT = [" I need the maker of the Walkman.\nAction 1: search[Walkman]", " It is made by Sony.\nAction 2: finish[Sony]"]
-# the same first step, then a wrong answer: the pair starts at step 2
-WRONG_LATE = [" I need the maker of the Walkman.\nAction 1: search[Walkman]",
-              " It is made by Panasonic.\nAction 2: finish[Panasonic]"]
-# an unreadable action, then a wrong answer: nothing shared
-WRONG_EARLY = [" Look it up.\nAction 1: look up Walkman", " Guess.\nAction 2: finish[Panasonic]"]
-
-
-def _episode(task: Task, replies: list[str], attempt: int):
-    cfg = AgentConfig(method="react", regime="zero_shot", wire="text", chat_prefill=False, reprompt_action=False)
-    traj = asyncio.run(run_episode(task, FakeEnvironment(), ScriptedLLM(list(replies)), cfg,
-                                   scorer=exact_match_scorer, attempt=attempt, run_id="r"))
-    return record_verdict(traj, judge(traj))
-
-
-def _store(path: Path, episodes: list[tuple[Task, list[str]]]) -> list:
-    written, attempts = [], {}
-    with TrajectoryStore.open(path) as store:
-        for task, replies in episodes:
-            attempts[task.id] = attempts.get(task.id, -1) + 1
-            written.append(_episode(task, replies, attempts[task.id]))
-            store.append(written[-1])
-    return written
 
 
 def test_a_pair_starts_where_the_two_episodes_part(tmp_path: Path) -> None:

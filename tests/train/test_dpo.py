@@ -1,0 +1,67 @@
+"""DPO on preference pairs: the pair's tokens and loss flags (observations never trained, on either side), the
+collator's completion mask, and a real two-step DPO run on the embedded model from pairs of a real store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from agent.fake_episodes import RIGHT, WALKMAN, WRONG_EARLY, WRONG_LATE
+from agent.fake_episodes import scripted_store as _store
+
+from actune.bootstrap.preference_pairs import export_pairs, pair_rows
+from actune.train.config import TrainConfig
+from actune.train.dpo import _collator_class, tokenize_pair, train_dpo
+
+
+@pytest.fixture(scope="module")
+def tokenizer(embedded_model):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(embedded_model)
+
+
+def _row(tmp_path: Path, failed: list[str]) -> dict:
+    _store(tmp_path / "s.jsonl", [(WALKMAN, RIGHT), (WALKMAN, failed)])
+    return pair_rows(tmp_path / "s.jsonl")[0][0]
+
+
+def test_a_pairs_tokens_are_the_prompt_once_then_each_side_and_observations_carry_no_loss(tmp_path, tokenizer):
+    row = _row(tmp_path, WRONG_EARLY)
+    enc = tokenize_pair(tokenizer, row)
+    for side in ("chosen", "rejected"):
+        whole = tokenizer(row["prompt"] + row[side])["input_ids"]
+        assert enc["prompt_ids"] + enc[f"{side}_ids"] == whole  # the very tokens of the rendered text
+        trained = tokenizer.decode([t for t, f in zip(enc[f"{side}_ids"], enc[f"{side}_loss"]) if f])
+        untrained = tokenizer.decode([t for t, f in zip(enc[f"{side}_ids"], enc[f"{side}_loss"]) if not f])
+        observations = [s["text"] for s in row[f"{side}_segments"] if not s["train"]]
+        assert observations and all(o.strip() in untrained for o in observations)
+        assert not any(o.strip()[:20] in trained for o in observations)
+    # the unreadable action is in the rejected side's loss: it is what the pair pushes down
+    assert "look up Walkman" in tokenizer.decode([t for t, f in zip(enc["rejected_ids"], enc["rejected_loss"]) if f])
+
+
+def test_the_collator_takes_the_completion_mask_from_the_loss_flags(tmp_path, tokenizer):
+    enc = tokenize_pair(tokenizer, _row(tmp_path, WRONG_LATE))
+    collate = _collator_class()(pad_token_id=0, max_length=None)
+    batch = collate.torch_call([enc])
+    n_p = len(enc["prompt_ids"])
+    chosen = [0] * n_p + enc["chosen_loss"]
+    rejected = [0] * n_p + enc["rejected_loss"]
+    width = batch["completion_mask"].shape[1]
+    assert batch["completion_mask"].tolist() == [chosen + [0] * (width - len(chosen)),
+                                                 rejected + [0] * (width - len(rejected))]
+
+
+def test_two_real_dpo_steps_on_the_embedded_model(tmp_path, embedded_model):
+    _store(tmp_path / "s.jsonl", [(WALKMAN, RIGHT), (WALKMAN, WRONG_LATE), (WALKMAN, RIGHT), (WALKMAN, WRONG_EARLY)])
+    export_pairs(tmp_path / "s.jsonl", tmp_path / "pairs")
+    cfg = TrainConfig(objective="dpo", base_model=str(embedded_model), dataset=tmp_path / "pairs",
+                      output_dir=tmp_path / "dpo", max_steps=2, per_device_train_batch_size=1, eval_fraction=0.0,
+                      learning_rate=1e-4, dtype="float32", lora={"r": 4, "alpha": 8}, dpo={"beta": 0.2})
+    meta = train_dpo(cfg, log=lambda m: None)
+    assert (meta["steps"], meta["pairs"], meta["beta"], meta["objective"]) == (2, 2, 0.2, "dpo")
+    assert (tmp_path / "dpo" / "adapter_model.safetensors").is_file()
+    assert json.loads((tmp_path / "dpo" / "actune_prompt.json").read_text())["method"] == "react"
+    assert json.loads((tmp_path / "dpo" / "training_meta.json").read_text())["steps"] == 2

@@ -1,0 +1,199 @@
+"""DPO on preference pairs (``train.objective: dpo``): TRL's ``DPOTrainer`` with a LoRA adapter, the reference
+model the same weights with the adapter switched off (TRL's own rule for a PEFT model without ``ref_model``: no
+second copy in memory), and observation tokens kept out of the loss on both sides of every pair.
+
+    summary = train_dpo(TrainConfig(objective="dpo", base_model="runs/sft/merged", dataset="runs/pairs", ...))
+
+``dataset`` is a folder of :func:`actune.bootstrap.preference_pairs.export_pairs`; ``base_model`` is where DPO
+starts: the SFT model (its merged folder) for ETO's SFT -> DPO, or the base. TRL tokenises ``prompt`` + ``chosen``
+strings and puts every completion token in the loss, observations included; actune tokenises the pairs' segments
+itself (:func:`tokenize_pair`, by :func:`actune.train.masking.tokenize_segments`, as SFT does) and hands TRL the
+token ids with a loss flag per token (:class:`MaskedPreferenceCollator`). ``train.dpo`` holds any ``DPOConfig``
+field (``beta``, ``loss_type``...) on top of actune's. The dev slice (``eval_fraction``, by task) picks the
+checkpoint of the lowest dev loss; a rerun resumes from the last complete checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from actune.atomic_write import recover_folder, replace_folder
+from actune.train.checkpoints import last_checkpoint
+from actune.train.config import TrainConfig
+from actune.train.masking import tokenize_segments
+
+__all__ = ["LOSS_COLUMNS", "dpo_args", "tokenize_pair", "train_dpo"]
+
+LOSS_COLUMNS = ["prompt_ids", "chosen_ids", "rejected_ids", "chosen_loss", "rejected_loss"]
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def tokenize_pair(tokenizer: Any, row: dict[str, Any]) -> dict[str, list[int]]:
+    """A pair's token ids (the prompt once, then each side) and each side's loss flags (1: trained)."""
+    prompt = row["prompt_segments"]
+    chosen = tokenize_segments(tokenizer, [*prompt, *row["chosen_segments"]])
+    rejected = tokenize_segments(tokenizer, [*prompt, *row["rejected_segments"]])
+    # where the two sides' tokens part: the prompt, up to a token that merges across its end
+    p = _common_prefix(chosen.input_ids, rejected.input_ids)
+    return {"prompt_ids": chosen.input_ids[:p],
+            "chosen_ids": chosen.input_ids[p:], "chosen_loss": [int(x != -100) for x in chosen.labels[p:]],
+            "rejected_ids": rejected.input_ids[p:], "rejected_loss": [int(x != -100) for x in rejected.labels[p:]]}
+
+
+def _collator_class() -> type:
+    from trl.trainer.dpo_trainer import DataCollatorForPreference
+
+    class MaskedPreferenceCollator(DataCollatorForPreference):
+        """TRL's collator with the completion mask taken from each token's loss flag, not "every completion token":
+        TRL has no per-token mask inside a completion, which an agent episode's observations need."""
+
+        def torch_call(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
+            import torch
+
+            out = super().torch_call(examples)
+            flags = [[0] * len(e["prompt_ids"]) + list(e[f"{side}_loss"]) for side in ("chosen", "rejected")
+                     for e in examples]
+            if self.max_length is not None:  # as TRL truncates the ids (keep_start)
+                flags = [f[: self.max_length] for f in flags]
+            width = out["completion_mask"].shape[1]
+            out["completion_mask"] = torch.tensor([f + [0] * (width - len(f)) for f in flags], dtype=torch.long)
+            return out
+
+    return MaskedPreferenceCollator
+
+
+def _trainer_class() -> type:
+    from trl import DPOTrainer
+
+    class ActuneDPOTrainer(DPOTrainer):
+        """DPOTrainer on pairs :func:`tokenize_pair` already tokenised (TRL would tokenise the strings again)."""
+
+        def _prepare_dataset(self, dataset: Any, processing_class: Any, args: Any, dataset_name: str) -> Any:
+            return dataset
+
+        def _set_signature_columns_if_needed(self) -> None:
+            self._signature_columns = LOSS_COLUMNS
+
+    return ActuneDPOTrainer
+
+
+def dpo_args(cfg: TrainConfig, dtype: str, ckpt_dir: Path) -> Any:
+    """The ``DPOConfig``: what actune sets, then ``cfg.dpo`` on top (checked by TRL itself)."""
+    import torch
+    from trl import DPOConfig
+
+    has_dev = cfg.eval_fraction > 0
+    ours = dict(
+        output_dir=str(ckpt_dir), learning_rate=cfg.learning_rate, lr_scheduler_type="cosine",
+        warmup_steps=float(cfg.warmup_ratio), num_train_epochs=cfg.num_train_epochs, max_steps=cfg.max_steps,
+        per_device_train_batch_size=cfg.per_device_train_batch_size,
+        per_device_eval_batch_size=cfg.per_device_train_batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps, max_length=cfg.max_length,
+        gradient_checkpointing=cfg.gradient_checkpointing, bf16=dtype == "bfloat16", seed=cfg.seed,
+        data_seed=cfg.seed, logging_steps=cfg.logging_steps, save_steps=1 if has_dev else cfg.save_steps,
+        save_total_limit=2, eval_strategy="steps" if has_dev else "no", eval_steps=1 if has_dev else None,
+        load_best_model_at_end=has_dev, metric_for_best_model="eval_loss" if has_dev else None,
+        greater_is_better=False if has_dev else None, report_to="none", use_cpu=not torch.cuda.is_available(),
+    )
+    try:
+        return DPOConfig(**{**ours, **cfg.dpo})
+    except (TypeError, ValueError) as e:
+        from actune.train.run import TrainError
+
+        raise TrainError(f"trl.DPOConfig refused the trainer settings (train.dpo on top of actune's): {e}") from e
+
+
+def _split(ds: Any, cfg: TrainConfig) -> tuple[Any, Any]:
+    from actune.train.run import split_by_task
+
+    train_idx, dev_idx = split_by_task(list(ds["task_id"]), cfg.eval_fraction, cfg.seed)
+    return ds.select(train_idx), (ds.select(dev_idx) if dev_idx else None)
+
+
+def train_dpo(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Train the DPO adapter into ``cfg.output_dir`` (module docstring); returns what it did."""
+    import torch
+    from datasets import load_from_disk
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+
+    from actune.agent.prompt_spec import PromptSpec, find_prompt_spec, load_prompt_spec, save_prompt_spec
+    from actune.model_files import prepare_model
+    from actune.train.checkpoints import fsync_checkpoint
+    from actune.train.run import MERGED_DIR, TrainError, merge_adapter, resolve_dtype
+
+    say = log or print
+    t0 = time.perf_counter()
+    dtype = resolve_dtype(cfg.dtype)
+    out = Path(cfg.output_dir)
+    ckpt_dir = out.parent / f"{out.name}.checkpoints"
+    args = dpo_args(cfg, dtype, ckpt_dir)
+    recover_folder(out)
+    model_dir = prepare_model(cfg.base_model)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    pairs = load_from_disk(str(cfg.dataset))
+    missing = {"task_id", "prompt_segments", "chosen_segments", "rejected_segments"} - set(pairs.column_names)
+    if missing:
+        raise TrainError(f"{cfg.dataset}: not a preference-pairs folder (no {', '.join(sorted(missing))}; write one "
+                         "with export_pairs)")
+    tokenized = pairs.map(lambda row: tokenize_pair(tokenizer, row), desc="Tokenising pairs and their loss flags")
+    train_ds, dev_ds = _split(tokenized.select_columns([*LOSS_COLUMNS, "task_id"]), cfg)
+    train_ds, dev_ds = train_ds.select_columns(LOSS_COLUMNS), dev_ds.select_columns(LOSS_COLUMNS) if dev_ds else None
+    say(f"train dpo: {len(pairs)} pairs, {len(train_ds)} trained, {len(dev_ds) if dev_ds else 0} dev; "
+        f"beta {args.beta}; start {cfg.base_model}")
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype))
+    lora = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
+                      target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
+    collator = _collator_class()(pad_token_id=tokenizer.pad_token_id, max_length=args.max_length,
+                                 truncation_mode=args.truncation_mode)
+    trainer = _trainer_class()(model=model, args=args, data_collator=collator, train_dataset=train_ds,
+                               eval_dataset=dev_ds, processing_class=tokenizer, peft_config=lora)
+    if dev_ds is not None:
+        steps = max(1, math.ceil(len(train_ds) / (args.per_device_train_batch_size * args.gradient_accumulation_steps)))
+        trainer.args.eval_steps = trainer.args.save_steps = max(1, math.ceil(steps / cfg.evals_per_epoch))
+    class DurableCheckpoints(TrainerCallback):
+        def on_save(self, a: Any, state: Any, control: Any, **kw: Any) -> None:
+            fsync_checkpoint(Path(a.output_dir) / f"checkpoint-{state.global_step}")
+
+    trainer.add_callback(DurableCheckpoints())
+    resume = last_checkpoint(ckpt_dir)
+    if resume:
+        say(f"train dpo: resuming from {resume}")
+    result = trainer.train(resume_from_checkpoint=resume)
+    history = trainer.state.log_history
+    dev = [(int(h["step"]), float(h["eval_loss"])) for h in history if "eval_loss" in h]
+    tmp = out.parent / f".{out.name}.new"
+    trainer.save_model(str(tmp))
+    meta = {"objective": "dpo", "base_model": cfg.base_model, "pairs": len(pairs), "train_pairs": len(train_ds),
+            "dev_pairs": len(dev_ds) if dev_ds else 0, "beta": args.beta, "loss_type": list(args.loss_type),
+            "steps": int(trainer.state.global_step), "final_loss": float(result.training_loss),
+            "dev_losses": dev, "best_checkpoint": trainer.state.best_model_checkpoint,
+            "minutes": round((time.perf_counter() - t0) / 60, 2)}
+    (tmp / "training_args.bin").unlink(missing_ok=True)
+    # the prompt the start model answers to (an SFT model's own spec; a base model: ReAct, zero-shot, as trained)
+    found = find_prompt_spec(model_dir)
+    spec = load_prompt_spec(found) if found else PromptSpec(method="react", regime="zero_shot", wire=cfg.wire_format)
+    save_prompt_spec(spec, tmp)
+    if cfg.merge:
+        del trainer, model  # free the training copy before loading the start model again
+        merge_adapter(model_dir, tmp, tmp / MERGED_DIR, dtype)
+        tokenizer.save_pretrained(str(tmp / MERGED_DIR))
+        save_prompt_spec(spec, tmp / MERGED_DIR)
+    (tmp / "training_meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    replace_folder(tmp, out)
+    say(f"train dpo: {meta['steps']} steps, loss {meta['final_loss']:.4f}; adapter in {out}")
+    return meta
