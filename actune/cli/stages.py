@@ -131,6 +131,17 @@ def _run_export(run: "RunConfig", args: argparse.Namespace) -> None:
     # joins only when that file exists (named explicitly, it must exist, and a missing one is an error).
     if "store" in boot.model_fields_set or not stores or Path(boot.store).is_file():
         stores.insert(0, boot.store)
+    if run.train.objective == "dpo":  # DPO trains on pairs: a kept episode of a task against a failed one
+        if args.format != "actune":
+            raise ExportError(f"--format {args.format}: preference pairs are written as a datasets folder only (its "
+                              "prompt / chosen / rejected columns are TRL's preference format)")
+        from actune.bootstrap.preference_pairs import export_pairs
+
+        pairs = export_pairs(stores, run.train.dataset, boot.export.max_per_task or 2)
+        print(f"exported {pairs.pairs} preference pairs of {pairs.tasks} tasks ({pairs.cut_at_shared_prefix} cut where "
+              f"the two episodes part) from {', '.join(map(str, stores))} to {run.train.dataset}; unpaired: "
+              f"{pairs.unpaired or 'none'}")
+        return
     if args.format == "actune":
         summary = export_dataset(stores, run.train.dataset, run.train.wire_format, boot.export, actions=actions)
         print(f"exported {summary.exported} kept trajectories ({run.train.wire_format}) in {summary.steps_method} "

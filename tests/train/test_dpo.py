@@ -65,3 +65,23 @@ def test_two_real_dpo_steps_on_the_embedded_model(tmp_path, embedded_model):
     assert (tmp_path / "dpo" / "adapter_model.safetensors").is_file()
     assert json.loads((tmp_path / "dpo" / "actune_prompt.json").read_text())["method"] == "react"
     assert json.loads((tmp_path / "dpo" / "training_meta.json").read_text())["steps"] == 2
+
+
+def test_the_export_command_writes_pairs_when_the_run_trains_dpo(tmp_path, capsys):
+    import argparse
+
+    from datasets import load_from_disk
+
+    from actune.cli import stages
+
+    _store(tmp_path / "s.jsonl", [(WALKMAN, RIGHT), (WALKMAN, WRONG_LATE)])
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(f"bootstrap:\n  store: {tmp_path / 's.jsonl'}\ntrain:\n  objective: dpo\n"
+                   f"  dataset: {tmp_path / 'pairs'}\n")
+    parser = argparse.ArgumentParser(prog="actune")
+    stages.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["export", str(cfg)])
+    assert args.func(args) == 0
+    assert f"exported 1 preference pairs of 1 tasks (1 cut where the two episodes part) from {tmp_path / 's.jsonl'}" \
+        in capsys.readouterr().out
+    assert load_from_disk(str(tmp_path / "pairs"))["rejected_episode"] != []
