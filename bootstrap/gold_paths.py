@@ -69,15 +69,20 @@ def search_order(titles: Iterable[str], question: str) -> list[str]:
     return named + [t for t in titles if _in_question(t, question) < 0]
 
 
-def _search_term(title: str, question: str, env: Environment) -> str:
-    """The title as the question writes it when that finds the same page ("Big Stone Gap" for "Big Stone Gap
-    (film)"), so the model learns to copy the entity from the question; else the page's full title."""
+def _search_term(title: str, question: str, env: Environment, misses: bool = False) -> tuple[str, str | None]:
+    """(what to search for ``title``, a search to miss first or None). The title as the question writes it when
+    that finds the same page ("Big Stone Gap" for "Big Stone Gap (film)"), so the model learns to copy the entity
+    from the question; else the page's full title, and with ``misses``, when the question's form misses but lists
+    the page among the similar ones, that miss first (so the model learns to pick the page from the list)."""
     start = _in_question(title, question)
     if start < 0 or base_title(title) == normalize_title(title):
-        return title
+        return title, None
     short = " ".join(question.split())[start:start + len(base_title(title))]
-    found = env.step(Action("search", short)).info.get("titles") or []
-    return short if found == [title] else title
+    result = env.step(Action("search", short))
+    if (result.info.get("titles") or []) == [title]:
+        return short, None
+    listed = misses and not result.info.get("titles") and title in (result.info.get("similar") or [])
+    return title, short if listed else None
 
 
 def _sentence_with(text: str, needle: str) -> str | None:
@@ -133,42 +138,52 @@ class _Read:
     titles: list[str]
 
 
-def _search_all(task: Task, env: Environment, terms: list[str]) -> _Read | None:
-    """Search ``terms`` in order in a fresh episode, each step's thought linking it to the page before; None when a
-    search opens no page."""
+def _search_all(task: Task, env: Environment, plan: list[tuple[str, str | None]]) -> _Read | None:
+    """Run ``plan`` (each a search and the search to miss before it, or None) in a fresh episode, each step's
+    thought linking it to the page before; None when a search meant to open a page opens none."""
     env.reset(task)
     read = _Read([], [], [])
-    thought = f"I need to search {terms[0]}."
-    for i, term in enumerate(terms, 1):
+    thought = f"I need to search {plan[0][1] or plan[0][0]}."
+    it = 0
+    for k, (term, miss) in enumerate(plan):
+        if miss is not None:
+            it += 1
+            missed = env.step(Action("search", miss))
+            read.steps += [Step("thought", thought, it), Step("action", f"search[{miss}]", it, "search", miss),
+                           Step("observation", missed.observation, it)]
+            thought = f"{term} is among the similar pages. I need to search {term}."
+        it += 1
         result: StepResult = env.step(Action("search", term))
         if not result.info.get("titles"):
             return None
         read.titles += result.info["titles"]
-        read.steps += [Step("thought", thought, i), Step("action", f"search[{term}]", i, "search", term),
-                       Step("observation", result.observation, i)]
+        read.steps += [Step("thought", thought, it), Step("action", f"search[{term}]", it, "search", term),
+                       Step("observation", result.observation, it)]
         read.observations.append(result.observation)
-        if i < len(terms):
-            thought = _link_thought(result.observation, terms[i])
+        if k + 1 < len(plan):
+            nxt, nxt_miss = plan[k + 1]
+            thought = _link_thought(result.observation, nxt_miss or nxt)
     return read
 
 
 def _finished(task: Task, env: Environment, read: _Read, final: str) -> Trajectory:
-    n = len(read.observations) + 1
+    n = read.steps[-1].iteration + 1
     finish = env.finish_action
     steps = [*read.steps, Step("thought", final, n), Step("answer", f"{finish}[{task.answer}]", n, finish, task.answer)]
     return _record(task, env, steps, list(dict.fromkeys(read.titles)), task.answer)
 
 
-def gold_path(task: Task, env: Environment) -> tuple[Trajectory | None, str | None]:
+def gold_path(task: Task, env: Environment, misses: bool = False) -> tuple[Trajectory | None, str | None]:
     """(the gold-path episode of ``task``, None) or (None, why it has none; a key of
-    :attr:`GoldPathSummary.skipped`). A FEVER claim takes :func:`_fever_path`."""
+    :attr:`GoldPathSummary.skipped`). ``misses``: see :func:`_search_term`. A FEVER claim takes
+    :func:`_fever_path`."""
     if task.env == "fever":
-        return _fever_path(task, env)
+        return _fever_path(task, env, misses)
     order = search_order(task.meta.get("supporting_titles") or [], task.question)
     if not order or not task.answer:
         return None, "no_pages"
     env.reset(task)
-    read = _search_all(task, env, [_search_term(t, task.question, env) for t in order])
+    read = _search_all(task, env, [_search_term(t, task.question, env, misses) for t in order])
     if read is None:
         return None, "page_not_found"
     final = _answer_thought(read.observations, task.answer)
@@ -210,7 +225,7 @@ def _claim_subject(task: Task, env: Environment) -> str | None:
     return None
 
 
-def _fever_path(task: Task, env: Environment) -> tuple[Trajectory | None, str | None]:
+def _fever_path(task: Task, env: Environment, misses: bool = False) -> tuple[Trajectory | None, str | None]:
     """SUPPORTS / REFUTES: the first evidence set's pages searched, the sentence closest to the claim quoted, the
     verdict. NOT ENOUGH INFO: the page the claim is about searched, its first sentence quoted, nothing more said."""
     label = task.answer
@@ -218,7 +233,7 @@ def _fever_path(task: Task, env: Environment) -> tuple[Trajectory | None, str | 
         return None, "no_pages"
     if label == "NOT ENOUGH INFO":
         subject = _claim_subject(task, env)
-        read = _search_all(task, env, [subject]) if subject else None
+        read = _search_all(task, env, [(subject, None)]) if subject else None
         if read is None:
             return None, "page_not_found"
         claim = task.question.rstrip(".")
@@ -229,16 +244,17 @@ def _fever_path(task: Task, env: Environment) -> tuple[Trajectory | None, str | 
     if not order:
         return None, "no_pages"
     env.reset(task)
-    read = _search_all(task, env, [_search_term(t, task.question, env) for t in order])
+    read = _search_all(task, env, [_search_term(t, task.question, env, misses) for t in order])
     if read is None:
         return None, "page_not_found"
     evidence = _closest_sentence(read.observations, task.question, read.titles)
     return _finished(task, env, read, f"{evidence} {_VERDICT[label]}"), None
 
 
-def write_gold_paths(tasks: Iterable[Task], store: str, env: EnvConfig) -> GoldPathSummary:
-    """Append the gold path of every task ``store`` does not hold yet; a path the judge does not keep (a
-    metric that disagrees with the gold answer's own form) is counted under ``skipped["not_kept"]``."""
+def write_gold_paths(tasks: Iterable[Task], store: str, env: EnvConfig, misses: bool = False) -> GoldPathSummary:
+    """Append the gold path of every task ``store`` does not hold yet (``misses``: :func:`_search_term`); a path the
+    judge does not keep (a metric that disagrees with the gold answer's own form) is counted under
+    ``skipped["not_kept"]``."""
     summary = GoldPathSummary()
     environment = make_env(env)
     with TrajectoryStore.open(store) as out:
@@ -247,7 +263,7 @@ def write_gold_paths(tasks: Iterable[Task], store: str, env: EnvConfig) -> GoldP
             if out.state.has(task.id, "react", 0):
                 summary.already += 1
                 continue
-            traj, why = gold_path(task, environment)
+            traj, why = gold_path(task, environment, misses)
             if traj is None or not traj.scores.get("kept"):
                 summary.skipped[why or "not_kept"] += 1
                 continue

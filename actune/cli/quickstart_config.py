@@ -142,6 +142,10 @@ class QuickstartConfig(StrictModel):
     supporting pages searched in this run's corpus, the sentence that shows the answer quoted, the gold answer
     given (a FEVER claim: its evidence pages, the sentence closest to the claim, the verdict); exported after
     ``imports`` in round 1, like them."""
+    gold_path_misses: bool = False
+    """Gold paths that search a page as the question writes it even when that misses, then pick the page from the
+    ``Similar:`` list the miss shows, where it is listed: a tuned model that never saw a miss repeats it (the
+    HotpotQA dev pilot: 66 of 100 episodes met one, 18 recovered). Not yet measured."""
     passes: list[BootstrapPass] = Field(default_factory=lambda: [BootstrapPass()])
     """Round-1 bootstrap passes, run in order against one server."""
     serve: ServeConfig = Field(default_factory=lambda: ServeConfig(enable_lora=False))

@@ -482,7 +482,8 @@ class _Pipeline:
         from actune.tasks.loading import load_tasks
 
         tasks = load_tasks(self._tasks("train"))
-        s = write_gold_paths(tasks, str(self.layout.gold_paths), self._env(self.cfg.bootstrap.env))
+        s = write_gold_paths(tasks, str(self.layout.gold_paths), self._env(self.cfg.bootstrap.env),
+                             misses=self.cfg.gold_path_misses)
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(s.skipped.items())) or "none"
         self.log(f"gold paths: {s.written} written, {s.already} written before, of {s.total} training questions "
                  f"(left out: {skipped})")

@@ -131,3 +131,29 @@ def test_a_claim_without_evidence_reads_the_page_it_is_about_and_says_no_more(tm
         ("answer", "finish[NOT ENOUGH INFO]")]
     assert traj.info["verdict"]["kept"] and traj.correct
     assert gold_path(_claim(4, "Atlantis sank in a day.", "NOT ENOUGH INFO", []), env) == (None, "page_not_found")
+
+
+def test_with_misses_a_path_misses_the_questions_form_then_picks_the_page_from_the_list(tmp_path: Path) -> None:
+    corpus = tmp_path / "dancers.jsonl"
+    pages = {"Erika Jayne": ["Erika Jayne (born 1971) is an American singer."],
+             "Marco Da Silva (dancer)": ["Marco Da Silva (born 1977) is a dancer and choreographer."],
+             "Marco da Silva (French footballer)": ["Marco da Silva (born 1992) is a French footballer."]}
+    corpus.write_text("".join(json.dumps({"title": t, "sentences": s}) + "\n" for t, s in pages.items()))
+    env = make_env(EnvConfig(name="wiki", corpus=str(corpus), index_dir=str(tmp_path / "didx")))
+    task = _task(7, "Who was born first, Erika Jayne or Marco Da Silva?", "Erika Jayne",
+                 ["Erika Jayne", "Marco Da Silva (dancer)"])
+    plain, _ = gold_path(task, env)
+    assert [s.text for s in plain.steps if s.type == "action"] == ["search[Erika Jayne]",
+                                                                    "search[Marco Da Silva (dancer)]"]
+    traj, why = gold_path(task, env, misses=True)
+    assert why is None
+    steps = [(s.type, s.text, s.iteration) for s in traj.steps]
+    assert steps[3:9] == [
+        ("thought", "Next, I need to search Marco Da Silva.", 2), ("action", "search[Marco Da Silva]", 2),
+        ("observation", steps[5][1], 2),
+        ("thought", "Marco Da Silva (dancer) is among the similar pages. I need to search Marco Da Silva (dancer).", 3),
+        ("action", "search[Marco Da Silva (dancer)]", 3),
+        ("observation", "Marco Da Silva (born 1977) is a dancer and choreographer.", 3)]
+    assert steps[5][1].startswith("Could not find Marco Da Silva. Similar: [") and "Marco Da Silva (dancer)" in steps[5][1]
+    assert steps[-1] == ("answer", "finish[Erika Jayne]", 4)
+    assert traj.info["verdict"]["kept"] and traj.info["env_info"]["titles"] == ["Erika Jayne", "Marco Da Silva (dancer)"]
