@@ -151,6 +151,14 @@ def train_dpo(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> 
         raise TrainError(f"{cfg.dataset}: not a preference-pairs folder (no {', '.join(sorted(missing))}; write one "
                          "with export_pairs)")
     tokenized = pairs.map(lambda row: tokenize_pair(tokenizer, row), desc="Tokenising pairs and their loss flags")
+    # a prompt that fills max_length leaves no completion token to compare (as TRL drops such pairs)
+    fits = tokenized.filter(lambda row: len(row["prompt_ids"]) < args.max_length)
+    if len(fits) < len(tokenized):
+        say(f"train dpo: {len(tokenized) - len(fits)} pairs dropped: their prompt alone fills max_length "
+            f"{args.max_length}")
+    if len(fits) == 0:
+        raise TrainError(f"{cfg.dataset}: every pair's prompt fills max_length {args.max_length}; raise max_length")
+    tokenized = fits
     train_ds, dev_ds = _split(tokenized.select_columns([*LOSS_COLUMNS, "task_id"]), cfg)
     train_ds, dev_ds = train_ds.select_columns(LOSS_COLUMNS), dev_ds.select_columns(LOSS_COLUMNS) if dev_ds else None
     say(f"train dpo: {len(pairs)} pairs, {len(train_ds)} trained, {len(dev_ds) if dev_ds else 0} dev; "
