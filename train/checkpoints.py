@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any, Callable
 
-__all__ = ["complete_checkpoint", "fsync_checkpoint", "last_checkpoint"]
+__all__ = ["complete_checkpoint", "durable_checkpoints", "fsync_checkpoint", "last_checkpoint", "train_resuming"]
 
 _WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
 
@@ -63,3 +64,22 @@ def last_checkpoint(folder: Path) -> str | None:
         return None
     found = [p for p in folder.glob("checkpoint-*") if p.name.split("-")[-1].isdigit() and complete_checkpoint(p)]
     return str(max(found, key=lambda p: int(p.name.split("-")[-1]))) if found else None
+
+
+def durable_checkpoints() -> object:
+    """A ``TrainerCallback`` that fsyncs each checkpoint the Trainer has just saved (:func:`fsync_checkpoint`)."""
+    from transformers import TrainerCallback
+
+    class DurableCheckpoints(TrainerCallback):
+        def on_save(self, args: object, state: object, control: object, **kw: object) -> None:
+            fsync_checkpoint(Path(args.output_dir) / f"checkpoint-{state.global_step}")
+
+    return DurableCheckpoints()
+
+
+def train_resuming(trainer: Any, ckpt_dir: Path, say: Callable[[str], None], what: str = "train") -> Any:
+    """``trainer.train()`` from the last complete checkpoint in ``ckpt_dir`` when there is one (said)."""
+    resume = last_checkpoint(ckpt_dir)
+    if resume:
+        say(f"{what}: resuming from {resume}")
+    return trainer.train(resume_from_checkpoint=resume)

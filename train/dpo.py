@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from actune.atomic_write import recover_folder, replace_folder
-from actune.train.checkpoints import last_checkpoint
 from actune.train.config import TrainConfig
 from actune.train.masking import tokenize_segments
 
@@ -127,12 +126,12 @@ def train_dpo(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> 
     import torch
     from datasets import load_from_disk
     from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from actune.agent.prompt_spec import PromptSpec, find_prompt_spec, load_prompt_spec, save_prompt_spec
     from actune.model_files import prepare_model
-    from actune.train.checkpoints import fsync_checkpoint
-    from actune.train.run import MERGED_DIR, TrainError, merge_adapter, resolve_dtype
+    from actune.train.checkpoints import durable_checkpoints, train_resuming
+    from actune.train.run import MERGED_DIR, TrainError, merge_adapter, resolve_dtype, steps_per_epoch
 
     say = log or print
     t0 = time.perf_counter()
@@ -171,17 +170,10 @@ def train_dpo(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> 
     trainer = _trainer_class()(model=model, args=args, data_collator=collator, train_dataset=train_ds,
                                eval_dataset=dev_ds, processing_class=tokenizer, peft_config=lora)
     if dev_ds is not None:
-        steps = max(1, math.ceil(len(train_ds) / (args.per_device_train_batch_size * args.gradient_accumulation_steps)))
+        steps = steps_per_epoch(len(train_ds), trainer.args)
         trainer.args.eval_steps = trainer.args.save_steps = max(1, math.ceil(steps / cfg.evals_per_epoch))
-    class DurableCheckpoints(TrainerCallback):
-        def on_save(self, a: Any, state: Any, control: Any, **kw: Any) -> None:
-            fsync_checkpoint(Path(a.output_dir) / f"checkpoint-{state.global_step}")
-
-    trainer.add_callback(DurableCheckpoints())
-    resume = last_checkpoint(ckpt_dir)
-    if resume:
-        say(f"train dpo: resuming from {resume}")
-    result = trainer.train(resume_from_checkpoint=resume)
+    trainer.add_callback(durable_checkpoints())
+    result = train_resuming(trainer, ckpt_dir, say, "train dpo")
     history = trainer.state.log_history
     dev = [(int(h["step"]), float(h["eval_loss"])) for h in history if "eval_loss" in h]
     tmp = out.parent / f".{out.name}.new"

@@ -63,7 +63,7 @@ from actune import cpu_features
 from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
 from actune.atomic_write import atomic_write_text, recover_folder, replace_folder
 from actune.config import ConfigError, public_dump
-from actune.train.checkpoints import fsync_checkpoint, last_checkpoint
+from actune.train.checkpoints import durable_checkpoints, train_resuming
 from actune.train.config import TrainConfig
 from actune.train.model_card import write_model_card
 from actune.training_tasks import TRAINING_TASKS_FILE, read_training_tasks
@@ -196,7 +196,7 @@ def tokenize_dataset(ds: Any, tokenizer: Any, cfg: TrainConfig) -> Any:
     return ds.map(encode, remove_columns=ds.column_names, desc="Tokenising and masking")
 
 
-def _steps_per_epoch(n_examples: int, args: Any) -> int:
+def steps_per_epoch(n_examples: int, args: Any) -> int:
     # As the Trainer counts them (set_initial_training_values): batches per process, then updates.
     batches = math.ceil(n_examples / (args.per_device_train_batch_size * max(1, args.world_size)))
     return max(1, math.ceil(batches / args.gradient_accumulation_steps))
@@ -515,24 +515,17 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> Trai
             if metrics and "eval_loss" in metrics:
                 say(f"train: step {state.global_step} (epoch {state.epoch:.2f}): dev loss {metrics['eval_loss']:.4f}")
 
-    class DurableCheckpoints(TrainerCallback):
-        def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            fsync_checkpoint(Path(args.output_dir) / f"checkpoint-{state.global_step}")
-
     trainer, speed = make_trainer(cfg, args, dtype, model_dir, tokenizer, train_ds, dev_ds,
-                                  callbacks=[DevLossLog(), DurableCheckpoints()])
+                                  callbacks=[DevLossLog(), durable_checkpoints()])
     say(f"train: {speed_line(speed)}")
     model = trainer.model
     eval_steps = None
     if has_dev:
         # Packing changes the number of rows, so the epoch length is read from the prepared dataset.
-        eval_steps = max(1, math.ceil(_steps_per_epoch(len(trainer.train_dataset), trainer.args)
+        eval_steps = max(1, math.ceil(steps_per_epoch(len(trainer.train_dataset), trainer.args)
                                       / cfg.evals_per_epoch))
         trainer.args.eval_steps = trainer.args.save_steps = eval_steps
-    resume = last_checkpoint(ckpt_dir)
-    if resume:
-        say(f"train: resuming from {resume}")
-    result = trainer.train(resume_from_checkpoint=resume)
+    result = train_resuming(trainer, ckpt_dir, say)
     history = trainer.state.log_history
     train_points = [(int(h["step"]), float(h["loss"])) for h in history if "loss" in h]
     losses = [v for _, v in train_points]

@@ -47,3 +47,15 @@ def test_fsync_checkpoint_flushes_every_file_and_changes_none(tmp_path: Path) ->
     fsync_checkpoint(path)
     assert {p: p.read_bytes() for p in path.rglob("*") if p.is_file()} == before
     assert complete_checkpoint(path)
+
+
+def test_the_durable_callback_fsyncs_the_checkpoint_the_trainer_just_saved(tmp_path: Path, monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    import actune.train.checkpoints as checkpoints
+
+    synced: list[Path] = []
+    monkeypatch.setattr(checkpoints, "fsync_checkpoint", synced.append)
+    checkpoints.durable_checkpoints().on_save(SimpleNamespace(output_dir=str(tmp_path)), SimpleNamespace(global_step=7),
+                                              None)
+    assert synced == [tmp_path / "checkpoint-7"]
