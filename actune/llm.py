@@ -82,11 +82,7 @@ def env_var_name(value: str, option: str) -> str:
 def read_api_key(env: str, option: str = "api_key_env") -> str:
     """The API key held by environment variable ``env``; a :class:`ConfigError` naming ``option`` (the config key
     that named the variable, e.g. ``bootstrap.api_key_env``) and the variable when it is unset or empty."""
-    try:
-        _env_name(env)
-    except ValueError as e:  # a key given where its variable's name belongs: say so without repeating it
-        raise ConfigError(f"{option}: {e}") from None
-    key = os.environ.get(env, "").strip()
+    key = os.environ.get(env_var_name(env, option), "").strip()
     if not key:
         raise ConfigError(f"{option}: environment variable {env} is not set (or empty); export it with the API "
                           f"key of the endpoint (export {env}=...), or remove {option} for an endpoint without a key")

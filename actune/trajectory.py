@@ -11,6 +11,7 @@ Steps are kept in order with one type each: ``thought`` (ReAct), ``reflection`` 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import types
@@ -21,6 +22,9 @@ from typing import Any, Iterable, Iterator
 
 from actune.atomic_write import atomic_writer
 from actune.jsonl import iter_appended
+
+if typing.TYPE_CHECKING:
+    from actune.task_record import Task
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -83,6 +87,11 @@ class TaskRecord:
     split: str = "train"
     aliases: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, task: "Task") -> "TaskRecord":
+        """The record's copy of a task (its lists and meta copied, so the record stands alone)."""
+        return cls(task.id, task.question, task.answer, task.env, task.split, list(task.aliases), dict(task.meta))
 
 
 @dataclass
@@ -229,6 +238,12 @@ def _matches(value: Any, hint: Any) -> bool:
     return isinstance(value, hint)
 
 
+@functools.cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    # resolved once a record class: every line of a store is checked against them
+    return typing.get_type_hints(cls)
+
+
 def _type_name(hint: Any) -> str:
     return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
 
@@ -238,7 +253,7 @@ def _known(cls: type, d: Any, where: str) -> dict[str, Any]:
     whatever stage uses the field later)."""
     if not isinstance(d, dict):
         raise TrajectoryFormatError(f"{where or 'trajectory'}: must be an object, got {type(d).__name__}")
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     prefix = f"{where}." if where else ""
     unknown = sorted(set(d) - set(hints))
     if unknown:

@@ -116,7 +116,7 @@ def _answer_thought(observations: list[str], answer: str) -> str | None:
 
 def _record(task: Task, env: Environment, steps: list[Step], titles: list[str], answer: str) -> Trajectory:
     traj = Trajectory(
-        task=TaskRecord(task.id, task.question, task.answer, task.env, task.split, list(task.aliases), dict(task.meta)),
+        task=TaskRecord.of(task),
         method="react", model=ModelRecord(name=GOLD_PATH_MODEL), steps=steps, prediction=answer,
         finish_reason="answered", run_id="gold-paths",
         episode_id=hashlib.sha256(f"gold\x1f{task.id}".encode()).hexdigest()[:16],

@@ -30,22 +30,15 @@ __all__ = ["LOSS_COLUMNS", "dpo_args", "tokenize_pair", "train_dpo"]
 LOSS_COLUMNS = ["prompt_ids", "chosen_ids", "rejected_ids", "chosen_loss", "rejected_loss"]
 
 
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def tokenize_pair(tokenizer: Any, row: dict[str, Any]) -> dict[str, list[int]]:
     """A pair's token ids (the prompt once, then each side) and each side's loss flags (1: trained)."""
+    from trl.data_utils import common_prefix_length
+
     prompt = row["prompt_segments"]
     chosen = tokenize_segments(tokenizer, [*prompt, *row["chosen_segments"]])
     rejected = tokenize_segments(tokenizer, [*prompt, *row["rejected_segments"]])
     # where the two sides' tokens part: the prompt, up to a token that merges across its end
-    p = _common_prefix(chosen.input_ids, rejected.input_ids)
+    p = common_prefix_length(chosen.input_ids, rejected.input_ids)
     return {"prompt_ids": chosen.input_ids[:p],
             "chosen_ids": chosen.input_ids[p:], "chosen_loss": [int(x != -100) for x in chosen.labels[p:]],
             "rejected_ids": rejected.input_ids[p:], "rejected_loss": [int(x != -100) for x in rejected.labels[p:]]}

@@ -117,8 +117,7 @@ async def iter_episode(
                         if cfg.regime == "few_shot" else None)
     temperature = cfg.cot_sc_temperature if cfg.method == "cot_sc" else cfg.temperature
     traj = Trajectory(
-        task=TaskRecord(task.id, task.question, task.answer, task.env, task.split, list(task.aliases),
-                        dict(task.meta)),
+        task=TaskRecord.of(task),
         method=cfg.method,
         model=model,
         sampling=SamplingRecord(temperature, cfg.top_p, cfg.max_tokens, seed),

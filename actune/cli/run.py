@@ -238,7 +238,7 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio
 
     from actune.config import ConfigError
-    from actune.llm import LLMError, env_var_name, read_api_key
+    from actune.llm import LLMError, read_api_key
     from actune.serve.errors import ServeError
     from actune.trajectory import ModelRecord
 
@@ -249,7 +249,7 @@ def _run(args: argparse.Namespace) -> int:
         if not args.endpoint:
             raise ConfigError("--api-key-env is the key of --endpoint (a server actune starts needs none); "
                               "give --endpoint URL too")
-        read_api_key(env_var_name(args.api_key_env, "--api-key-env"), "--api-key-env")  # before anything runs
+        read_api_key(args.api_key_env, "--api-key-env")  # before anything runs
     args.model = args.model or DEFAULT_MODEL
     cfg, note = resolve_agent_config(args)  # fail fast on a bad config, before starting a server
     if note:
