@@ -47,7 +47,7 @@ import json
 import random
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
@@ -65,7 +65,7 @@ from actune.agent.render import (
 )
 from actune.atomic_write import recover_folder, replace_folder
 from actune.bootstrap.config import ExportConfig
-from actune.judge import verdict_of
+from actune.judge import Verdict, verdict_of
 from actune.trajectory import Step, Trajectory, read_trajectory_lines
 
 __all__ = ["ExportError", "ExportSummary", "MethodCounts", "SUMMARY_FILE", "WIRE_FORMATS", "chat_example",
@@ -94,22 +94,24 @@ def _trained(step: Step) -> bool:
     return not (step.type == "action" and step.action_name is None)
 
 
-def _kept_lines(store: str | Path) -> list[tuple[int, Trajectory]]:
-    """(line number, record) of the kept records of a store, in file order."""
+def judged_lines(store: str | Path) -> Iterator[tuple[int, Trajectory, Verdict]]:
+    """(line number, record, verdict) of every record of a store, in file order. A missing store or a record
+    without a verdict (which the store itself refuses) is an :class:`ExportError` naming file and line."""
     path = Path(store)
     if not path.is_file():
         raise ExportError(f"{path}: store not found (run `actune bootstrap` first)")
-    # the shared reader: a torn last line (a writer killed mid-line) is skipped, any other bad line named;
-    # a record with no verdict is refused, as the store refuses it, rather than dropped without a word
-    out = []
+    # the shared reader: a torn last line (a writer killed mid-line) is skipped, any other bad line named
     for lineno, t in read_trajectory_lines(path):
         verdict = verdict_of(t)
         if verdict is None:
             raise ExportError(f"{path}:{lineno}: record has no judge verdict (info.verdict); is this a trajectory "
                               "store written by bootstrap or eval?")
-        if verdict.kept:
-            out.append((lineno, t))
-    return out
+        yield lineno, t, verdict
+
+
+def _kept_lines(store: str | Path) -> list[tuple[int, Trajectory]]:
+    """(line number, record) of the kept records of a store, in file order."""
+    return [(lineno, t) for lineno, t, verdict in judged_lines(store) if verdict.kept]
 
 
 def kept_records(store: str | Path) -> list[Trajectory]:

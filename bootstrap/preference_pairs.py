@@ -31,9 +31,8 @@ from typing import Any
 
 from actune.agent.render import USER_STEP_TYPES
 from actune.atomic_write import recover_folder, replace_folder
-from actune.bootstrap.export import ExportError, text_example
-from actune.judge import verdict_of
-from actune.trajectory import Step, Trajectory, read_trajectory_lines
+from actune.bootstrap.export import ExportError, judged_lines, text_example
+from actune.trajectory import Step, Trajectory
 
 __all__ = ["PAIRS_SUMMARY_FILE", "PairSummary", "export_pairs", "pair_example", "pair_rows", "shared_steps"]
 
@@ -94,13 +93,7 @@ def _groups(stores: Sequence[Path]) -> dict[tuple, tuple[list[Trajectory], list[
     """(task, method, prompt head) -> (kept episodes, failed episodes), in store order."""
     groups: dict[tuple, tuple[list[Trajectory], list[Trajectory]]] = {}
     for path in stores:
-        if not path.is_file():
-            raise ExportError(f"{path}: store not found (run `actune bootstrap` first)")
-        for line, t in read_trajectory_lines(path):
-            verdict = verdict_of(t)
-            if verdict is None:
-                raise ExportError(f"{path}:{line}: record has no judge verdict (info.verdict); is this a trajectory "
-                                  "store written by bootstrap or eval?")
+        for _, t, verdict in judged_lines(path):
             if not verdict.kept and t.finish_reason in NOT_THE_MODELS_FAULT:
                 continue
             key = (t.task.id, t.method, json.dumps(t.info.get("prompt"), sort_keys=True))
