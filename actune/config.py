@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from actune.jsonl import read_text
 
-__all__ = ["ConfigError", "StrictModel", "load_config", "apply_overrides", "dump_yaml", "actune_home"]
+__all__ = ["ConfigError", "StrictModel", "load_config", "apply_overrides", "dump_yaml", "actune_home", "fill_model",
+           "section_dict", "with_default"]
 
 
 class ConfigError(ValueError):
@@ -228,3 +229,31 @@ def public_dump(model: BaseModel) -> dict[str, Any]:
 def dump_yaml(model: BaseModel) -> str:
     """The resolved config as YAML (what ``actune config show`` prints), secrets masked."""
     return yaml.safe_dump(public_dump(model), sort_keys=False)
+
+
+def fill_model(data: Any, fields: dict[str, str]) -> Any:
+    """A config's raw ``data`` with its top-level ``model`` written into each ``section: key`` of ``fields``
+    that the data leaves unset. Before validation, so a key counts as set only when the file (or an
+    override) names it."""
+    if not isinstance(data, dict) or data.get("model") is None:
+        return data
+    data = dict(data)
+    for section, key in fields.items():
+        data[section] = with_default(data.get(section), key, data["model"])
+    return data
+
+
+def section_dict(section: Any) -> dict[str, Any]:
+    """A config section as a plain dict of what is set: a model's set fields, a mapping as it is, None as {}."""
+    if section is None:
+        return {}
+    if isinstance(section, BaseModel):
+        return section.model_dump(exclude_unset=True)
+    return dict(section)
+
+
+def with_default(section: Any, key: str, value: str) -> dict[str, Any]:
+    """``section`` (:func:`section_dict`) with ``key`` set to ``value`` where it is not set."""
+    out = section_dict(section)
+    out.setdefault(key, value)
+    return out

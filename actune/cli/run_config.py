@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 
 from actune.bootstrap.config import BootstrapConfig
-from actune.config import StrictModel
+from actune.config import StrictModel, fill_model, section_dict, with_default
 from actune.eval.config import EvalConfig
 from actune.serve.config import ServeConfig
 from actune.train.config import TrainConfig
@@ -41,37 +41,11 @@ class RunConfig(StrictModel):
         data = fill_model(data, {"serve": "model", "train": "base_model"})
         if not isinstance(data, dict) or data.get("model") is None:
             return data
-        ev = _as_dict(data.get("eval"))
+        ev = section_dict(data.get("eval"))
         models = ev.get("models", EvalConfig.model_fields["models"].default_factory())
-        ev["models"] = [_with_default(m, "model", data["model"]) for m in models]
+        ev["models"] = [with_default(m, "model", data["model"]) for m in models]
         data["eval"] = ev
         return data
-
-
-def fill_model(data: Any, fields: dict[str, str]) -> Any:
-    """A config's raw ``data`` with its top-level ``model`` written into each ``section: key`` of ``fields``
-    that the data leaves unset. Before validation, so a key counts as set only when the file (or an
-    override) names it."""
-    if not isinstance(data, dict) or data.get("model") is None:
-        return data
-    data = dict(data)
-    for section, key in fields.items():
-        data[section] = _with_default(data.get(section), key, data["model"])
-    return data
-
-
-def _as_dict(section: Any) -> dict[str, Any]:
-    if section is None:
-        return {}
-    if isinstance(section, BaseModel):
-        return section.model_dump(exclude_unset=True)
-    return dict(section)
-
-
-def _with_default(section: Any, key: str, value: str) -> dict[str, Any]:
-    out = _as_dict(section)
-    out.setdefault(key, value)
-    return out
 
 
 def qualify_section_overrides(overrides: list[str], section: str) -> list[str]:
