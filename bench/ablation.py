@@ -30,8 +30,10 @@ from typing import Any
 
 from rank_sweep import evaluate, load_run_config, sweep_rows, training_figures
 
-from actune.cli.quickstart_config import QuickstartConfig
-from actune.cli.quickstart_run import Layout, export_round, export_stores, round_train_config
+from actune.quickstart.config import QuickstartConfig
+from actune.quickstart.fine_tune import export_round
+from actune.quickstart.layout import Layout
+from actune.quickstart.round_inputs import export_stores, round_train_config
 
 ARMS = {"mix_methods": {False: "tuned-own", True: "tuned-mixed"},
         "round_start": {"base": "tuned-from-base", "previous": "tuned-from-previous"}}

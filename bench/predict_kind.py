@@ -3,8 +3,8 @@
     .venv/bin/python bench/predict_kind.py --run runs/full-fp32shape-seed9 --to cpu-fp32
 
 A session that has only a CPU with native bf16 can still say what a run of the AVX2-only shape would take on
-an AVX2-only CPU. The prediction uses the quickstart ETA's cost model and rates (``_RATES``,
-``_EPISODE_COST`` in :mod:`actune.cli.quickstart_run`, timed on real machines of each kind: seed 6's whole
+an AVX2-only CPU. The prediction uses the quickstart ETA's cost model and rates (``RATES``,
+``EPISODE_COST`` in :mod:`actune.quickstart.estimate`, timed on real machines of each kind: seed 6's whole
 run on a real AVX2-only EPYC took 3 h 48 min against the ETA's 4 h 04 min) with the run's own counts instead
 of the ETA's guesses: each serving stage is the episodes its stores hold (prompted or tuned, per method) at
 the kind's episode rate plus its server starts (a bootstrap round's includes the eval episodes that ran on its
@@ -28,7 +28,8 @@ from typing import Any
 
 from rank_sweep import load_run_config
 
-from actune.cli.quickstart_run import _EPISODE_COST, _RATES, STATE_FILE, Layout, serving_seconds
+from actune.quickstart.estimate import EPISODE_COST, RATES, serving_seconds
+from actune.quickstart.layout import STATE_FILE, Layout
 
 
 def _episodes(store: Path) -> int:
@@ -57,11 +58,11 @@ def predict(run: Path, target: str) -> list[dict[str, Any]]:
     seconds and predicted seconds on ``target``."""
     from actune.train.run import TRAINING_META_FILE
 
-    cfg, layout, rate = load_run_config(run), Layout(run), _RATES[target]
+    cfg, layout, rate = load_run_config(run), Layout(run), RATES[target]
     state = json.loads((run / STATE_FILE).read_text(encoding="utf-8"))
 
     def units(episodes: dict[str, int], cost: str) -> float:
-        return sum(n * _EPISODE_COST[cost].get(m, 1.0) for m, n in episodes.items())
+        return sum(n * EPISODE_COST[cost].get(m, 1.0) for m, n in episodes.items())
 
     evals = {m: _eval_episodes(layout, m, cfg.name) for m in cfg.methods}
 
@@ -129,7 +130,7 @@ def format_table(rows: list[dict[str, Any]], target: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--run", required=True, help="a quickstart run folder")
-    ap.add_argument("--to", dest="target", choices=sorted(_RATES), default="cpu-fp32", help="the kind predicted")
+    ap.add_argument("--to", dest="target", choices=sorted(RATES), default="cpu-fp32", help="the kind predicted")
     args = ap.parse_args(argv)
     print(format_table(predict(Path(args.run).resolve(), args.target), args.target))
     return 0

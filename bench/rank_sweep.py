@@ -22,8 +22,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from actune.cli.quickstart_config import QuickstartConfig
-from actune.cli.quickstart_run import STATE_FILE, Layout, served_tuned_model, stored_config_as_current
+from actune.quickstart.config import QuickstartConfig
+from actune.quickstart.layout import STATE_FILE, Layout, served_tuned_model
+from actune.quickstart.state import stored_config_as_current
 from actune.tasks.config import TaskConfig
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-STAGES = {"bootstrap", "train", "serve", "eval"}
+# top-level folders installed as actune.<folder>: the stages and the quickstart
+SUBPACKAGE_FOLDERS = {"bootstrap", "train", "serve", "eval", "quickstart"}
 
 
 def declared():
@@ -23,7 +24,7 @@ def on_disk():
         top = rel.parts[0]
         if top == "actune":
             found.add(".".join(rel.parts))
-        elif top in STAGES:
+        elif top in SUBPACKAGE_FOLDERS:
             found.add(".".join(("actune", *rel.parts)))
         elif rel == Path("configs/quickstart"):
             found.add("actune.presets")

@@ -32,36 +32,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_card)
 
 
-def quickstart_report(path: str | Path) -> Path | None:
-    """The eval ``report.json`` of the quickstart run ``path`` (an adapter folder or its ``merged/``) belongs to,
-    when the run wrote one; None for a folder outside a quickstart run's layout."""
-    from actune.cli.quickstart_run import Layout
-
-    folder = Path(path).resolve()
-    adapter = folder.parent if folder.name == "merged" else folder
-    round_dir = adapter.parent
-    number = round_dir.name.removeprefix("round")
-    layout, method = Layout(round_dir.parent.parent), round_dir.parent.name
-    if not number.isdigit() or layout.adapter(method, int(number)) != adapter or not layout.state.is_file():
-        return None
-    report = layout.eval_dir(method) / "report.json"
-    if not report.is_file():
-        return None
-    return as_named_in_card(report)
-
-
-def as_named_in_card(report: Path) -> Path:
-    """``report`` as a card names it: relative to the current folder when below it, not this machine's absolute
-    path (eval writes its paths from the current folder, so the card's reader finds it the same way)."""
-    return report.relative_to(Path.cwd()) if report.is_relative_to(Path.cwd()) else report
-
-
 def _card(args: argparse.Namespace) -> int:
+    from actune.quickstart.cards import run_eval_report
     from actune.train.card_eval import ReportError, eval_section
     from actune.train.model_card import CardError, write_folder_card
 
     report = args.report
-    if report is None and (found := quickstart_report(args.path)) is not None:
+    if report is None and (found := run_eval_report(args.path)) is not None:
         try:
             eval_section(found, Path(args.path))
             report = found

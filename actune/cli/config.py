@@ -21,7 +21,7 @@ CONFIG_KINDS = {
     "env": "actune.envs.config:EnvConfig",
     "tasks": "actune.tasks.config:TaskConfig",
     "world": "actune.world.config:WorldConfig",
-    "quickstart": "actune.cli.quickstart_config:QuickstartConfig",
+    "quickstart": "actune.quickstart.config:QuickstartConfig",
 }
 
 

@@ -54,9 +54,9 @@ def _quickstart(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from actune.cli.quickstart_config import load_quickstart
-    from actune.cli.quickstart_run import hardware_kind, run_quickstart
     from actune.cli.stage_command import COLLECT_ERRORS, EXPORT_ERRORS, TRAIN_ERRORS, stage_errors
+    from actune.quickstart import pipeline
+    from actune.quickstart.config import hardware_kind, load_quickstart
 
     overrides = list(args.overrides)
     if args.seed is not None:
@@ -73,7 +73,7 @@ def _quickstart(args: argparse.Namespace) -> int:
     caught = stage_errors([*COLLECT_ERRORS, *EXPORT_ERRORS, *TRAIN_ERRORS])
     command = reproduce_command(args.preset, out, list(args.overrides), args.seed, args.rounds)
     try:
-        report = run_quickstart(cfg, out, show_progress=not args.no_progress, command=command)
+        report = pipeline.run_quickstart(cfg, out, show_progress=not args.no_progress, command=command)
     except caught as e:
         print(f"actune quickstart: {e}", file=sys.stderr)
         print(f"actune quickstart: rerun the same command to continue from {out}", file=sys.stderr)

@@ -11,7 +11,7 @@ from actune.agent.methods import BASE_METHOD, METHOD_RUNNERS
 from actune.agent.prompt_spec import PromptSpec
 from actune.bootstrap.config import NEVER_CONVERTIBLE, ExportConfig
 from actune.cli import build_parser
-from actune.cli.quickstart_config import QuickstartConfig
+from actune.quickstart.config import QuickstartConfig
 
 
 def test_the_registry_runs_exactly_the_listed_methods():

@@ -9,8 +9,9 @@ ablation = load("ablation")
 
 
 def test_the_other_arm_reads_the_stores_the_run_did_not(tmp_path):
-    from actune.cli.quickstart_config import load_quickstart
-    from actune.cli.quickstart_run import Layout, export_stores
+    from actune.quickstart.config import load_quickstart
+    from actune.quickstart.layout import Layout
+    from actune.quickstart.round_inputs import export_stores
 
     layout = Layout(tmp_path)
     for method in ("react", "reflact"):
@@ -26,7 +27,7 @@ def test_the_other_arm_reads_the_stores_the_run_did_not(tmp_path):
 
 
 def test_the_flipped_choice_and_its_arm_labels():
-    from actune.cli.quickstart_config import load_quickstart
+    from actune.quickstart.config import load_quickstart
 
     cfg = load_quickstart("full", ["mix_methods=true"])
     assert ablation.flipped(cfg, "mix_methods", "react").mix_methods is False

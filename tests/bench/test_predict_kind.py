@@ -28,8 +28,8 @@ def _write_store(path: Path, n: int, run_id: str = "") -> None:
 
 def _write_state(run: Path, done: dict[str, float], partial: dict[str, float] | None = None) -> None:
     """The full preset's quickstart state with these finished (and stopped) stages' wall seconds."""
-    from actune.cli.quickstart_config import load_quickstart
-    from actune.cli.quickstart_run import STATE_FILE
+    from actune.quickstart.config import load_quickstart
+    from actune.quickstart.layout import STATE_FILE
 
     config = {k: v for k, v in load_quickstart("full").model_dump(mode="json").items() if k != "hardware_overrides"}
     stages = {"done": done, "partial": partial or {}}
@@ -38,7 +38,8 @@ def _write_state(run: Path, done: dict[str, float], partial: dict[str, float] | 
 
 
 def test_counts_at_the_kinds_rates_and_training_by_its_own_tokens(tmp_path: Path) -> None:
-    from actune.cli.quickstart_run import Layout, concurrency_speedup
+    from actune.quickstart.estimate import concurrency_speedup
+    from actune.quickstart.layout import Layout
 
     # the full preset: ReAct and ReflAct, bootstrap 48 at once, eval 64
     _write_state(tmp_path, {"world": 30.0, "bootstrap round 1": 600.0, "bootstrap round 2": 300.0,
@@ -69,7 +70,8 @@ def test_counts_at_the_kinds_rates_and_training_by_its_own_tokens(tmp_path: Path
 
 
 def test_a_run_stopped_part_way_predicts_its_stopped_stages_from_what_they_did(tmp_path: Path) -> None:
-    from actune.cli.quickstart_run import Layout, concurrency_speedup
+    from actune.quickstart.estimate import concurrency_speedup
+    from actune.quickstart.layout import Layout
 
     _write_state(tmp_path, {"world": 30.0}, partial={"eval reflact": 1200.0, "train react round 1": 90.0})
     layout = Layout(tmp_path)
@@ -90,7 +92,8 @@ def test_a_run_stopped_part_way_predicts_its_stopped_stages_from_what_they_did(t
 
 
 def test_eval_episodes_run_on_a_bootstrap_rounds_server_count_in_that_round(tmp_path: Path) -> None:
-    from actune.cli.quickstart_run import Layout, concurrency_speedup
+    from actune.quickstart.estimate import concurrency_speedup
+    from actune.quickstart.layout import Layout
 
     _write_state(tmp_path, {"bootstrap round 1": 600.0, "bootstrap round 2": 300.0, "eval react": 400.0})
     layout = Layout(tmp_path)

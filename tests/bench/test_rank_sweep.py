@@ -41,11 +41,12 @@ def test_adapter_parameters_counts_every_saved_tensor(tmp_path):
 def test_a_run_stored_by_an_older_actune_is_read_as_the_quickstart_reads_it(tmp_path):
     import json
 
-    from actune.cli.quickstart_config import load_quickstart
-    from actune.cli.quickstart_run import STATE_FILE, _comparable
+    from actune.quickstart.config import load_quickstart
+    from actune.quickstart.layout import STATE_FILE
+    from actune.quickstart.state import comparable
 
     cfg = load_quickstart("smoke")
-    old = _comparable(cfg.model_dump(mode="json"))  # what the quickstart stores: no per-hardware table
+    old = comparable(cfg.model_dump(mode="json"))  # what the quickstart stores: no per-hardware table
 
     def rename(node):  # an agent section's episode_steps was called max_steps
         if isinstance(node, dict):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import actune.cli.quickstart_run
+import actune.quickstart.pipeline
 from actune.cli import main
 
 
@@ -28,7 +28,7 @@ class FakeRun:
 @pytest.fixture
 def fake_run(monkeypatch) -> FakeRun:
     fake = FakeRun()
-    monkeypatch.setattr(actune.cli.quickstart_run, "run_quickstart", fake)
+    monkeypatch.setattr(actune.quickstart.pipeline, "run_quickstart", fake)
     return fake
 
 

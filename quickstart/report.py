@@ -15,14 +15,13 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from actune.atomic_write import atomic_write_bytes, atomic_write_text
 from actune.config import public_dump
-
-if TYPE_CHECKING:
-    from actune.cli.quickstart_config import QuickstartConfig
-    from actune.cli.quickstart_run import Layout
+from actune.quickstart.config import QuickstartConfig
+from actune.quickstart.layout import Layout
+from actune.quickstart.round_inputs import round_epochs, trains_on_previous
 
 __all__ = ["HEADLINE", "BAR", "headline_rows", "training_rows", "write_quickstart_report"]
 
@@ -78,7 +77,6 @@ def training_rows(cfg: QuickstartConfig, layout: Layout) -> list[dict[str, Any]]
     (``export_summary.json``), and the steps, epochs and dev-picked step of its training
     (``training_meta.json``). Rounds not yet trained are left out."""
     from actune.bootstrap.export import SUMMARY_FILE
-    from actune.cli.quickstart_run import round_epochs, trains_on_previous
     from actune.train.run import TRAINING_META_FILE
 
     rows = []
@@ -236,6 +234,8 @@ def _plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
 
 
 def write_quickstart_report(cfg: QuickstartConfig, layout: Layout) -> dict[str, Path]:
+    """report.md, report.json and scores.png in ``layout.out``, from every method's eval report and the run's
+    state; the paths by kind (``md``, ``json``, ``png``)."""
     rows: list[dict[str, Any]] = []
     for method in cfg.methods:
         path = layout.eval_dir(method) / "report.json"

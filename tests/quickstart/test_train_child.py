@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from actune.cli.quickstart_run import train_in_child_process
+from actune.quickstart.train_child import train_in_child_process
 from actune.train.checkpoints import complete_checkpoint
 from actune.train.config import TrainConfig
 from actune.train.run import TrainError
@@ -28,7 +28,7 @@ sys.path.insert(0, {str(TRAIN_DIR)!r})
 from pathlib import Path
 from training_records import tiny_config, write_store
 from actune.bootstrap.export import export_dataset
-from actune.cli.quickstart_run import train_in_child_process
+from actune.quickstart.train_child import train_in_child_process
 from actune.stop_signals import stop_signals_as_interrupt
 tmp = Path({str(tmp)!r})
 if not (tmp / "ds").exists():  # a rerun trains on the same dataset

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from actune.cli.quickstart_config import load_quickstart
-from actune.cli.quickstart_run import Layout, hardware_kind, run_quickstart
+from actune.quickstart.config import hardware_kind, load_quickstart
+from actune.quickstart.layout import Layout
+from actune.quickstart.pipeline import run_quickstart
 
 pytestmark = [pytest.mark.server, pytest.mark.slow, pytest.mark.own_servers]
 

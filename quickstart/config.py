@@ -4,9 +4,9 @@
     cfg = load_quickstart("my-preset.yaml")
 
 A preset names what the experiment is (world size, bootstrap passes, recipe, rounds, methods); the
-pipeline (:mod:`actune.cli.quickstart_run`) places every file under one output folder, so the paths in
-the stage sections are not read. It lives beside the CLI because it composes every stage's config:
-the core never imports a stage.
+pipeline (:mod:`actune.quickstart.pipeline`) places every file under one output folder
+(:mod:`actune.quickstart.layout`), so the paths in the stage sections are not read. It composes every stage's
+config, which only the quickstart and the CLI may do: the core never imports a stage.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from pydantic import Field, PositiveFloat, model_validator
 import actune.presets
 from actune.agent.config import StepsMethod
 from actune.bootstrap.config import BootstrapConfig
-from actune.cli.run_config import fill_model
-from actune.config import ConfigError, StrictModel, load_config
+from actune.config import ConfigError, StrictModel, fill_model, load_config
 from actune.eval.config import EvalConfig
 from actune.fever_source import FeverSource
 from actune.hotpotqa_source import HotpotQASource
@@ -29,7 +28,7 @@ from actune.train.config import TrainConfig
 from actune.world.config import WorldConfig
 
 __all__ = ["BootstrapPass", "ImportSource", "QuickstartConfig", "HardwareKind", "RoundStart", "PRESET_DIR", "PRESETS",
-           "preset_path", "load_quickstart"]
+           "hardware_kind", "preset_path", "load_quickstart"]
 
 HardwareKind = Literal["cpu-bf16", "cpu-fp32", "cuda"]
 """What a run trains and serves on: a GPU, a CPU with native bf16 (AVX512_BF16 or AMX), or another CPU
@@ -53,10 +52,10 @@ class BootstrapPass(StrictModel):
     run in order and share one store, so the last normally has share 1)."""
     limit: int | None = Field(None, ge=1)
     """At most this many tasks of the slice."""
+    # SmolLM2-135M keeps 3-7x more trajectories with type-matched exemplars (the probe's notes)
     type_matched: bool = True
-    """Prompt with exemplars of the pass's own kind only: SmolLM2-135M keeps 3-7x more trajectories
-    with type-matched exemplars (probe notes). The exported examples are zero-shot, so the collection
-    prompt never reaches the training data."""
+    """Prompt with exemplars of the pass's own kind only. The exported examples are zero-shot, so the
+    collection prompt never reaches the training data."""
 
 
 class ImportSource(StrictModel):
@@ -98,15 +97,14 @@ class QuickstartConfig(StrictModel):
     round r-1's merged model with round r's new kept data only. ``previous`` trains each example once
     instead of again in every later round (on a 2-core CPU most of round 2's training is round 1's data
     again); it needs ``train.merge`` (the next round's base is that folder), and the tuned model's
-    ``training_tasks.json`` lists the whole lineage's tasks for eval's leakage check. Measured (README, seed
-    8): ReflAct's round 2 scored 9 points lower on the dev split this way than from the base (p = 0.012), and
-    ReAct's 5 points lower (seed 9, p = 0.30): round 2 keeps almost only single-hop questions, and a model
-    trained on from round 1 on those alone forgets multi-hop ones. So every preset keeps ``base``."""
+    ``training_tasks.json`` lists the whole lineage's tasks for eval's leakage check. Every preset keeps
+    ``base``: why is measured in docs/results.md ("Mixing and training round 2 on from round 1 (seed 8)" and the
+    seed 9 run after it)."""
     round_epochs: PositiveFloat | dict[StepsMethod, PositiveFloat] | None = None
     """``train.num_train_epochs`` of rounds >= 2, for every method or per method (None, or a method not
     named: round 1's). With ``round_start=previous`` a later round starts from a model that already writes
-    the format: seed 8's ReAct round 2 reached its best dev loss at epoch 2 of 3 (README). The full preset's
-    AVX2-only shape trains ReAct's round 2 (from the base, on its mixed data) for 2 epochs to fit 4 hours."""
+    the format, so it may need fewer (docs/results.md, seed 8). The full preset's AVX2-only shape trains ReAct's
+    round 2 (from the base, on its mixed data) for 2 epochs to fit 4 hours."""
     mix_methods: bool = False
     """FireAct's mix: each method's adapter also trains on the kept episodes of the other methods whose steps
     convert into its format (a ReflAct reflection becomes a ReAct thought; ReAct steps cannot become
@@ -144,10 +142,8 @@ class QuickstartConfig(StrictModel):
     ``imports`` in round 1, like them."""
     gold_path_misses: bool = False
     """Gold paths that search a page as the question writes it even when that misses, then pick the page from the
-    ``Similar:`` list the miss shows, where it is listed: a tuned model that never saw a miss repeats it (the
-    HotpotQA dev pilot: 66 of 100 episodes met one, 18 recovered). Not yet measured; on the HotpotQA preset's
-    training questions only 24 of 657 paths gain a miss this way (most pages are found as the question writes
-    them), too few yet to teach much."""
+    ``Similar:`` list the miss shows, where it is listed: a tuned model that never saw a miss repeats it. Not
+    yet measured (the HotpotQA pilot's counts of misses: docs/results.md, "Real HotpotQA")."""
     passes: list[BootstrapPass] = Field(default_factory=lambda: [BootstrapPass()])
     """Round-1 bootstrap passes, run in order against one server."""
     serve: ServeConfig = Field(default_factory=lambda: ServeConfig(enable_lora=False))
@@ -185,10 +181,11 @@ class QuickstartConfig(StrictModel):
         return self
 
     def split_sizes(self) -> tuple[int, int]:
-        """(training questions, evaluated questions: ``eval_split``'s) of the task source; for HotpotQA with no
-        ``n_train``, the number its files gave in ``../shared`` (661; FEVER: 4,026), a guess that only feeds the ETA."""
+        """(training questions, evaluated questions: ``eval_split``'s) of the task source; for real questions with
+        no ``n_train``, a guess that only feeds the ETA."""
         if self.source in ("hotpotqa", "fever"):
             src = self.hotpotqa if self.source == "hotpotqa" else self.fever
+            # the numbers their files gave in ../shared
             guess = 661 if self.source == "hotpotqa" else 4026
             return src.n_train or guess, src.n_test if self.eval_split == "test" else src.n_dev
         return self.world.n_train, self.world.n_test if self.eval_split == "test" else self.world.n_dev
@@ -202,6 +199,20 @@ class QuickstartConfig(StrictModel):
         """``method``'s ``round_epochs`` (None: round 1's)."""
         epochs = self.round_epochs
         return epochs.get(method) if isinstance(epochs, dict) else epochs
+
+
+def hardware_kind() -> HardwareKind:
+    """The kind of hardware this process trains and serves on (:data:`HardwareKind`)."""
+    from actune.cpu_features import native_bf16
+
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return "cuda"
+    except ImportError:
+        pass
+    return "cpu-bf16" if native_bf16() else "cpu-fp32"
 
 
 def preset_path(preset: str) -> Path:

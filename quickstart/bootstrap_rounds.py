@@ -1,0 +1,142 @@
+"""The bootstrap stages: round 1 runs every pass of every method against ONE server of the base model, and the
+prompted model's eval episodes on it too; round r >= 2 serves round r-1's tuned model, bootstraps with it
+(zero-shot) on the training tasks no round solved yet, and runs its eval episodes. Each server is stopped before
+training (on a small CPU the server and training fight for the cores)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from actune.atomic_write import atomic_write_text
+from actune.bootstrap.config import BootstrapConfig
+from actune.quickstart.context import RunContext
+from actune.quickstart.evaluation import eval_on, eval_serving, prompted_labels
+from actune.serve.config import ServeConfig
+from actune.tasks.config import TaskConfig
+
+if TYPE_CHECKING:
+    from actune.serve.server import Serving
+
+__all__ = ["round1_work", "bootstrap_round1", "solved_tasks", "bootstrap_later_round"]
+
+
+def _run_bootstrap(run: RunContext, bootstrap: BootstrapConfig, serve: ServeConfig, run_id: str,
+                   served: Serving) -> None:
+    from actune.bootstrap.run import run_bootstrap
+
+    run_bootstrap(bootstrap, serve, name=run.cfg.name, show_progress=run.show_progress, run_id=run_id, served=served)
+
+
+def round1_work(run: RunContext) -> list[tuple[str, int, BootstrapConfig]]:
+    """(method, pass index, bootstrap config) of every round-1 pass that still has episodes to run."""
+    from actune.store import read_state
+    from actune.tasks.loading import load_tasks
+
+    cfg = run.cfg
+    work = []
+    for method in cfg.methods:
+        store = run.layout.store(method, 1)
+        state = read_state(store) if store.exists() and store.stat().st_size else None
+        for i, p in enumerate(cfg.passes):
+            target = max(1, math.ceil(p.share * cfg.bootstrap.target_correct))
+            tasks = run.tasks("train", where={"kind": p.kind} if p.kind else {}, limit=p.limit)
+            if state is not None:
+                if state.kept >= target:
+                    continue
+                ids = [t.id for t in load_tasks(tasks)]
+                if all((tid, method, a) in state.done for a in range(cfg.bootstrap.attempts_per_task)
+                       for tid in ids):
+                    continue
+            agent = run.agent(cfg.bootstrap.agent, method,
+                              exemplar_kinds=[p.kind] if p.kind and p.type_matched else None)
+            boot = cfg.bootstrap.model_copy(update={
+                "store": store, "target_correct": target, "env": run.env(cfg.bootstrap.env),
+                "tasks": tasks, "agent": agent,
+            })
+            work.append((method, i, boot))
+            state = None  # later passes depend on what this one keeps: let the stage decide
+    return work
+
+
+def bootstrap_round1(run: RunContext) -> None:
+    from actune.collect import make_run_id
+    from actune.serve.server import serving
+
+    cfg = run.cfg
+    work = round1_work(run)
+    if not work:  # a resumed run whose passes are all done: no server to start (eval runs what is left)
+        run.log("bootstrap round 1: every pass is done")
+        return
+    run_id = make_run_id(f"{cfg.name}-r1")
+    # one server for every pass, restarted in place if it dies (serve.max_restarts in all)
+    with serving([], "", cfg.serve) as served:
+        for method, i, boot in work:
+            p = cfg.passes[i]
+            run.log(f"bootstrap {method} round 1, pass {i + 1}/{len(cfg.passes)} "
+                    f"({p.kind or 'all kinds'}): until {boot.target_correct} kept")
+            boot = boot.model_copy(update={"endpoints": served.endpoints, "model": served.model})
+            _run_bootstrap(run, boot, cfg.serve, run_id, served)
+        for method in cfg.methods:
+            eval_on(run, served, method, prompted_labels(run), run_id)
+
+
+def solved_tasks(run: RunContext, method: str, before_round: int) -> set[str]:
+    """Ids of the training tasks ``method`` kept an episode of in a round before ``before_round``."""
+    from actune.judge import verdict_of
+    from actune.trajectory import read_trajectories
+
+    solved: set[str] = set()
+    for r in range(1, before_round):
+        path = run.layout.store(method, r)
+        if path.exists():
+            solved |= {t.task.id for t in read_trajectories(path) if (v := verdict_of(t)) and v.kept}
+    return solved
+
+
+def _unsolved_tasks(run: RunContext, method: str, r: int) -> tuple[Path, int]:
+    """Round ``r``'s task file for ``method`` (the training tasks no earlier round solved) and how many it holds;
+    written once, so a resumed round works on the same tasks."""
+    tasks_file = run.layout.round_tasks(method, r)
+    if not tasks_file.exists():
+        solved = solved_tasks(run, method, r)
+        train = (run.layout.tasks_dir / "train.jsonl").read_text(encoding="utf-8")
+        lines = [line for line in train.splitlines() if line.strip() and json.loads(line)["id"] not in solved]
+        tasks_file.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(tasks_file, "".join(line + "\n" for line in lines))
+    else:
+        lines = [line for line in tasks_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return tasks_file, len(lines)
+
+
+def bootstrap_later_round(run: RunContext, r: int) -> None:
+    """Round ``r`` >= 2: each method's round r-1 model, zero-shot, on the tasks no round solved yet."""
+    from actune.agent.prompt_spec import load_prompt_spec
+    from actune.collect import make_run_id
+    from actune.serve.server import serving
+
+    cfg = run.cfg
+    run_id = make_run_id(f"{cfg.name}-r{r}")
+    for method in cfg.methods:
+        tasks_file, n_tasks = _unsolved_tasks(run, method, r)
+        if n_tasks == 0:
+            run.log(f"bootstrap {method} round {r}: every training task is solved; nothing to do")
+            continue
+        model, adapter = run.tuned_model(method, r - 1)
+        spec = load_prompt_spec(adapter or Path(model))
+        # served and asked for as the eval stage names it, so its eval episodes run on this server too
+        serve, request_model = eval_serving(run, method, f"tuned-r{r - 1}")
+        agent = spec.apply(run.agent(cfg.bootstrap.agent, method, temperature=cfg.round_temperature))
+        run.log(f"bootstrap {method} round {r}: {n_tasks} unsolved training tasks x {cfg.round_attempts} "
+                f"attempts with the round-{r - 1} model ({spec.regime}, {spec.wire})")
+        with serving([], "", serve) as served:
+            boot = cfg.bootstrap.model_copy(update={
+                "store": run.layout.store(method, r), "endpoints": served.endpoints, "model": request_model,
+                "attempts_per_task": cfg.round_attempts, "target_correct": n_tasks * cfg.round_attempts,
+                "env": run.env(cfg.bootstrap.env),
+                "tasks": TaskConfig(format="custom", path=str(tasks_file), split="train"), "agent": agent,
+            })
+            _run_bootstrap(run, boot, serve, run_id, served)
+            eval_on(run, served, method, [f"tuned-r{r - 1}"], run_id)

@@ -1,0 +1,83 @@
+"""Where each file of one quickstart run goes, under one output folder::
+
+    world/ or tasks/                     corpus and train/dev/test questions
+    <method>/round<r>/trajectories.jsonl the round's bootstrap store (round >= 2: tasks.jsonl, the unsolved ones)
+    <method>/round<r>/dataset/           the exported training set
+    <method>/round<r>/adapter/           the adapter (+ merged/ when train.merge)
+    imports/<i>/, gold_paths/            outside trajectories, imported into stores of the run
+    eval/<method>/                       report.md/json, scores.png, per-model stores
+    report.md, report.json, scores.png   the headline: tuned vs prompted, per method and round
+    quickstart-state.json                stages done, their wall time, the config they ran with
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["STATE_FILE", "Layout", "served_tuned_model"]
+
+STATE_FILE = "quickstart-state.json"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each file of one quickstart run goes."""
+
+    out: Path
+    source: str = "world"
+    """``QuickstartConfig.source``: where :attr:`tasks_dir` is."""
+
+    @property
+    def world(self) -> Path:
+        return self.out / "world"
+
+    @property
+    def tasks_dir(self) -> Path:
+        """The corpus and the train/dev/test questions: ``world/`` for a synthetic world, ``tasks/`` for real
+        data (``source: hotpotqa``)."""
+        return self.world if self.source == "world" else self.out / "tasks"
+
+    @property
+    def state(self) -> Path:
+        return self.out / STATE_FILE
+
+    def round_dir(self, method: str, r: int) -> Path:
+        return self.out / method / f"round{r}"
+
+    def store(self, method: str, r: int) -> Path:
+        return self.round_dir(method, r) / "trajectories.jsonl"
+
+    def round_tasks(self, method: str, r: int) -> Path:
+        return self.round_dir(method, r) / "tasks.jsonl"
+
+    def dataset(self, method: str, r: int) -> Path:
+        return self.round_dir(method, r) / "dataset"
+
+    def adapter(self, method: str, r: int) -> Path:
+        return self.round_dir(method, r) / "adapter"
+
+    def eval_dir(self, method: str) -> Path:
+        return self.out / "eval" / method
+
+    def imported(self, i: int) -> Path:
+        """The store of ``QuickstartConfig.imports[i]`` when it is imported (not a store used as it is)."""
+        return self.out / "imports" / f"{i}" / "trajectories.jsonl"
+
+    def imported_as_released(self, i: int) -> Path:
+        """``imports[i]`` as imported, before its replay (``replay: true``) writes :meth:`imported`."""
+        return self.out / "imports" / f"{i}" / "as_released.jsonl"
+
+    @property
+    def gold_paths(self) -> Path:
+        """The store of the scripted teacher's episodes (``QuickstartConfig.gold_paths``)."""
+        return self.out / "gold_paths" / "trajectories.jsonl"
+
+
+def served_tuned_model(adapter: Path, base: str) -> tuple[str, Path | None]:
+    """(model to serve, adapter or None) of a trained adapter folder: its merged weights when trained with
+    ``train.merge`` (served at base speed), else the base model with the LoRA adapter."""
+    merged = adapter / "merged"
+    if merged.is_dir():
+        return str(merged), None
+    return base, adapter

@@ -1,0 +1,72 @@
+"""The run's resume state (``quickstart-state.json``): the config it runs with and the stages done, each with its
+wall time. A rerun with the same settings resumes; one with other settings into the same folder is refused, so one
+folder always holds one experiment (only ``rounds`` may grow)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from actune.atomic_write import atomic_write_text
+from actune.config import ConfigError, public_dump
+from actune.quickstart.config import QuickstartConfig
+from actune.quickstart.layout import Layout
+
+__all__ = ["comparable", "load_state", "save_state", "stored_config_as_current"]
+
+
+def comparable(config: dict[str, Any]) -> dict[str, Any]:
+    """A config as a run is compared on resume: the values in force, not the per-hardware table that set
+    some of them (a preset that gains an entry for other hardware still resumes its runs)."""
+    return {k: v for k, v in config.items() if k != "hardware_overrides"}
+
+
+def load_state(layout: Layout, cfg: QuickstartConfig) -> dict[str, Any]:
+    """The stored state of the run in ``layout`` for ``cfg`` (a fresh one when there is none), or a
+    :class:`ConfigError` when the folder holds a run with other settings."""
+    config = comparable(public_dump(cfg))
+    if not layout.state.exists():
+        return {"config": config, "done": {}}
+    try:
+        state = json.loads(layout.state.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ConfigError(f"{layout.state}: unreadable quickstart state ({e}); remove it to start over") from None
+    if state.get("config") != config:
+        old = stored_config_as_current(state.get("config") or {})
+        if old.get("model") is None:
+            old["model"] = config["model"]  # named once since; its sections (serve, train) are compared anyway
+        keys = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
+        if not keys:  # the same run as stored by an older actune
+            state["config"] = config
+            return state
+        if keys == ["rounds"] and config["rounds"] > old.get("rounds", 0):
+            # More rounds on a finished run: earlier rounds stay valid (round r reads only rounds < r);
+            # eval and report are redone, and eval's stores skip the models already evaluated.
+            state["done"] = {k: v for k, v in state["done"].items() if not k.startswith(("eval ", "report"))}
+            state["config"] = config
+            return state
+        raise ConfigError(f"{layout.out} holds a quickstart run with other settings (differs in: "
+                          f"{', '.join(keys)}); use another --out, or the same preset, seed and overrides to resume "
+                          "(only --rounds may grow)")
+    return state
+
+
+def stored_config_as_current(old: dict[str, Any]) -> dict[str, Any]:
+    """A stored config read by today's QuickstartConfig (renamed keys mapped, keys added since at their
+    defaults), so a run started by an older actune resumes when nothing that matters changed."""
+    def rename(node: Any) -> Any:
+        if isinstance(node, dict):
+            node = {k: rename(v) for k, v in node.items()}
+            if "max_steps" in node and "regime" in node:  # an agent section: max_steps became episode_steps
+                node["episode_steps"] = node.pop("max_steps")
+            return node
+        return [rename(v) for v in node] if isinstance(node, list) else node
+
+    try:
+        return comparable(public_dump(QuickstartConfig.model_validate(rename(old))))
+    except ValueError:
+        return old  # not readable today: compared as stored, so the refusal names what differs
+
+
+def save_state(layout: Layout, state: dict[str, Any]) -> None:
+    atomic_write_text(layout.state, json.dumps(state, indent=2) + "\n")

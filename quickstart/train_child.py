@@ -1,0 +1,85 @@
+"""``actune train`` of one round in a child process of the quickstart, which exits when the adapter is written.
+
+Why not in the quickstart's process: trainings one after another in one process slow down (four ran at half the
+first one's rate by the fourth, resident size 9 GB by then: docs/reliability.md), and a training's memory, torch
+threads and allocator state should not outlive it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from actune.stop_signals import stop_signals_as_interrupt
+from actune.train.config import TrainConfig
+
+__all__ = ["train_in_child_process"]
+
+
+def _stop_when_orphaned(parent: int, every_s: float = 1.0) -> None:
+    """SIGTERM this process once ``parent`` is gone (killed with no chance to stop its children): a
+    training would otherwise run on alone, holding the cores."""
+    import signal
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every_s)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _train_child(config_json: str, errors: Any) -> None:
+    """The child's side of :func:`train_in_child_process`: train, or send back what stopped it."""
+    from actune.train.run import train
+
+    _stop_when_orphaned(os.getppid())
+    try:
+        with stop_signals_as_interrupt():
+            train(TrainConfig.model_validate_json(config_json), log=lambda m: print(m, file=sys.stderr, flush=True))
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as e:  # noqa: BLE001 - every error goes back to the parent, which raises it
+        try:
+            errors.send(e)
+        except Exception:  # noqa: BLE001 - an exception that does not pickle goes back as its text
+            errors.send(RuntimeError(f"{type(e).__name__}: {e}"))
+        sys.exit(1)
+
+
+def train_in_child_process(cfg: TrainConfig, *, stop_timeout_s: float = 120.0) -> None:
+    """``actune train`` of ``cfg`` in a fresh process, which exits when the adapter is written.
+
+    An error in the child is raised here as itself; a stop (SIGTERM, Ctrl-C) here stops the child first (it
+    unwinds as ``actune train`` does, its last complete checkpoint is where a rerun resumes) and waits for it, so
+    no process is left behind."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")  # fork after torch and the HTTP client's threads is unsafe
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_train_child, args=(cfg.model_dump_json(), send), name="actune-train")
+    child.start()
+    send.close()
+    try:
+        child.join()
+    except BaseException:
+        if child.is_alive():
+            child.terminate()
+            child.join(stop_timeout_s)
+            if child.is_alive():
+                child.kill()
+                child.join()
+        raise
+    if child.exitcode == 0:
+        return
+    if receive.poll():
+        raise receive.recv()
+    if child.exitcode == 130:
+        raise KeyboardInterrupt
+    from actune.train.run import TrainError
+
+    raise TrainError(f"training of {cfg.output_dir} died (exit code {child.exitcode}); rerun to resume from its "
+                     "last complete checkpoint")
