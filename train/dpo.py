@@ -15,13 +15,13 @@ checkpoint of the lowest dev loss; a rerun resumes from the last complete checkp
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-from actune.atomic_write import recover_folder, replace_folder
+from actune.atomic_write import recover_folder
+from actune.train.adapter_folder import save_adapter_folder, start_prompt_spec
 from actune.train.config import TrainConfig
 from actune.train.masking import tokenize_segments
 
@@ -121,10 +121,9 @@ def train_dpo(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> 
     from peft import LoraConfig
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from actune.agent.prompt_spec import PromptSpec, find_prompt_spec, load_prompt_spec, save_prompt_spec
     from actune.model_files import prepare_model
     from actune.train.checkpoints import durable_checkpoints, train_resuming
-    from actune.train.run import MERGED_DIR, TrainError, merge_adapter, resolve_dtype, steps_per_epoch
+    from actune.train.run import TrainError, resolve_dtype, steps_per_epoch
 
     say = log or print
     t0 = time.perf_counter()
@@ -169,24 +168,13 @@ def train_dpo(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> 
     result = train_resuming(trainer, ckpt_dir, say, "train dpo")
     history = trainer.state.log_history
     dev = [(int(h["step"]), float(h["eval_loss"])) for h in history if "eval_loss" in h]
-    tmp = out.parent / f".{out.name}.new"
-    trainer.save_model(str(tmp))
     meta = {"objective": "dpo", "base_model": cfg.base_model, "pairs": len(pairs), "train_pairs": len(train_ds),
             "dev_pairs": len(dev_ds) if dev_ds else 0, "beta": args.beta, "loss_type": list(args.loss_type),
             "steps": int(trainer.state.global_step), "final_loss": float(result.training_loss),
             "dev_losses": dev, "best_checkpoint": trainer.state.best_model_checkpoint,
             "minutes": round((time.perf_counter() - t0) / 60, 2)}
-    (tmp / "training_args.bin").unlink(missing_ok=True)
-    # the prompt the start model answers to (an SFT model's own spec; a base model: ReAct, zero-shot, as trained)
-    found = find_prompt_spec(model_dir)
-    spec = load_prompt_spec(found) if found else PromptSpec(method="react", regime="zero_shot", wire=cfg.wire_format)
-    save_prompt_spec(spec, tmp)
-    if cfg.merge:
-        del trainer, model  # free the training copy before loading the start model again
-        merge_adapter(model_dir, tmp, tmp / MERGED_DIR, dtype)
-        tokenizer.save_pretrained(str(tmp / MERGED_DIR))
-        save_prompt_spec(spec, tmp / MERGED_DIR)
-    (tmp / "training_meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    replace_folder(tmp, out)
+    del model  # the trainer's copy is the one saved; merging loads the start model again
+    save_adapter_folder(trainer, out, model_dir, tokenizer, start_prompt_spec(model_dir, cfg.wire_format), meta,
+                        merge=cfg.merge, dtype=dtype)
     say(f"train dpo: {meta['steps']} steps, loss {meta['final_loss']:.4f}; adapter in {out}")
     return meta
