@@ -20,10 +20,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from actune.atomic_write import recover_folder
-from actune.train.adapter_folder import save_adapter_folder, start_prompt_spec
 from actune.train.config import TrainConfig
 from actune.train.masking import tokenize_segments
+from actune.train.start_and_save import open_start, save_adapter_folder, start_prompt_spec
 
 __all__ = ["LOSS_COLUMNS", "dpo_args", "tokenize_pair", "train_dpo"]
 
@@ -119,23 +118,17 @@ def train_dpo(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> 
     import torch
     from datasets import load_from_disk
     from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
-    from actune.model_files import prepare_model
     from actune.train.checkpoints import durable_checkpoints, train_resuming
-    from actune.train.run import TrainError, resolve_dtype, steps_per_epoch
+    from actune.train.run import TrainError, steps_per_epoch
 
     say = log or print
     t0 = time.perf_counter()
-    dtype = resolve_dtype(cfg.dtype)
-    out = Path(cfg.output_dir)
-    ckpt_dir = out.parent / f"{out.name}.checkpoints"
+    start = open_start(cfg)
+    dtype, out, ckpt_dir, model_dir, tokenizer = (start.dtype, start.out, start.ckpt_dir, start.model_dir,
+                                                  start.tokenizer)
     args = dpo_args(cfg, dtype, ckpt_dir)
-    recover_folder(out)
-    model_dir = prepare_model(cfg.base_model)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
     pairs = load_from_disk(str(cfg.dataset))
     missing = {"task_id", "prompt_segments", "chosen_segments", "rejected_segments"} - set(pairs.column_names)
     if missing:
@@ -174,7 +167,6 @@ def train_dpo(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> 
             "dev_losses": dev, "best_checkpoint": trainer.state.best_model_checkpoint,
             "minutes": round((time.perf_counter() - t0) / 60, 2)}
     del model  # the trainer's copy is the one saved; merging loads the start model again
-    save_adapter_folder(trainer, out, model_dir, tokenizer, start_prompt_spec(model_dir, cfg.wire_format), meta,
-                        merge=cfg.merge, dtype=dtype)
+    save_adapter_folder(trainer, start, start_prompt_spec(model_dir, cfg.wire_format), meta, merge=cfg.merge)
     say(f"train dpo: {meta['steps']} steps, loss {meta['final_loss']:.4f}; adapter in {out}")
     return meta

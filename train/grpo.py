@@ -95,30 +95,22 @@ def train_grpo(cfg: TrainConfig, spec: RolloutSpec, serve: ServeConfig, *, serve
     import torch
     from datasets import Dataset
     from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
-    from actune.atomic_write import recover_folder
     from actune.collect import load_unique_tasks
-    from actune.model_files import prepare_model
-    from actune.train.adapter_folder import save_adapter_folder, start_prompt_spec
     from actune.train.checkpoints import durable_checkpoints, train_resuming
     from actune.train.rollouts import RolloutSetup, make_rollout_func, rollout_reward
-    from actune.train.run import TrainError, resolve_dtype
+    from actune.train.run import TrainError
+    from actune.train.start_and_save import open_start, save_adapter_folder, start_prompt_spec
 
     say = log or print
     if cfg.wire_format != "text":
         raise TrainError("train.objective grpo: rollouts are trained in the text wire format only "
                          "(train.wire_format: text)")
     t0 = time.perf_counter()
-    dtype = resolve_dtype(cfg.dtype)
-    out = Path(cfg.output_dir)
-    ckpt_dir = out.parent / f"{out.name}.checkpoints"
-    args = grpo_args(cfg, dtype, ckpt_dir)
-    recover_folder(out)
-    model_dir = prepare_model(cfg.base_model)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    start = open_start(cfg)
+    dtype, out, model_dir, tokenizer = start.dtype, start.out, start.model_dir, start.tokenizer
+    args = grpo_args(cfg, dtype, start.ckpt_dir)
     tasks = load_unique_tasks(spec.tasks, "bootstrap")
     agent = _rollout_agent(spec, model_dir)
     say(f"train grpo: {len(tasks)} tasks, {cfg.grpo.tasks_per_step} a step x {cfg.grpo.num_generations} episodes "
@@ -134,7 +126,7 @@ def train_grpo(cfg: TrainConfig, spec: RolloutSpec, serve: ServeConfig, *, serve
         trainer = _trainer(model, args, Dataset.from_dict({"prompt": [t.id for t in tasks]}), tokenizer, lora,
                            make_rollout_func(setup, cfg.grpo, say), rollout_reward)
         trainer.add_callback(durable_checkpoints())
-        result = train_resuming(trainer, ckpt_dir, say, "train grpo")
+        result = train_resuming(trainer, start.ckpt_dir, say, "train grpo")
     rewards = [(int(h["step"]), float(h["reward"])) for h in trainer.state.log_history if "reward" in h]
     meta = {"objective": "grpo", "base_model": cfg.base_model, "tasks": len(tasks),
             "tasks_per_step": cfg.grpo.tasks_per_step, "num_generations": cfg.grpo.num_generations,
@@ -142,8 +134,7 @@ def train_grpo(cfg: TrainConfig, spec: RolloutSpec, serve: ServeConfig, *, serve
             "steps": int(trainer.state.global_step), "final_loss": float(result.training_loss),
             "rewards": rewards, "rollouts": str(setup.store_dir), "minutes": round((time.perf_counter() - t0) / 60, 2)}
     del model  # the trainer's copy is the one saved; merging loads the start model again
-    save_adapter_folder(trainer, out, model_dir, tokenizer, start_prompt_spec(model_dir, "text", agent.method), meta,
-                        merge=cfg.merge, dtype=dtype)
+    save_adapter_folder(trainer, start, start_prompt_spec(model_dir, "text", agent.method), meta, merge=cfg.merge)
     say(f"train grpo: {meta['steps']} steps, last reward {rewards[-1][1] if rewards else float('nan'):.3f}; "
         f"adapter in {out}")
     return meta
