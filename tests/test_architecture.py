@@ -126,11 +126,10 @@ def test_the_check_finds_each_kind_of_edge(tmp_path: Path) -> None:
         "actune.envs.wiki -> actune.tasks",
         "actune.envs.wiki -> actune.tasks.metrics",
         "actune.eval.report -> actune.bootstrap",
-        "actune.store -> actune.eval",
-        "actune.store -> actune.eval.report",
-        "actune.tasks.metrics -> actune.envs",
         "actune.serve.server -> actune.train",
         "actune.serve.server -> actune.train.run",
+        "actune.store -> actune.eval",
+        "actune.store -> actune.eval.report",
         "actune.tasks.metrics -> actune.envs",
         "actune.tasks.metrics -> actune.envs.wiki",
     ]
