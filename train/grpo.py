@@ -94,14 +94,13 @@ def train_grpo(cfg: TrainConfig, spec: RolloutSpec, serve: ServeConfig, *, serve
     """Train the GRPO adapter into ``cfg.output_dir`` (module docstring); returns what it did."""
     import torch
     from datasets import Dataset
-    from peft import LoraConfig
     from transformers import AutoModelForCausalLM
 
     from actune.collect import load_unique_tasks
     from actune.train.checkpoints import durable_checkpoints, train_resuming
     from actune.train.rollouts import RolloutSetup, make_rollout_func, rollout_reward
     from actune.train.run import TrainError
-    from actune.train.start_and_save import open_start, save_adapter_folder, start_prompt_spec
+    from actune.train.start_and_save import lora_config, open_start, save_adapter_folder, start_prompt_spec
 
     say = log or print
     if cfg.wire_format != "text":
@@ -121,10 +120,9 @@ def train_grpo(cfg: TrainConfig, spec: RolloutSpec, serve: ServeConfig, *, serve
                              store_dir=out.parent / f"{out.name}.rollouts", api_key=serve.api_key,
                              max_length=cfg.max_length)
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype))
-        lora = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
-                          target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
-        trainer = _trainer(model, args, Dataset.from_dict({"prompt": [t.id for t in tasks]}), tokenizer, lora,
-                           make_rollout_func(setup, cfg.grpo, say), rollout_reward)
+        prompts = Dataset.from_dict({"prompt": [t.id for t in tasks]})
+        trainer = _trainer(model, args, prompts, tokenizer, lora_config(cfg), make_rollout_func(setup, cfg.grpo, say),
+                           rollout_reward)
         trainer.add_callback(durable_checkpoints())
         result = train_resuming(trainer, start.ckpt_dir, say, "train grpo")
     rewards = [(int(h["step"]), float(h["reward"])) for h in trainer.state.log_history if "reward" in h]

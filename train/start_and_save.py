@@ -20,7 +20,7 @@ from actune.agent.prompt_spec import PromptSpec, find_prompt_spec, load_prompt_s
 from actune.atomic_write import recover_folder, replace_folder
 from actune.train.config import TrainConfig
 
-__all__ = ["Start", "open_start", "save_adapter_folder", "start_prompt_spec"]
+__all__ = ["Start", "lora_config", "open_start", "save_adapter_folder", "start_prompt_spec"]
 
 
 @dataclass
@@ -48,6 +48,14 @@ def open_start(cfg: TrainConfig) -> Start:
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return Start(resolve_dtype(cfg.dtype), out, out.parent / f"{out.name}.checkpoints", model_dir, tokenizer)
+
+
+def lora_config(cfg: TrainConfig) -> Any:
+    """PEFT's ``LoraConfig`` of ``cfg.lora`` for a causal LM."""
+    from peft import LoraConfig
+
+    return LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
+                      target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
 
 
 def start_prompt_spec(model_dir: Path, wire: str, method: str = "react") -> PromptSpec:
