@@ -161,7 +161,7 @@ async def _loop(url: str, model: str, tasks, agent, env_cfg, concurrency: int) -
         return list(trajs), rec.requests, time.perf_counter() - t0
 
 
-async def _replay(url: str, model: str, requests: list, concurrency: int) -> tuple[int, float]:
+async def replay_episodes(url: str, model: str, requests: list, concurrency: int) -> tuple[int, float]:
     """The recorded requests with nothing between them: each episode's requests one after another, in their
     order, ``concurrency`` episodes at a time (the next admitted as one ends); (generated tokens, wall).
 
@@ -233,7 +233,7 @@ def _serve(cfg: QuickstartConfig, **update: Any):
 
 
 @contextmanager
-def _dev_mode():
+def dev_mode():
     """vLLM's development endpoints (``/reset_prefix_cache``) for the server started inside; the bench's own
     server on 127.0.0.1, never a user's."""
     before = os.environ.get("VLLM_SERVER_DEV_MODE")
@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     # 1. one server of the base model
     with res.stage("server A: loop, engine, bootstrap, eval prompted"):
         t0 = time.perf_counter()
-        with _dev_mode(), _serve(cfg) as server:
+        with dev_mode(), _serve(cfg) as server:
             res.figures["server_start_s"] = round(time.perf_counter() - t0, 1)
             url, model = server.base_url, server.model
             # warm-up: the engine's first batches are slow (first-use allocation, empty prefix cache); measured
@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
             res.figures["loop"] = {"episodes": len(trajs), "requests": len(requests), "wall_s": round(wall, 1),
                                    "episodes_h": round(len(trajs) / wall * 3600), "gen_tok_s": round(gen / wall, 1)}
             reset_prefix_cache(server.root_url)
-            tokens, rwall = asyncio.run(_replay(url, model, requests, c))
+            tokens, rwall = asyncio.run(replay_episodes(url, model, requests, c))
             res.figures["engine"] = {"requests": len(requests), "gen_tokens": tokens, "wall_s": round(rwall, 1),
                                      "gen_tok_s": round(tokens / rwall, 1)}
 

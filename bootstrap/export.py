@@ -57,10 +57,11 @@ from actune.agent.reflection_parts import reflection_part_problems
 from actune.agent.render import (
     COT_PREFIX,
     USER_STEP_TYPES,
+    episode_segments,
     instruction_for,
     render_messages,
-    render_steps_text,
     render_text,
+    trained_step,
     trajectory_prompt_context,
 )
 from actune.atomic_write import recover_folder, replace_folder
@@ -86,12 +87,6 @@ WIRE_FORMATS = ("text", "chat")
 
 class ExportError(RuntimeError):
     """The store cannot be exported (missing, no kept records, a record that does not render)."""
-
-
-def _trained(step: Step) -> bool:
-    if step.type in USER_STEP_TYPES:
-        return False
-    return not (step.type == "action" and step.action_name is None)
 
 
 def judged_lines(store: str | Path) -> Iterator[tuple[int, Trajectory, Verdict]]:
@@ -302,11 +297,10 @@ def _meta(traj: Trajectory, wire: str) -> dict[str, Any]:
 
 def text_example(traj: Trajectory) -> dict[str, Any]:
     """One record as a text-format example (``segments``, ``text`` and metadata)."""
-    ctx = trajectory_prompt_context(traj)
-    segments = [{"text": render_text(ctx, []), "train": False}]
-    segments += [{"text": render_steps_text(ctx, [s]), "train": _trained(s)} for s in traj.steps]
+    segments = episode_segments(traj)
     text = "".join(s["text"] for s in segments)
-    if text != render_text(ctx, traj.steps):  # the renderer changed so that steps no longer compose
+    # the renderer changed so that steps no longer compose
+    if text != render_text(trajectory_prompt_context(traj), traj.steps):
         raise ExportError(f"episode {traj.episode_id!r}: segments do not concatenate to the rendered episode")
     return {**_meta(traj, "text"), "segments": segments, "text": text}
 
@@ -325,7 +319,7 @@ def chat_example(traj: Trajectory) -> dict[str, Any]:
                 bad_turns.append(current)
             current, pending = False, False
         else:
-            current, pending = current or not _trained(s), True
+            current, pending = current or not trained_step(s), True
     if pending:
         bad_turns.append(current)
     assistant = iter(bad_turns)

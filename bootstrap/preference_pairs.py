@@ -29,9 +29,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from actune.agent.render import USER_STEP_TYPES
+from actune.agent.render import episode_segments
 from actune.atomic_write import recover_folder, replace_folder
-from actune.bootstrap.export import ExportError, judged_lines, text_example
+from actune.bootstrap.export import ExportError, judged_lines
 from actune.trajectory import Step, Trajectory
 
 __all__ = ["PAIRS_SUMMARY_FILE", "PairSummary", "export_pairs", "pair_example", "pair_rows", "shared_steps"]
@@ -66,20 +66,13 @@ def shared_steps(a: list[Step], b: list[Step]) -> int:
     return n
 
 
-def _segments(traj: Trajectory, rejected: bool) -> list[dict[str, Any]]:
-    segments = text_example(traj)["segments"]
-    if rejected:  # every step the model wrote carries loss; observations (user steps) never
-        for seg, step in zip(segments[1:], traj.steps):
-            seg["train"] = step.type not in USER_STEP_TYPES
-    return segments
-
-
 def pair_example(chosen: Trajectory, rejected: Trajectory) -> dict[str, Any] | None:
     """The pair of ``chosen`` over ``rejected`` (module docstring), or None when one is the other's opening."""
     k = shared_steps(chosen.steps, rejected.steps)
     if k == len(chosen.steps) or k == len(rejected.steps):
         return None
-    good, bad = _segments(chosen, False), _segments(rejected, True)
+    # the rejected side: every step the model wrote carries loss; observations never
+    good, bad = episode_segments(chosen), episode_segments(rejected, every_model_step=True)
     prompt = [{"text": s["text"], "train": False} for s in good[:1 + k]]
     row = {"task_id": chosen.task.id, "method": chosen.method, "question": chosen.task.question,
            "chosen_episode": chosen.episode_id, "rejected_episode": rejected.episode_id, "shared_steps": k,

@@ -25,6 +25,41 @@ class LoraSettings(StrictModel):
     """Modules that get adapters: a list of names (q_proj, v_proj...) or all-linear."""
 
 
+class GrpoReward(StrictModel):
+    """What an episode earns: the judge's verdict, less a penalty per unreadable action. The verdict alone gives
+    a group of failures nothing to tell apart; the penalty pushes down the format errors that end most of a
+    small model's failed episodes (three unreadable actions in a row end an episode)."""
+
+    kept: float = 1.0
+    """Correct and grounded (the judge keeps it)."""
+    correct: float = 0.0
+    """Correct but not grounded (answered without reading the supporting pages)."""
+    wrong: float = 0.0
+    """Any other episode: a wrong answer, or none."""
+    unreadable_action: float = Field(0.1, ge=0)
+    """Subtracted for each action the parser could not read."""
+
+
+class GrpoSettings(StrictModel):
+    """GRPO over the agent loop (``objective: grpo``): each step, ``tasks_per_step`` training tasks, each played
+    ``num_generations`` times by the current adapter on the vLLM server, the episodes judged and rewarded, and
+    the loss on the model's own tokens, advantages taken within each task's group."""
+
+    num_generations: int = Field(4, ge=2)
+    """Episodes per task per step: the group whose rewards are compared."""
+    tasks_per_step: int = Field(2, ge=1)
+    """Tasks per rollout batch; ``tasks_per_step * num_generations`` must be a multiple of
+    ``per_device_train_batch_size * gradient_accumulation_steps``."""
+    temperature: float = Field(1.0, gt=0)
+    """Sampling temperature of the rollouts (the agent section's is for bootstrap)."""
+    concurrency: int = Field(16, ge=1)
+    """Episodes in flight during a rollout."""
+    reward: GrpoReward = Field(default_factory=GrpoReward)
+    trl: dict[str, Any] = Field(default_factory=dict)
+    """Any ``trl.GRPOConfig`` field on top of what actune sets (``beta``, ``loss_type``, ``epsilon``...), checked
+    by TRL."""
+
+
 class TrainConfig(StrictModel):
     """Fine-tune a LoRA adapter on bootstrapped trajectories (the ReAct paper's §3.3 step)."""
 
@@ -120,13 +155,16 @@ class TrainConfig(StrictModel):
     ``from_pretrained``, e.g. ``attn_implementation``)... Keys are checked against the installed TRL; a
     setting that has a key above (learning_rate, max_steps, bf16...) must be set there. TensorBoard event
     files are written to ``<output_dir>.checkpoints/runs/`` while training and kept in ``<output_dir>/runs/``."""
-    objective: Literal["sft", "dpo"] = "sft"
+    objective: Literal["sft", "dpo", "grpo"] = "sft"
     """``sft``: imitate the kept episodes of an export (the default). ``dpo``: prefer each pair's chosen side over
     its rejected one (:mod:`actune.train.dpo`; ``dataset`` a preference-pairs folder, ``base_model`` where DPO
-    starts, the SFT model's merged folder for SFT -> DPO)."""
+    starts, the SFT model's merged folder for SFT -> DPO). ``grpo``: reward the model's own episodes on the
+    bootstrap section's tasks (:mod:`actune.train.grpo`; ``dataset`` unused, ``base_model`` where GRPO starts)."""
     dpo: dict[str, Any] = Field(default_factory=lambda: {"beta": 0.1})
     """Any ``trl.DPOConfig`` field on top of what actune sets (``beta``, ``loss_type``, ``label_smoothing``...),
     checked against the installed TRL; read with ``objective: dpo`` only."""
+    grpo: GrpoSettings = Field(default_factory=GrpoSettings)
+    """Read with ``objective: grpo`` only."""
     merge: bool = False
     """Also write ``<output_dir>/merged/``: the base model with the adapter merged into its weights, with
     tokenizer, ``actune_prompt.json`` and the training records: a plain model folder that vLLM and
@@ -144,6 +182,15 @@ class TrainConfig(StrictModel):
             raise ValueError(f"bf16 was replaced by dtype (auto, bfloat16 or float32): write {hint} "
                              "instead, or drop the key for auto (bfloat16 where the hardware computes it natively)")
         return data
+
+    @model_validator(mode="after")
+    def _grpo_batches_divide(self) -> "TrainConfig":
+        rows = self.grpo.tasks_per_step * self.grpo.num_generations
+        step = self.per_device_train_batch_size * self.gradient_accumulation_steps
+        if self.objective == "grpo" and rows % step:
+            raise ValueError(f"grpo.tasks_per_step x grpo.num_generations ({rows} episodes a rollout) must be a "
+                             f"multiple of per_device_train_batch_size x gradient_accumulation_steps ({step})")
+        return self
 
     @field_validator("sft")
     @classmethod

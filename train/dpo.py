@@ -15,17 +15,16 @@ checkpoint of the lowest dev loss; a rerun resumes from the last complete checkp
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-from actune.atomic_write import recover_folder, replace_folder
 from actune.train.config import TrainConfig
 from actune.train.masking import tokenize_segments
+from actune.train.start_and_save import Start, lora_config, open_start, save_adapter_folder, start_prompt_spec
 
-__all__ = ["LOSS_COLUMNS", "dpo_args", "tokenize_pair", "train_dpo"]
+__all__ = ["LOSS_COLUMNS", "dpo_args", "make_dpo_trainer", "tokenize_pair", "tokenized_pairs", "train_dpo"]
 
 LOSS_COLUMNS = ["prompt_ids", "chosen_ids", "rejected_ids", "chosen_loss", "rejected_loss"]
 
@@ -114,79 +113,67 @@ def _split(ds: Any, cfg: TrainConfig) -> tuple[Any, Any]:
     return ds.select(train_idx), (ds.select(dev_idx) if dev_idx else None)
 
 
+def tokenized_pairs(pairs: Any, tokenizer: Any, max_length: int | None, say: Callable[[str], None],
+                    where: str = "pairs") -> Any:
+    """Each pair's token ids and loss flags (:func:`tokenize_pair`), without the pairs whose prompt alone fills
+    ``max_length`` (no completion token left to compare, as TRL drops such pairs)."""
+    from actune.train.run import TrainError
+
+    missing = {"task_id", "prompt_segments", "chosen_segments", "rejected_segments"} - set(pairs.column_names)
+    if missing:
+        raise TrainError(f"{where}: not a preference-pairs folder (no {', '.join(sorted(missing))}; write one "
+                         "with export_pairs)")
+    tokenized = pairs.map(lambda row: tokenize_pair(tokenizer, row), desc="Tokenising pairs and their loss flags")
+    fits = tokenized.filter(lambda row: max_length is None or len(row["prompt_ids"]) < max_length)
+    if len(fits) < len(tokenized):
+        say(f"train dpo: {len(tokenized) - len(fits)} pairs dropped: their prompt alone fills max_length {max_length}")
+    if len(fits) == 0:
+        raise TrainError(f"{where}: every pair's prompt fills max_length {max_length}; raise max_length")
+    return fits
+
+
+def make_dpo_trainer(cfg: TrainConfig, args: Any, start: Start, train_ds: Any, dev_ds: Any = None) -> Any:
+    """The DPO trainer on tokenised pairs (``LOSS_COLUMNS``), a fresh LoRA on the start model."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(start.model_dir, dtype=getattr(torch, start.dtype))
+    tokenizer = start.tokenizer
+    collator = _collator_class()(pad_token_id=tokenizer.pad_token_id, max_length=args.max_length,
+                                 truncation_mode=args.truncation_mode)
+    return _trainer_class()(model=model, args=args, data_collator=collator, train_dataset=train_ds,
+                            eval_dataset=dev_ds, processing_class=tokenizer, peft_config=lora_config(cfg))
+
+
 def train_dpo(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Train the DPO adapter into ``cfg.output_dir`` (module docstring); returns what it did."""
-    import torch
     from datasets import load_from_disk
-    from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from actune.agent.prompt_spec import PromptSpec, find_prompt_spec, load_prompt_spec, save_prompt_spec
-    from actune.model_files import prepare_model
     from actune.train.checkpoints import durable_checkpoints, train_resuming
-    from actune.train.run import MERGED_DIR, TrainError, merge_adapter, resolve_dtype, steps_per_epoch
+    from actune.train.run import steps_per_epoch
 
     say = log or print
     t0 = time.perf_counter()
-    dtype = resolve_dtype(cfg.dtype)
-    out = Path(cfg.output_dir)
-    ckpt_dir = out.parent / f"{out.name}.checkpoints"
-    args = dpo_args(cfg, dtype, ckpt_dir)
-    recover_folder(out)
-    model_dir = prepare_model(cfg.base_model)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    start = open_start(cfg)
+    args = dpo_args(cfg, start.dtype, start.ckpt_dir)
     pairs = load_from_disk(str(cfg.dataset))
-    missing = {"task_id", "prompt_segments", "chosen_segments", "rejected_segments"} - set(pairs.column_names)
-    if missing:
-        raise TrainError(f"{cfg.dataset}: not a preference-pairs folder (no {', '.join(sorted(missing))}; write one "
-                         "with export_pairs)")
-    tokenized = pairs.map(lambda row: tokenize_pair(tokenizer, row), desc="Tokenising pairs and their loss flags")
-    # a prompt that fills max_length leaves no completion token to compare (as TRL drops such pairs)
-    fits = tokenized.filter(lambda row: len(row["prompt_ids"]) < args.max_length)
-    if len(fits) < len(tokenized):
-        say(f"train dpo: {len(tokenized) - len(fits)} pairs dropped: their prompt alone fills max_length "
-            f"{args.max_length}")
-    if len(fits) == 0:
-        raise TrainError(f"{cfg.dataset}: every pair's prompt fills max_length {args.max_length}; raise max_length")
-    tokenized = fits
+    tokenized = tokenized_pairs(pairs, start.tokenizer, args.max_length, say, str(cfg.dataset))
     train_ds, dev_ds = _split(tokenized.select_columns([*LOSS_COLUMNS, "task_id"]), cfg)
     train_ds, dev_ds = train_ds.select_columns(LOSS_COLUMNS), dev_ds.select_columns(LOSS_COLUMNS) if dev_ds else None
     say(f"train dpo: {len(pairs)} pairs, {len(train_ds)} trained, {len(dev_ds) if dev_ds else 0} dev; "
         f"beta {args.beta}; start {cfg.base_model}")
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype))
-    lora = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
-                      target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
-    collator = _collator_class()(pad_token_id=tokenizer.pad_token_id, max_length=args.max_length,
-                                 truncation_mode=args.truncation_mode)
-    trainer = _trainer_class()(model=model, args=args, data_collator=collator, train_dataset=train_ds,
-                               eval_dataset=dev_ds, processing_class=tokenizer, peft_config=lora)
+    trainer = make_dpo_trainer(cfg, args, start, train_ds, dev_ds)
     if dev_ds is not None:
         steps = steps_per_epoch(len(train_ds), trainer.args)
         trainer.args.eval_steps = trainer.args.save_steps = max(1, math.ceil(steps / cfg.evals_per_epoch))
     trainer.add_callback(durable_checkpoints())
-    result = train_resuming(trainer, ckpt_dir, say, "train dpo")
-    history = trainer.state.log_history
-    dev = [(int(h["step"]), float(h["eval_loss"])) for h in history if "eval_loss" in h]
-    tmp = out.parent / f".{out.name}.new"
-    trainer.save_model(str(tmp))
+    result = train_resuming(trainer, start.ckpt_dir, say, "train dpo")
+    dev = [(int(h["step"]), float(h["eval_loss"])) for h in trainer.state.log_history if "eval_loss" in h]
     meta = {"objective": "dpo", "base_model": cfg.base_model, "pairs": len(pairs), "train_pairs": len(train_ds),
             "dev_pairs": len(dev_ds) if dev_ds else 0, "beta": args.beta, "loss_type": list(args.loss_type),
             "steps": int(trainer.state.global_step), "final_loss": float(result.training_loss),
             "dev_losses": dev, "best_checkpoint": trainer.state.best_model_checkpoint,
             "minutes": round((time.perf_counter() - t0) / 60, 2)}
-    (tmp / "training_args.bin").unlink(missing_ok=True)
-    # the prompt the start model answers to (an SFT model's own spec; a base model: ReAct, zero-shot, as trained)
-    found = find_prompt_spec(model_dir)
-    spec = load_prompt_spec(found) if found else PromptSpec(method="react", regime="zero_shot", wire=cfg.wire_format)
-    save_prompt_spec(spec, tmp)
-    if cfg.merge:
-        del trainer, model  # free the training copy before loading the start model again
-        merge_adapter(model_dir, tmp, tmp / MERGED_DIR, dtype)
-        tokenizer.save_pretrained(str(tmp / MERGED_DIR))
-        save_prompt_spec(spec, tmp / MERGED_DIR)
-    (tmp / "training_meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    replace_folder(tmp, out)
-    say(f"train dpo: {meta['steps']} steps, loss {meta['final_loss']:.4f}; adapter in {out}")
+    save_adapter_folder(trainer, start, start_prompt_spec(start.model_dir, cfg.wire_format), meta, merge=cfg.merge)
+    say(f"train dpo: {meta['steps']} steps, loss {meta['final_loss']:.4f}; adapter in {start.out}")
     return meta

@@ -43,6 +43,8 @@ __all__ = [
     "REFLECTION_FORMATS",
     "USER_STEP_TYPES",
     "trajectory_prompt_context",
+    "episode_segments",
+    "trained_step",
 ]
 
 log = logging.getLogger(__name__)
@@ -340,3 +342,24 @@ def trajectory_prompt_context(traj: Trajectory) -> PromptContext:
     return PromptContext(method=p["method"], env=p["env"], instruction=p["instruction"], examples="",
                          question=p["question"], finish_action=p.get("finish_action"),
                          style=p.get("style", EVERY_STEP))
+
+
+def trained_step(step: Step) -> bool:
+    """Whether a tuned model learns to write ``step``: not an observation or critique (written by others), not an
+    action the parser could not read (the loop answered it with a format hint)."""
+    if step.type in USER_STEP_TYPES:
+        return False
+    return not (step.type == "action" and step.action_name is None)
+
+
+def episode_segments(traj: Trajectory, every_model_step: bool = False) -> list[dict[str, Any]]:
+    """A finished record as the zero-shot text a tuned model sees and writes: ``{"text", "train"}`` segments, the
+    prompt head first (untrained), then one per step flagged by :func:`trained_step`; joined, they are exactly
+    ``render_text(trajectory_prompt_context(traj), traj.steps)``. ``every_model_step``: an unreadable action is
+    trained too (a rejected side, a rewarded rollout: the loss pushes it down); observations never are."""
+    ctx = trajectory_prompt_context(traj)
+    segments = [{"text": render_text(ctx, []), "train": False}]
+    segments += [{"text": render_steps_text(ctx, [s]),
+                  "train": s.type not in USER_STEP_TYPES if every_model_step else trained_step(s)}
+                 for s in traj.steps]
+    return segments

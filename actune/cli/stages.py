@@ -161,6 +161,12 @@ def _run_export(run: "RunConfig", args: argparse.Namespace) -> None:
 
 
 def _run_train(run: "RunConfig", args: argparse.Namespace) -> None:
+    if run.train.objective == "grpo":  # rollouts play the bootstrap section's tasks, served from the serve section
+        from actune.train.grpo import RolloutSpec, train_grpo
+
+        boot = run.bootstrap
+        train_grpo(run.train, RolloutSpec(tasks=boot.tasks, env=boot.env, agent=boot.agent), run.serve)
+        return
     if run.train.objective == "dpo":
         from actune.train.dpo import train_dpo
 

@@ -63,7 +63,7 @@ def test_recorded_requests_are_replayed_once_each_an_episodes_in_its_order(monke
             return None
 
     monkeypatch.setattr(pipeline, "_client", lambda url, model, c: Ctx())
-    tokens, wall = asyncio.run(pipeline._replay("http://x", "m", rec.requests, concurrency=2))
+    tokens, wall = asyncio.run(pipeline.replay_episodes("http://x", "m", rec.requests, concurrency=2))
     assert tokens == 3 + 2 + 2 + 3
     assert ("complete", "abcd", {"model": "m-lora"}) in replayed.calls and ("chat", [{"role": "user", "content": "hi"}], {}) in replayed.calls
     # episode 0's second request starts only after its first ended, though two episodes run at once
@@ -116,6 +116,6 @@ def test_reset_prefix_cache_retries_until_the_server_says_it_emptied(monkeypatch
 
 def test_dev_mode_is_set_inside_and_restored_after(monkeypatch):
     monkeypatch.delenv("VLLM_SERVER_DEV_MODE", raising=False)
-    with pipeline._dev_mode():
+    with pipeline.dev_mode():
         assert pipeline.os.environ["VLLM_SERVER_DEV_MODE"] == "1"
     assert "VLLM_SERVER_DEV_MODE" not in pipeline.os.environ

@@ -1,0 +1,81 @@
+"""Where the preference and reward objectives (DPO, GRPO) start and how they end.
+
+    start = open_start(cfg)                 # dtype, output and checkpoint folders, start model and tokenizer
+    ... train ...
+    save_adapter_folder(trainer, start, start_prompt_spec(start.model_dir, "text"), meta, merge=True)
+
+Both start from a model that may itself be tuned (the SFT model's merged folder) and end the same way: the
+adapter's folder (weights, the prompt it answers to, the merged model, the metadata) is built beside the output
+folder and swapped in only once complete, so a crash leaves the old one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from actune.agent.prompt_spec import PromptSpec, find_prompt_spec, load_prompt_spec, save_prompt_spec
+from actune.atomic_write import recover_folder, replace_folder
+from actune.train.config import TrainConfig
+
+__all__ = ["Start", "lora_config", "open_start", "save_adapter_folder", "start_prompt_spec"]
+
+
+@dataclass
+class Start:
+    dtype: str
+    out: Path
+    ckpt_dir: Path
+    """``<output_dir>.checkpoints``: where TRL writes checkpoints while training runs."""
+    model_dir: Path
+    """The start model's local folder."""
+    tokenizer: Any
+
+
+def open_start(cfg: TrainConfig) -> Start:
+    """Resolve the dtype and folders, finish an interrupted swap of the output folder, fetch the start model."""
+    from transformers import AutoTokenizer
+
+    from actune.model_files import prepare_model
+    from actune.train.run import resolve_dtype
+
+    out = Path(cfg.output_dir)
+    recover_folder(out)
+    model_dir = prepare_model(cfg.base_model)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return Start(resolve_dtype(cfg.dtype), out, out.parent / f"{out.name}.checkpoints", model_dir, tokenizer)
+
+
+def lora_config(cfg: TrainConfig) -> Any:
+    """PEFT's ``LoraConfig`` of ``cfg.lora`` for a causal LM."""
+    from peft import LoraConfig
+
+    return LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
+                      target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
+
+
+def start_prompt_spec(model_dir: Path, wire: str, method: str = "react") -> PromptSpec:
+    """The prompt the start model answers to: a tuned model's own spec; a base model: ``method``, zero-shot, as
+    trained."""
+    found = find_prompt_spec(model_dir)
+    return load_prompt_spec(found) if found else PromptSpec(method=method, regime="zero_shot", wire=wire)
+
+
+def save_adapter_folder(trainer: Any, start: Start, spec: PromptSpec, meta: dict[str, Any], *, merge: bool) -> None:
+    from actune.train.run import MERGED_DIR, merge_adapter
+
+    out, model_dir, tokenizer, dtype = start.out, start.model_dir, start.tokenizer, start.dtype
+    tmp = out.parent / f".{out.name}.new"
+    trainer.save_model(str(tmp))
+    (tmp / "training_args.bin").unlink(missing_ok=True)
+    save_prompt_spec(spec, tmp)
+    if merge:
+        merge_adapter(model_dir, tmp, tmp / MERGED_DIR, dtype)
+        tokenizer.save_pretrained(str(tmp / MERGED_DIR))
+        save_prompt_spec(spec, tmp / MERGED_DIR)
+    (tmp / "training_meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    replace_folder(tmp, out)
