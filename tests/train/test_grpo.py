@@ -66,6 +66,7 @@ def test_a_rollout_batch_must_split_into_whole_optimizer_steps():
 def test_two_real_grpo_steps_with_rollouts_on_the_real_server(vllm_server, embedded_model, tmp_path: Path):
     from actune.agent.config import AgentConfig
     from actune.envs.config import EnvConfig
+    from actune.serve.adapters import adapter_name
     from actune.serve.config import ServeConfig
     from actune.serve.server import Serving
     from actune.tasks.config import TaskConfig
@@ -96,8 +97,11 @@ def test_two_real_grpo_steps_with_rollouts_on_the_real_server(vllm_server, embed
         assert all(r.model.name.startswith("grpo-") and r.model.name in {x.model.name for x in records}
                    for r in records)
         assert all(r.finish_reason != "server_error" for r in records)
-    # each step played the adapter of its own weights: two different names
-    assert len({next(read_trajectories(s)).model.name for s in stores}) == 2
+    # each step played the weights it had then, under the name hashed from them (the same name when a step whose
+    # groups all scored alike left the weights as they were)
+    for step, store in enumerate(stores):
+        weights = tmp_path / "grpo.rollouts" / "adapters" / f"step-{step:05d}"
+        assert {r.model.name for r in read_trajectories(store)} == {adapter_name("grpo", weights)}
     progress = [line for line in lines if line.startswith("grpo step")]
     assert len(progress) == 2 and all("reward" in p and "kept" in p and "tok/s" in p for p in progress)
     saved = json.loads((tmp_path / "grpo" / "training_meta.json").read_text())
