@@ -4,6 +4,8 @@
 Every ``import`` counts, those inside functions too. Module names come from ``pyproject.toml``'s
 ``package-dir``, so the stage folders (``bootstrap/`` installs as ``actune.bootstrap``) are walked under the
 names code imports them by. The CLI composes the stages and is exempt.
+
+And no function in those packages is longer than a screen (:data:`MAX_FUNCTION_LINES`).
 """
 
 from __future__ import annotations
@@ -85,6 +87,69 @@ def violations(repo: Path) -> list[str]:
                     or {here, there} == {"envs", "tasks"}:
                 bad.append(f"{module} -> {target}")
     return bad
+
+
+MAX_FUNCTION_LINES = 80
+"""A function fits on a screen: a longer one mixes steps that want names of their own."""
+# Issue #34 step 1 moves these into the quickstart/ package, which this check then covers as it is.
+LONG_FUNCTIONS_ALLOWED_IN = ("actune.cli.quickstart", "actune.cli.card")
+
+
+def long_functions(repo: Path, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """``module:line name (N lines)`` for each function or method, nested ones included, longer than ``limit``
+    lines (decorators counted) in every package pyproject.toml maps."""
+    found = []
+    for module, path in sorted(modules(package_dirs(repo)).items()):
+        if module.startswith(LONG_FUNCTIONS_ALLOWED_IN):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - min([node.lineno, *(d.lineno for d in node.decorator_list)]) + 1
+                if lines > limit:
+                    found.append((module, node.lineno, f"{module}:{node.lineno} {node.name} ({lines} lines)"))
+    return [text for *_, text in sorted(found)]
+
+
+def test_no_function_is_longer_than_a_screen() -> None:
+    assert long_functions(REPO) == []
+
+
+def test_the_length_check_counts_every_kind_of_function(tmp_path: Path) -> None:
+    """The checker itself, on a small tree with a limit of 4 lines."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.setuptools]\npackage-dir = { "actune" = "actune", "actune.train" = "train" }\n')
+    files = {
+        "actune/__init__.py": "",
+        "actune/short.py": "def f():\n    a = 1\n    b = 2\n    return a + b\n",  # 4 lines: not over
+        "actune/cli/__init__.py": "",
+        "actune/cli/quickstart_run.py": "def f():\n" + "    a = 1\n" * 9,  # allowed until #34 step 1 moves it
+        "train/__init__.py": "",
+        "train/run.py": (
+            "class Recipe:\n"
+            "    @property\n"  # the decorator counts: 5 lines
+            "    def steps(self):\n"
+            "        a = 1\n"
+            "        b = 2\n"
+            "        return a + b\n"
+            "\n"
+            "\n"
+            "async def fit():\n"  # 7 lines
+            "    def step():\n"  # nested: 5 lines
+            "        a = 1\n"
+            "        b = 2\n"
+            "        c = 3\n"
+            "        return a + b + c\n"
+            "    return step\n"
+        ),
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    assert long_functions(tmp_path, limit=4) == [
+        "actune.train.run:3 steps (5 lines)",
+        "actune.train.run:9 fit (7 lines)",
+        "actune.train.run:10 step (5 lines)",
+    ]
 
 
 def test_the_tree_follows_the_one_way_flow() -> None:
