@@ -14,8 +14,8 @@ import hashlib
 import json
 import sys
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from actune.agent.config import AgentConfig
@@ -27,7 +27,7 @@ from actune.progress import Progress
 from actune.store import FINGERPRINT_KEY, StoreState, TrajectoryStore
 from actune.task_record import Task
 from actune.tasks.config import TaskConfig
-from actune.trajectory import ModelRecord
+from actune.trajectory import ModelRecord, Trajectory
 
 __all__ = ["collect", "pending_episodes", "make_run_id", "load_unique_tasks", "producer_fingerprint",
            "task_file_id", "CollectResult", "CollectError", "RestartableServer"]
@@ -204,119 +204,171 @@ async def collect(
     ``fingerprint`` (:func:`producer_fingerprint`), checked against the store by the caller, goes into every
     record written as ``info["fingerprint"]``.
     """
-    result = CollectResult()
     if store.kept >= target_correct:
-        result.target_reached = True
-        return result
-    queue = iter(episodes)  # shared by the workers: each pair is taken exactly once
-    again: list[tuple[Task, int, int]] = []  # (task, attempt, tries) after a server error, taken first
-    stop = asyncio.Event()
-    failure: list[BaseException] = []
-    live = 0
-    generation = 0  # restarts of ``server`` in this call: an episode started on an older one lost its server
+        return CollectResult(target_reached=True)
+    run = _Collection(
+        queue=iter(episodes), llm=llm, agent=agent, store=store, target_correct=target_correct,
+        require_grounded=require_grounded, model=model, run_id=run_id, progress=progress, scorer=scorer,
+        max_failed=max_failed, log=log, stage=stage, server_retries=server_retries, retry_pause_s=retry_pause_s,
+        fingerprint=fingerprint, server=server)
+    envs = [make_env() for _ in range(concurrency)]  # built before any episode starts: a bad env fails here
+    await run.run_workers(envs)
+    if run.failure:
+        e = run.failure[0]
+        raise CollectError(f"more than {max_failed} episodes failed; the last: {type(e).__name__}: {e}; "
+                           "what finished is stored: rerun to continue") from e
+    return run.result
 
-    def server_replaced(started_on: int) -> bool:
+
+@dataclass
+class _Collection:
+    """One :func:`collect` call: its settings, and what its workers share (the episodes left, the tally)."""
+    queue: Iterator[tuple[Task, int]]
+    """Shared by the workers: each pair is taken exactly once."""
+    llm: Any
+    agent: AgentConfig
+    store: TrajectoryStore
+    target_correct: int
+    require_grounded: bool
+    model: ModelRecord | None
+    run_id: str
+    progress: Progress | None
+    scorer: Scorer | None
+    max_failed: int
+    log: Callable[[str], None]
+    stage: str
+    server_retries: int
+    retry_pause_s: float
+    fingerprint: dict[str, Any] | None
+    server: RestartableServer | None
+    result: CollectResult = field(default_factory=CollectResult)
+    again: list[tuple[Task, int, int]] = field(default_factory=list)
+    """``(task, attempt, tries)`` after a server error, taken before the queue."""
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    failure: list[BaseException] = field(default_factory=list)
+    live: int = 0
+    generation: int = 0
+    """Restarts of ``server`` in this call: an episode started on an older one lost its server."""
+
+    async def run_workers(self, envs: list[Environment]) -> None:
+        """One worker per environment until the run stops; a worker's exception is raised here."""
+        self.live = len(envs)
+        workers = [asyncio.create_task(self.worker(env)) for env in envs]
+        try:
+            await self.stop.wait()
+        finally:
+            for w in workers:
+                w.cancel()
+            outcomes = await asyncio.gather(*workers, return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, Exception):
+                raise outcome
+
+    async def worker(self, env: Environment) -> None:
+        try:
+            while (item := self.take()) is not None:
+                task, attempt, tries = item
+                if self.stop.is_set():
+                    return
+                started_on = self.generation
+                try:
+                    traj = await run_episode(task, env, self.llm, self.agent, model=self.model, attempt=attempt,
+                                             run_id=self.run_id, scorer=self.scorer)
+                except Exception as e:  # a bug or a refused request: skip it, say so, retry next run
+                    if self.episode_raised(task, attempt, e):
+                        return
+                    continue
+                if self.stop.is_set():
+                    return  # the target was reached while this one ran: not written
+                if traj.finish_reason == "server_error":
+                    if await self.server_failed(task, attempt, tries, traj, started_on):
+                        return
+                    continue
+                if self.store_episode(traj):
+                    return
+        except Exception:
+            self.stop.set()  # the judge or the store failed: stop every worker; re-raised by run_workers
+            raise
+        finally:
+            self.live -= 1
+            if self.live == 0:
+                self.stop.set()
+
+    def take(self) -> tuple[Task, int, int] | None:
+        """The next ``(task, attempt, tries)``: an episode to run again first, then the queue's; None when both
+        are empty."""
+        if self.again:
+            self.result.retried += 1
+            return self.again.pop(0)
+        item = next(self.queue, None)
+        return None if item is None else (*item, 0)
+
+    def episode_raised(self, task: Task, attempt: int, e: Exception) -> bool:
+        """Count and log an episode that raised; True when that was one failure too many (the run stops)."""
+        self.result.failed += 1
+        self.log(f"{self.stage}: episode (task {task.id!r}, attempt {attempt}) failed: {type(e).__name__}: {e}")
+        return self.too_many_failures(e)
+
+    def too_many_failures(self, e: BaseException) -> bool:
+        if self.result.failed <= self.max_failed:
+            return False
+        self.failure.append(e)
+        self.stop.set()
+        return True
+
+    async def server_failed(self, task: Task, attempt: int, tries: int, traj: Trajectory, started_on: int) -> bool:
+        """An episode ended by a server error: run it again (after a pause unless its server was replaced) or
+        leave it to a rerun; True when the run stops."""
+        if self.server_replaced(started_on):
+            self.again.append((task, attempt, tries))  # not a failure of the episode: run it again
+            return False
+        self.result.failed += 1
+        self.result.server_errors += 1
+        retry = tries < self.server_retries
+        self.log(f"{self.stage}: episode (task {task.id!r}, attempt {attempt}) lost its model server: "
+                 f"{traj.info.get('error', '')}; not stored, "
+                 + ("run again after a pause" if retry else "a rerun retries it"))
+        if self.too_many_failures(ServerFailedError(traj.info.get("error", "server error"))):
+            return True
+        if retry:
+            await asyncio.sleep(self.retry_pause_s * 2 ** tries)
+            self.again.append((task, attempt, tries + 1))
+        return False
+
+    def server_replaced(self, started_on: int) -> bool:
         """Whether the server an episode ended by a server error ran on is gone and replaced (restarting it now
         when it just died); False without a ``server`` or when it still runs (a failed request)."""
-        nonlocal generation
+        server = self.server
         if server is None:
             return False
-        if started_on == generation:
+        if started_on == self.generation:
             if server.alive():
                 return False
-            log(f"{stage}: the model server died; restarting it")
+            self.log(f"{self.stage}: the model server died; restarting it")
             t0 = time.monotonic()
             try:
                 server.restart()
             except Exception as e:  # the limit, or a server that does not come back: stop every worker
                 raise CollectError(f"{e}; what finished is stored: rerun to continue") from e
-            generation += 1
-            result.restarts += 1
-            log(f"{stage}: model server restarted in {time.monotonic() - t0:.0f} s (restart {server.restarts}); "
-                "the episodes it lost run again")
+            self.generation += 1
+            self.result.restarts += 1
+            self.log(f"{self.stage}: model server restarted in {time.monotonic() - t0:.0f} s "
+                     f"(restart {server.restarts}); the episodes it lost run again")
         return True
 
-    async def worker(env: Environment) -> None:
-        nonlocal live
-        try:
-            while True:
-                if again:
-                    task, attempt, tries = again.pop(0)
-                    result.retried += 1
-                else:
-                    item = next(queue, None)
-                    if item is None:
-                        return
-                    (task, attempt), tries = item, 0
-                if stop.is_set():
-                    return
-                started_on = generation
-                try:
-                    traj = await run_episode(task, env, llm, agent, model=model, attempt=attempt,
-                                             run_id=run_id, scorer=scorer)
-                except Exception as e:  # a bug or a refused request: skip it, say so, retry next run
-                    result.failed += 1
-                    log(f"{stage}: episode (task {task.id!r}, attempt {attempt}) failed: "
-                        f"{type(e).__name__}: {e}")
-                    if result.failed > max_failed:
-                        failure.append(e)
-                        stop.set()
-                        return
-                    continue
-                if stop.is_set():
-                    return  # the target was reached while this one ran: not written
-                if traj.finish_reason == "server_error" and server_replaced(started_on):
-                    again.append((task, attempt, tries))  # not a failure of the episode: run it again
-                    continue
-                if traj.finish_reason == "server_error":
-                    result.failed += 1
-                    result.server_errors += 1
-                    retry = tries < server_retries
-                    log(f"{stage}: episode (task {task.id!r}, attempt {attempt}) lost its model server: "
-                        f"{traj.info.get('error', '')}; not stored, "
-                        + ("run again after a pause" if retry else "a rerun retries it"))
-                    if result.failed > max_failed:
-                        failure.append(ServerFailedError(traj.info.get("error", "server error")))
-                        stop.set()
-                        return
-                    if retry:
-                        await asyncio.sleep(retry_pause_s * 2 ** tries)
-                        again.append((task, attempt, tries + 1))
-                    continue
-                verdict = judge(traj, require_grounded)
-                if fingerprint is not None:
-                    traj.info[FINGERPRINT_KEY] = dict(fingerprint)
-                store.append(record_verdict(traj, verdict))
-                result.written += 1
-                result.kept += int(verdict.kept)
-                if progress is not None:
-                    progress.episode(verdict.kept)
-                if store.kept >= target_correct:
-                    result.target_reached = True
-                    stop.set()
-                    return
-        except Exception:
-            stop.set()  # the judge or the store failed: stop every worker; re-raised below
-            raise
-        finally:
-            live -= 1
-            if live == 0:
-                stop.set()
-
-    envs = [make_env() for _ in range(concurrency)]  # built before any episode starts: a bad env fails here
-    live = len(envs)
-    workers = [asyncio.create_task(worker(env)) for env in envs]
-    try:
-        await stop.wait()
-    finally:
-        for w in workers:
-            w.cancel()
-        outcomes = await asyncio.gather(*workers, return_exceptions=True)
-    for outcome in outcomes:
-        if isinstance(outcome, Exception):
-            raise outcome
-    if failure:
-        e = failure[0]
-        raise CollectError(f"more than {max_failed} episodes failed; the last: {type(e).__name__}: {e}; "
-                           "what finished is stored: rerun to continue") from e
-    return result
+    def store_episode(self, traj: Trajectory) -> bool:
+        """Judge a finished episode and append it (no ``await`` in here: a record is written whole or not at
+        all); True when the store now holds the target of kept records (the run stops)."""
+        verdict = judge(traj, self.require_grounded)
+        if self.fingerprint is not None:
+            traj.info[FINGERPRINT_KEY] = dict(self.fingerprint)
+        self.store.append(record_verdict(traj, verdict))
+        self.result.written += 1
+        self.result.kept += int(verdict.kept)
+        if self.progress is not None:
+            self.progress.episode(verdict.kept)
+        if self.store.kept >= self.target_correct:
+            self.result.target_reached = True
+            self.stop.set()
+            return True
+        return False

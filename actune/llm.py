@@ -53,6 +53,7 @@ import httpx
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from actune.config import ConfigError, StrictModel
+from actune.trajectory import SamplingRecord, Usage
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MASK = "***"
@@ -143,29 +144,11 @@ class ClientConfig(RetryPolicy):
 
 
 @dataclass
-class Sampling:
-    """Sampling parameters sent with every request."""
+class Sampling(SamplingRecord):
+    """Sampling parameters sent with every request: those a record keeps, and ``logprobs``."""
 
-    temperature: float = 0.0
-    top_p: float = 1.0
-    max_tokens: int = 256
-    seed: int | None = None
     logprobs: int | None = None
     """Number of top log-probabilities per generated token to return (None: none)."""
-
-
-@dataclass
-class Usage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_prompt_tokens: int = 0
-
-    def __add__(self, other: "Usage") -> "Usage":
-        return Usage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-            self.cached_prompt_tokens + other.cached_prompt_tokens,
-        )
 
 
 @dataclass

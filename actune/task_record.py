@@ -13,7 +13,8 @@ class Task:
     ``env`` names the environment that serves it (``wiki``, ``fever``, ``docqa``, ``alfworld``...),
     ``answer`` is the gold answer (FEVER: the label; ALFWorld: empty, success is the game's win),
     ``aliases`` are other accepted answers, ``meta`` keeps source fields (type, level,
-    supporting titles...). Grounding checks read ``meta["supporting_titles"]`` when present.
+    supporting titles...). Grounding checks read ``meta["supporting_titles"]`` when present. An episode's
+    record keeps a copy of its own as :class:`actune.trajectory.TaskRecord`, this class by inheritance.
     """
 
     id: str

@@ -11,20 +11,19 @@ Steps are kept in order with one type each: ``thought`` (ReAct), ``reflection`` 
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
 import types
 import typing
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from actune.atomic_write import atomic_writer
 from actune.jsonl import iter_appended
-
-if typing.TYPE_CHECKING:
-    from actune.task_record import Task
+from actune.task_record import Task
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -35,6 +34,7 @@ __all__ = [
     "SamplingRecord",
     "Step",
     "TokenUsage",
+    "Usage",
     "Timings",
     "Trajectory",
     "TrajectoryFormatError",
@@ -77,21 +77,14 @@ class TrajectoryFormatError(ValueError):
 
 
 @dataclass
-class TaskRecord:
-    """The task as the episode saw it (a copy, so a record stands alone)."""
-
-    id: str
-    question: str
-    answer: str = ""
-    env: str = "wiki"
-    split: str = "train"
-    aliases: list[str] = field(default_factory=list)
-    meta: dict[str, Any] = field(default_factory=dict)
+class TaskRecord(Task):
+    """The task as the episode saw it: a :class:`~actune.task_record.Task`'s fields, in a copy of its own so a
+    record stands alone."""
 
     @classmethod
-    def of(cls, task: "Task") -> "TaskRecord":
+    def of(cls, task: Task) -> TaskRecord:
         """The record's copy of a task (its lists and meta copied, so the record stands alone)."""
-        return cls(task.id, task.question, task.answer, task.env, task.split, list(task.aliases), dict(task.meta))
+        return cls(**{f.name: copy.copy(getattr(task, f.name)) for f in fields(Task)})
 
 
 @dataclass
@@ -107,6 +100,9 @@ class ModelRecord:
 
 @dataclass
 class SamplingRecord:
+    """The sampling parameters a record keeps (:class:`actune.llm.Sampling`, which requests carry, adds those
+    that only a request needs)."""
+
     temperature: float = 0.0
     top_p: float = 1.0
     max_tokens: int = 256
@@ -134,11 +130,28 @@ class Step:
 
 
 @dataclass
-class TokenUsage:
+class Usage:
+    """Tokens of model requests: one completion's, or a sum (``+``, of two of one type)."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_prompt_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return type(self)(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+
+@dataclass
+class TokenUsage(Usage):
+    """An episode's tokens: its requests' :class:`Usage`, summed, and how many requests it made."""
+
     requests: int = 0
+
+    def count(self, request: Usage) -> None:
+        """Add one request's tokens, in place."""
+        for f in fields(Usage):
+            setattr(self, f.name, getattr(self, f.name) + getattr(request, f.name))
+        self.requests += 1
 
 
 @dataclass

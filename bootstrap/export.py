@@ -272,6 +272,10 @@ class ExportSummary:
     """Examples exported from each store, in the order the stores were given: where the data came from (the
     model's own rounds, a teacher's imported set, another run's store)."""
 
+    def counts(self, method: str) -> MethodCounts:
+        """The counts of source method ``method``, added on its first record."""
+        return self.methods.setdefault(method, MethodCounts())
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -434,30 +438,49 @@ def export_rows(
     actions: Mapping[str, str] | Callable[[str], str] | None = None,
 ) -> tuple[list[dict[str, Any]], ExportSummary]:
     """The examples :func:`export_dataset` would write (rows of ``text_example``/``chat_example`` plus
-    ``source_store``) and the summary, written nowhere: the other output formats start from these."""
+    ``source_store``) and the summary, written nowhere: the other output formats start from these.
+
+    The filters run in the module docstring's order, each counting what it removed into the summary."""
     cfg = config or ExportConfig()
     if wire not in WIRE_FORMATS:
         raise ExportError(f"wire format must be one of {', '.join(WIRE_FORMATS)}, not {wire!r}")
+    paths = _store_paths(stores)
+    summary = ExportSummary(steps_method=cfg.steps_method, wire=wire, stores=[str(p) for p in paths],
+                            by_store={str(p): 0 for p in paths})
+    kept = _kept(paths, summary)
+    items = _convert(kept, cfg, actions, summary)
+    capped = _cap_per_task(_dedupe(items, cfg, summary), cfg, summary)
+    chosen = _apply_shares(capped, cfg, paths, summary) if cfg.method_shares or cfg.store_shares else capped
+    rows = _rows(chosen, wire, summary)
+    summary.exported = len(rows)
+    summary.tasks = len({it.traj.task.id for it in chosen})
+    return rows, summary
+
+
+def _store_paths(stores: str | Path | Sequence[str | Path]) -> list[Path]:
     paths = [Path(stores)] if isinstance(stores, (str, Path)) else [Path(p) for p in stores]
     seen_paths: set[Path] = set()
     for p in paths:
         if p.resolve() in seen_paths:
             raise ExportError(f"{p}: store listed twice (bootstrap.store and bootstrap.export.stores)")
         seen_paths.add(p.resolve())
-    target = cfg.steps_method
-    summary = ExportSummary(steps_method=target, wire=wire, stores=[str(p) for p in paths],
-                            by_store={str(p): 0 for p in paths})
+    return paths
 
-    def counts(method: str) -> MethodCounts:
-        return summary.methods.setdefault(method, MethodCounts())
 
-    # 1. kept
+def _kept(paths: list[Path], summary: ExportSummary) -> list[tuple[Path, int, Trajectory]]:
+    """1. ``(store, line, record)`` of every kept record, stores in order."""
     kept = [(p, line, t) for p in paths for line, t in _kept_lines(p)]
     if not kept:
         raise ExportError(f"{', '.join(map(str, paths))}: no kept records to export")
     for _, _, t in kept:
-        counts(t.method).kept += 1
-    # 2. convert
+        summary.counts(t.method).kept += 1
+    return kept
+
+
+def _convert(kept: list[tuple[Path, int, Trajectory]], cfg: ExportConfig,
+             actions: Mapping[str, str] | Callable[[str], str] | None, summary: ExportSummary) -> list[_Item]:
+    """2. Each record in the ``cfg.steps_method`` step format, those that cannot be left out."""
+    target = cfg.steps_method
     instruction = _target_instruction(kept, target, actions)
     items: list[_Item] = []
     for p, line, t in kept:
@@ -469,66 +492,80 @@ def export_rows(
         except (ValueError, KeyError) as e:
             raise ExportError(f"{where}: {e}") from None
         if converted is None:
-            counts(t.method).unconvertible += 1
+            summary.counts(t.method).unconvertible += 1
         elif cfg.require_reflection_parts and reflection_part_problems(converted):
-            counts(t.method).incomplete_reflections += 1
+            summary.counts(t.method).incomplete_reflections += 1
         else:
             items.append(_Item(converted, p, line))
     if not items:
         methods = ", ".join(sorted(summary.methods))
         raise ExportError(f"none of the {len(kept)} kept records can be converted into {target} steps "
                           f"(methods: {methods}); see bootstrap.export.steps_method")
-    # 3. dedupe (within a task, against the episodes kept so far)
+    return items
+
+
+def _dedupe(items: list[_Item], cfg: ExportConfig, summary: ExportSummary) -> list[_Item]:
+    """3. Within a task, against the episodes kept so far."""
     by_task: dict[str, list[_Item]] = {}
     unique: list[_Item] = []
     for it in items:
         earlier = by_task.setdefault(it.traj.task.id, [])
         if any(near_duplicates(e.traj, it.traj, cfg.dedupe_similarity) for e in earlier):
-            counts(it.traj.method).duplicates += 1
+            summary.counts(it.traj.method).duplicates += 1
             continue
         earlier.append(it)
         unique.append(it)
-    # 4. cap per task
+    return unique
+
+
+def _cap_per_task(items: list[_Item], cfg: ExportConfig, summary: ExportSummary) -> list[_Item]:
+    """4. The first ``cfg.max_per_task`` episodes of each task."""
     capped: list[_Item] = []
     per_task: dict[str, int] = {}
-    for it in unique:
+    for it in items:
         n = per_task.get(it.traj.task.id, 0)
         if cfg.max_per_task is not None and n >= cfg.max_per_task:
-            counts(it.traj.method).capped += 1
+            summary.counts(it.traj.method).capped += 1
             continue
         per_task[it.traj.task.id] = n + 1
         capped.append(it)
-    # 5. shares, of source methods or of stores
-    chosen = capped
-    if cfg.method_shares or cfg.store_shares:
-        # what a record's group is, and the label that seeds the group's draw
-        if cfg.method_shares:
-            key, what, shares = "method_shares", "method", dict(cfg.method_shares)
-            group_of: Callable[[_Item], str] = _source_method
-            label = {g: g for g in shares}
-        else:
-            key, what, shares = "store_shares", "store", _store_shares(cfg.store_shares, paths)
-            group_of = _source_store
-            # a store's draw is seeded by its place in the list, not its path: the same config draws the same
-            # records wherever the stores lie
-            label = {str(p): f"store{i}" for i, p in enumerate(paths)}
-        available: dict[str, list[_Item]] = {}
-        for it in capped:
-            available.setdefault(group_of(it), []).append(it)
-        want = _share_counts(shares, {g: len(v) for g, v in available.items()})
-        picked: set[int] = set()
-        for g, n in want.items():
-            rng = random.Random(f"{cfg.seed}:{label[g]}")  # a str seed is hashed stably (not by PYTHONHASHSEED)
-            picked.update(id(it) for it in _draw(available.get(g, []), n, rng))
-        chosen = [it for it in capped if id(it) in picked]
-        for it in capped:
-            if id(it) not in picked:
-                counts(it.traj.method).shares += 1
-        if not chosen:
-            have = ", ".join(f"{g} {len(available.get(g, []))}" for g in shares)
-            raise ExportError(f"{key} {dict(getattr(cfg, key))}: a named {what} has no records left "
-                              f"after conversion, dedupe and max_per_task (available: {have})")
-    # rows
+    return capped
+
+
+def _apply_shares(capped: list[_Item], cfg: ExportConfig, paths: list[Path], summary: ExportSummary) -> list[_Item]:
+    """5. ``cfg.method_shares`` of source methods, or ``cfg.store_shares`` of stores, drawn per group."""
+    # what a record's group is, and the label that seeds the group's draw
+    if cfg.method_shares:
+        key, what, shares = "method_shares", "method", dict(cfg.method_shares)
+        group_of: Callable[[_Item], str] = _source_method
+        label = {g: g for g in shares}
+    else:
+        key, what, shares = "store_shares", "store", _store_shares(cfg.store_shares, paths)
+        group_of = _source_store
+        # a store's draw is seeded by its place in the list, not its path: the same config draws the same
+        # records wherever the stores lie
+        label = {str(p): f"store{i}" for i, p in enumerate(paths)}
+    available: dict[str, list[_Item]] = {}
+    for it in capped:
+        available.setdefault(group_of(it), []).append(it)
+    want = _share_counts(shares, {g: len(v) for g, v in available.items()})
+    picked: set[int] = set()
+    for g, n in want.items():
+        rng = random.Random(f"{cfg.seed}:{label[g]}")  # a str seed is hashed stably (not by PYTHONHASHSEED)
+        picked.update(id(it) for it in _draw(available.get(g, []), n, rng))
+    chosen = [it for it in capped if id(it) in picked]
+    for it in capped:
+        if id(it) not in picked:
+            summary.counts(it.traj.method).shares += 1
+    if not chosen:
+        have = ", ".join(f"{g} {len(available.get(g, []))}" for g in shares)
+        raise ExportError(f"{key} {dict(getattr(cfg, key))}: a named {what} has no records left "
+                          f"after conversion, dedupe and max_per_task (available: {have})")
+    return chosen
+
+
+def _rows(chosen: list[_Item], wire: str, summary: ExportSummary) -> list[dict[str, Any]]:
+    """Each chosen record as an example of the ``wire`` format, with the store it came from."""
     make = text_example if wire == "text" else chat_example
     rows = []
     for it in chosen:
@@ -536,11 +573,9 @@ def export_rows(
             rows.append({**make(it.traj), "source_store": str(it.store)})
         except (ValueError, KeyError) as e:
             raise ExportError(f"{it.where}: {e}") from None
-        counts(it.traj.method).exported += 1
+        summary.counts(it.traj.method).exported += 1
         summary.by_store[str(it.store)] += 1
-    summary.exported = len(rows)
-    summary.tasks = len({it.traj.task.id for it in chosen})
-    return rows, summary
+    return rows
 
 
 def export_dataset(

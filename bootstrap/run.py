@@ -73,72 +73,24 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
     server when ``cfg.endpoints`` is empty; ``name`` is the run's (in run ids). ``served``: a server the
     caller started for several runs (the quickstart's passes share one), used as it is and restarted in
     place when it dies, as one started here would be."""
-    from actune.envs.factory import make_env
-    from actune.llm import ClientConfig, LLMClient, read_api_key
-    from actune.serve.server import serving
-
     run_id = run_id or make_run_id(name)
 
     # 1. tasks and the store
     tasks = load_unique_tasks(cfg.tasks, "bootstrap")
-    model_name = served_name(cfg, serve)
     fingerprint = bootstrap_fingerprint(cfg, serve, tasks)
 
     interrupted = False
     restarts = 0
     with TrajectoryStore.open(cfg.store) as store:
-        for note in store.state.check_producer(store.path, cfg.agent.method, fingerprint,
-                                               allow_mixed=cfg.allow_mixed_store,
-                                               option="bootstrap.allow_mixed_store"):
-            print(f"bootstrap: {note}", file=sys.stderr)
-        if store.cut_bytes:
-            print(f"bootstrap: {store.path}: removed a torn last line ({store.cut_bytes} bytes) left by an "
-                  "interrupted write", file=sys.stderr)
-        if store.records:
-            print(f"bootstrap: resuming {store.path}: {store.records} episodes already done, "
-                  f"{store.kept} kept", file=sys.stderr)
-
+        _say_store_state(cfg, store, fingerprint)
         # 2. what is left
         todo = pending_episodes(tasks, cfg.attempts_per_task, store, cfg.agent.method)
-        total = len(tasks) * cfg.attempts_per_task
         if not todo or store.kept >= cfg.target_correct:
             print("bootstrap: nothing to do (all episodes done or target reached)", file=sys.stderr)
         else:
-            # 3. a server (a hosted teacher's key first: a missing variable fails before anything starts)
-            if cfg.api_key_env:
-                read_api_key(cfg.api_key_env, "bootstrap.api_key_env")
-            shared_or_own = (contextlib.nullcontext(served) if served is not None
-                             else serving(cfg.endpoints, cfg.model or "", serve))
-            with shared_or_own as served:
-                endpoints = served.endpoints
-                restarts_before = served.server.restarts if served.server else 0
-                key_note = f", key from ${cfg.api_key_env}" if cfg.api_key_env else ""
-                print(f"bootstrap: {len(todo)} episodes to run on {', '.join(endpoints)} (model {model_name!r}"
-                      f"{key_note}), {cfg.concurrency} at once; run id {run_id}", file=sys.stderr, flush=True)
-
-                async def _collect() -> None:
-                    # 4. collection. The key: the variable bootstrap.api_key_env names (a hosted teacher), else the
-                    # serve section's (a keyed server, started here or not, refuses requests without it)
-                    client = ClientConfig(endpoints=endpoints, model=model_name, max_concurrency=cfg.concurrency,
-                                          api_key=None if cfg.api_key_env else serve.api_key,
-                                          api_key_env=cfg.api_key_env, **cfg.retries.model_dump())
-                    async with LLMClient(client) as llm:
-                        # done: this run's episodes, not store.records (the store may also hold other
-                        # methods' and tasks' episodes)
-                        with Progress(total, total - len(todo), store.kept, cfg.target_correct,
-                                      enabled=show_progress) as progress:
-                            await collect(todo, lambda: make_env(cfg.env), llm, cfg.agent, store,
-                                          concurrency=min(cfg.concurrency, len(todo)),
-                                          target_correct=cfg.target_correct, require_grounded=cfg.require_grounded,
-                                          model=ModelRecord(name=model_name), run_id=run_id, progress=progress,
-                                          max_failed=cfg.max_failed_episodes, fingerprint=fingerprint,
-                                          server=served.server)
-
-                try:
-                    asyncio.run(_collect())
-                except KeyboardInterrupt:
-                    interrupted = True  # what finished is stored; the summary still tells
-                restarts = served.server.restarts - restarts_before if served.server else 0
+            interrupted, restarts = _run_episodes(cfg, serve, served, store, todo,
+                                                  total=len(tasks) * cfg.attempts_per_task, run_id=run_id,
+                                                  fingerprint=fingerprint, show_progress=show_progress)
 
     # 5. summary
     summary = summarize(cfg.store, tasks=len(tasks), attempts_per_task=cfg.attempts_per_task,
@@ -154,3 +106,64 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
         raise KeyboardInterrupt
     return summary
 
+
+def _say_store_state(cfg: BootstrapConfig, store: TrajectoryStore, fingerprint: dict[str, Any]) -> None:
+    """Refuse a store another producer wrote (unless ``bootstrap.allow_mixed_store``), and say what it holds."""
+    for note in store.state.check_producer(store.path, cfg.agent.method, fingerprint,
+                                           allow_mixed=cfg.allow_mixed_store,
+                                           option="bootstrap.allow_mixed_store"):
+        print(f"bootstrap: {note}", file=sys.stderr)
+    if store.cut_bytes:
+        print(f"bootstrap: {store.path}: removed a torn last line ({store.cut_bytes} bytes) left by an "
+              "interrupted write", file=sys.stderr)
+    if store.records:
+        print(f"bootstrap: resuming {store.path}: {store.records} episodes already done, "
+              f"{store.kept} kept", file=sys.stderr)
+
+
+def _run_episodes(cfg: BootstrapConfig, serve: ServeConfig, served: Serving | None, store: TrajectoryStore,
+                  todo: list[tuple[Task, int]], *, total: int, run_id: str, fingerprint: dict[str, Any],
+                  show_progress: bool) -> tuple[bool, int]:
+    """Steps 3 and 4: a server, and the episodes left on it; returns (interrupted, server restarts)."""
+    from actune.envs.factory import make_env
+    from actune.llm import ClientConfig, LLMClient, read_api_key
+    from actune.serve.server import serving
+
+    model_name = served_name(cfg, serve)
+    # a hosted teacher's key first: a missing variable fails before anything starts
+    if cfg.api_key_env:
+        read_api_key(cfg.api_key_env, "bootstrap.api_key_env")
+    shared_or_own = (contextlib.nullcontext(served) if served is not None
+                     else serving(cfg.endpoints, cfg.model or "", serve))
+    with shared_or_own as on:
+        endpoints = on.endpoints
+        restarts_before = on.server.restarts if on.server else 0
+        key_note = f", key from ${cfg.api_key_env}" if cfg.api_key_env else ""
+        print(f"bootstrap: {len(todo)} episodes to run on {', '.join(endpoints)} (model {model_name!r}"
+              f"{key_note}), {cfg.concurrency} at once; run id {run_id}", file=sys.stderr, flush=True)
+
+        async def _collect() -> None:
+            # The key: the variable bootstrap.api_key_env names (a hosted teacher), else the serve section's
+            # (a keyed server, started here or not, refuses requests without it)
+            client = ClientConfig(endpoints=endpoints, model=model_name, max_concurrency=cfg.concurrency,
+                                  api_key=None if cfg.api_key_env else serve.api_key,
+                                  api_key_env=cfg.api_key_env, **cfg.retries.model_dump())
+            async with LLMClient(client) as llm:
+                # done: this run's episodes, not store.records (the store may also hold other
+                # methods' and tasks' episodes)
+                with Progress(total, total - len(todo), store.kept, cfg.target_correct,
+                              enabled=show_progress) as progress:
+                    await collect(todo, lambda: make_env(cfg.env), llm, cfg.agent, store,
+                                  concurrency=min(cfg.concurrency, len(todo)),
+                                  target_correct=cfg.target_correct, require_grounded=cfg.require_grounded,
+                                  model=ModelRecord(name=model_name), run_id=run_id, progress=progress,
+                                  max_failed=cfg.max_failed_episodes, fingerprint=fingerprint,
+                                  server=on.server)
+
+        interrupted = False
+        try:
+            asyncio.run(_collect())
+        except KeyboardInterrupt:
+            interrupted = True  # what finished is stored; the summary still tells
+        restarts = on.server.restarts - restarts_before if on.server else 0
+    return interrupted, restarts

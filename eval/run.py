@@ -65,7 +65,7 @@ from actune.training_tasks import TRAINING_TASKS_FILE, read_training_tasks
 from actune.trajectory import ModelRecord, Trajectory, read_trajectories
 
 if TYPE_CHECKING:
-    from actune.serve.server import Serving
+    from actune.serve.server import Serving, StageServer
 
 __all__ = ["PlannedModel", "ServerGroup", "TRAINING_TASKS_FILE", "adapter_name", "base_models", "served_names",
            "merged_model_folder", "plan_models", "group_by_base", "plan_groups", "group_serve_config",
@@ -349,6 +349,24 @@ def _check_served(groups: list[ServerGroup], served: Serving) -> None:
                               f"{started.model if started else served.endpoints!r} as {served.model!r}")
 
 
+@dataclass
+class _EvalRun:
+    """What the steps of one :func:`run_eval` share: the settings, the plans and the episodes left."""
+
+    cfg: EvalConfig
+    serve: ServeConfig
+    run_id: str
+    served: Serving | None
+    show_progress: bool
+    tasks: list[Task]
+    plans: list[PlannedModel]
+    groups: list[ServerGroup]
+    fingerprints: dict[str, dict[str, Any]]
+    """Label -> what produces its records (:func:`actune.collect.producer_fingerprint`)."""
+    todo: dict[str, list[tuple[Task, int]]]
+    """Label -> its (task, attempt) pairs not stored yet."""
+
+
 def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_progress: bool = True,
              run_id: str | None = None, served: Serving | None = None,
              labels: list[str] | None = None) -> dict[str, Any] | None:
@@ -359,13 +377,24 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
     (the quickstart's bootstrap server, restarted in place if it dies), which every model of ``labels`` runs on
     (its base and served name must be theirs): no server is started, and no report is written (None is
     returned): the caller's later eval of every model finds these episodes stored and reports them all."""
-    from actune.envs.factory import make_env
-    from actune.llm import ClientConfig, LLMClient, read_api_key
-    from actune.serve.server import Serving, StageServer, serving
+    run = _prepare_eval(cfg, serve, run_id or make_run_id(name), served, show_progress, labels)
+    interrupted, restarts = _run_episodes(run)
+    if served is not None:  # episodes only: the caller's eval of every model reports them
+        if interrupted:
+            raise KeyboardInterrupt
+        return None
+    report = _report(run, name, interrupted, restarts)
+    if interrupted:
+        raise KeyboardInterrupt
+    return report
 
-    run_id = run_id or make_run_id(name)
 
-    # 1. tasks and plans; 2. no model scored on its own training tasks
+def _prepare_eval(cfg: EvalConfig, serve: ServeConfig, run_id: str, served: Serving | None, show_progress: bool,
+                  labels: list[str] | None) -> _EvalRun:
+    """Steps 1 to 3 (module docstring): tasks and plans, no model scored on its own training tasks, every
+    store this model's, and what is left to run; every check that can fail fails here, before any server."""
+    from actune.llm import read_api_key
+
     check_endpoints(cfg)
     tasks = load_unique_tasks(cfg.tasks, "eval")
     plans = plan_models(cfg, serve, labels)
@@ -373,11 +402,21 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
     if served is not None:
         _check_served(groups, served)
     check_leakage(cfg, tasks)
-
-    # 3. every store holds this model's episodes (checked before any is created), then what is left, per model
     task_file = task_file_id(cfg.tasks, tasks)
     fingerprints = {p.label: producer_fingerprint(p.record, p.agent, cfg.env.name, task_file, tasks, base=p.base)
                     for p in plans}
+    todo = _episodes_left(cfg, tasks, plans, fingerprints)
+    # the keys of the models with episodes left: a missing variable fails before any server
+    for i, p in enumerate(plans):
+        if p.api_key_env and todo[p.label]:
+            read_api_key(p.api_key_env, f"eval.models[{i}].api_key_env" if p.endpoints else "eval.api_key_env")
+    return _EvalRun(cfg, serve, run_id, served, show_progress, tasks, plans, groups, fingerprints, todo)
+
+
+def _episodes_left(cfg: EvalConfig, tasks: list[Task], plans: list[PlannedModel],
+                   fingerprints: dict[str, dict[str, Any]]) -> dict[str, list[tuple[Task, int]]]:
+    """Label -> the pairs its store lacks, once every store was checked to hold this model's episodes (before
+    any is created)."""
     for p in plans:
         path = store_path(cfg, p.label)
         if path.exists():
@@ -387,108 +426,122 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
     for p in plans:
         with TrajectoryStore.open(store_path(cfg, p.label)) as store:
             todo[p.label] = pending_episodes(tasks, cfg.attempts, store, p.agent.method)
-    total_left = sum(len(v) for v in todo.values())
-    # the keys of the models with episodes left: a missing variable fails before any server
-    for i, p in enumerate(plans):
-        if p.api_key_env and todo[p.label]:
-            read_api_key(p.api_key_env, f"eval.models[{i}].api_key_env" if p.endpoints else "eval.api_key_env")
+    return todo
 
-    # 5. the episodes of one model
-    async def _collect(p: PlannedModel, on: Serving, store: _NotingStore, left: list[tuple[Task, int]]) -> None:
-        # the key from the variable it names (its own endpoints' or eval.endpoints'); else none for its own
-        # endpoints (the serve section's key is for our servers, never sent elsewhere), else the serve section's
-        client = ClientConfig(endpoints=on.endpoints, model=p.request_model, max_concurrency=cfg.concurrency,
-                              api_key=None if p.endpoints or p.api_key_env else serve.api_key,
-                              api_key_env=p.api_key_env,
-                              **p.retries.model_dump())
-        async with LLMClient(client) as llm:
-            total = len(tasks) * cfg.attempts
-            # done: this run's episodes already stored (the store may hold other methods' too)
-            with Progress(total, total - len(left), store.kept, total, enabled=show_progress,
-                          label=f"eval {p.label}", kept_word="solved",
-                          rate_word="solve rate") as progress:
-                await collect(left, lambda: make_env(cfg.env), llm, p.agent, store,
-                              concurrency=min(cfg.concurrency, len(left)),
-                              target_correct=store.kept + len(left) + 1,  # never reached: run them all
-                              model=p.record, run_id=run_id, progress=progress,
-                              max_failed=cfg.max_failed_episodes, stage=f"eval {p.label}",
-                              fingerprint=fingerprints[p.label], server=on.server)
 
+def _run_episodes(run: _EvalRun) -> tuple[bool, int]:
+    """Steps 4 and 5: every episode left, group by group; returns (interrupted, server restarts)."""
     interrupted = False
     started: list[StageServer] = []  # the servers eval started (each counts its restarts)
-    if total_left == 0:
-        print("eval: nothing to run (every episode is stored)" + ("" if served else "; writing the report"),
+    if sum(len(v) for v in run.todo.values()) == 0:
+        print("eval: nothing to run (every episode is stored)" + ("" if run.served else "; writing the report"),
               file=sys.stderr)
     else:
         try:
-            # 4. one server per base model, one at a time (a base with nothing left starts none); models with
-            # their own endpoints start nothing
-            local = [g for g in groups if not g.endpoints]
-            for g in groups:
-                busy = [p for p in g.models if todo[p.label]]
-                if not busy:
-                    continue
-                if served is not None:
-                    group_serving = contextlib.nullcontext(served)
-                elif g.endpoints:
-                    group_serving = contextlib.nullcontext(Serving(g.endpoints, g.served_name))
-                else:
-                    group_serve = group_serve_config(g, serve, len(local))
-                    group_serving = serving(cfg.endpoints, g.served_name, group_serve)
-                key = read_api_key(g.api_key_env) if g.api_key_env else (None if g.endpoints else serve.api_key)
-                with group_serving as on:
-                    endpoints = on.endpoints
-                    if on.server is not None and served is None:  # the caller counts its own server's restarts
-                        started.append(on.server)
-                    # a server handed over was started with the adapters its own stage needed, maybe not these
-                    if (g.endpoints or cfg.endpoints or served) and any(p.adapter is not None for p in busy):
-                        for loaded in ensure_adapters(endpoints, busy, key):
-                            print(f"eval: loaded adapter {loaded} into {', '.join(endpoints)}", file=sys.stderr)
-                    left_here = sum(len(todo[p.label]) for p in busy)
-                    key_note = f", key from ${g.api_key_env}" if g.api_key_env else ""
-                    what = f"model {g.served_name!r}" if g.endpoints else f"base {g.base!r}"
-                    print(f"eval: {left_here} episodes of {what} to run on {', '.join(endpoints)}"
-                          f"{key_note}, {cfg.concurrency} at once; run id {run_id}", file=sys.stderr, flush=True)
-                    for p in busy:
-                        left = todo[p.label]
-                        print(f"eval: {p.label}: {len(left)} episodes ({p.agent.method}, {p.agent.regime}, "
-                              f"{p.agent.wire}; model {p.request_model!r})", file=sys.stderr, flush=True)
-                        notes = {"endpoint": endpoint_note(endpoint_kind(cfg, p), endpoints, p.api_key_env)}
-                        if p.prompt_spec is not None:
-                            notes["prompt_spec"] = p.spec_note()
-                        with TrajectoryStore.open(store_path(cfg, p.label)) as store:
-                            # again under the lock: another process may have written since; warned above
-                            _check_producer(store.state, store.path, p, fingerprints[p.label], cfg)
-                            asyncio.run(_collect(p, on, _NotingStore(store, notes), left))
+            local = [g for g in run.groups if not g.endpoints]
+            for g in run.groups:
+                busy = [p for p in g.models if run.todo[p.label]]
+                if busy:  # a base with nothing left starts no server
+                    _run_group(run, g, busy, len(local), started)
         except KeyboardInterrupt:
             interrupted = True  # what finished is stored; the report covers it
     restarts = sum(s.restarts for s in started)
     if restarts:
         print(f"eval: the model server died and was restarted {restarts} time(s) during this run", file=sys.stderr)
-    if served is not None:  # episodes only: the caller's eval of every model reports them
-        if interrupted:
-            raise KeyboardInterrupt
-        return None
+    return interrupted, restarts
 
-    # 6. the report
+
+def _run_group(run: _EvalRun, g: ServerGroup, busy: list[PlannedModel], n_local: int,
+               started: list[StageServer]) -> None:
+    """Step 4, one group: its models' own endpoints, the caller's server, ``eval.endpoints`` or a server of
+    its own (started now, stopped at the end: one at a time), and on it the episodes of each model left."""
+    from actune.llm import read_api_key
+    from actune.serve.server import Serving, serving
+
+    cfg, serve, served = run.cfg, run.serve, run.served
+    if served is not None:
+        group_serving = contextlib.nullcontext(served)
+    elif g.endpoints:
+        group_serving = contextlib.nullcontext(Serving(g.endpoints, g.served_name))
+    else:
+        group_serving = serving(cfg.endpoints, g.served_name, group_serve_config(g, serve, n_local))
+    key = read_api_key(g.api_key_env) if g.api_key_env else (None if g.endpoints else serve.api_key)
+    with group_serving as on:
+        endpoints = on.endpoints
+        if on.server is not None and served is None:  # the caller counts its own server's restarts
+            started.append(on.server)
+        # a server handed over was started with the adapters its own stage needed, maybe not these
+        if (g.endpoints or cfg.endpoints or served) and any(p.adapter is not None for p in busy):
+            for loaded in ensure_adapters(endpoints, busy, key):
+                print(f"eval: loaded adapter {loaded} into {', '.join(endpoints)}", file=sys.stderr)
+        left_here = sum(len(run.todo[p.label]) for p in busy)
+        key_note = f", key from ${g.api_key_env}" if g.api_key_env else ""
+        what = f"model {g.served_name!r}" if g.endpoints else f"base {g.base!r}"
+        print(f"eval: {left_here} episodes of {what} to run on {', '.join(endpoints)}"
+              f"{key_note}, {cfg.concurrency} at once; run id {run.run_id}", file=sys.stderr, flush=True)
+        for p in busy:
+            _run_model(run, p, on)
+
+
+def _run_model(run: _EvalRun, p: PlannedModel, on: Serving) -> None:
+    """Step 5, one model: its episodes left into its store, each record noting what served it."""
+    left = run.todo[p.label]
+    print(f"eval: {p.label}: {len(left)} episodes ({p.agent.method}, {p.agent.regime}, "
+          f"{p.agent.wire}; model {p.request_model!r})", file=sys.stderr, flush=True)
+    notes = {"endpoint": endpoint_note(endpoint_kind(run.cfg, p), on.endpoints, p.api_key_env)}
+    if p.prompt_spec is not None:
+        notes["prompt_spec"] = p.spec_note()
+    with TrajectoryStore.open(store_path(run.cfg, p.label)) as store:
+        # again under the lock: another process may have written since; warned above
+        _check_producer(store.state, store.path, p, run.fingerprints[p.label], run.cfg)
+        asyncio.run(_collect_model(run, p, on, _NotingStore(store, notes), left))
+
+
+async def _collect_model(run: _EvalRun, p: PlannedModel, on: Serving, store: _NotingStore,
+                         left: list[tuple[Task, int]]) -> None:
+    from actune.envs.factory import make_env
+    from actune.llm import ClientConfig, LLMClient
+
+    cfg = run.cfg
+    # the key from the variable it names (its own endpoints' or eval.endpoints'); else none for its own
+    # endpoints (the serve section's key is for our servers, never sent elsewhere), else the serve section's
+    client = ClientConfig(endpoints=on.endpoints, model=p.request_model, max_concurrency=cfg.concurrency,
+                          api_key=None if p.endpoints or p.api_key_env else run.serve.api_key,
+                          api_key_env=p.api_key_env,
+                          **p.retries.model_dump())
+    async with LLMClient(client) as llm:
+        total = len(run.tasks) * cfg.attempts
+        # done: this run's episodes already stored (the store may hold other methods' too)
+        with Progress(total, total - len(left), store.kept, total, enabled=run.show_progress,
+                      label=f"eval {p.label}", kept_word="solved",
+                      rate_word="solve rate") as progress:
+            await collect(left, lambda: make_env(cfg.env), llm, p.agent, store,
+                          concurrency=min(cfg.concurrency, len(left)),
+                          target_correct=store.kept + len(left) + 1,  # never reached: run them all
+                          model=p.record, run_id=run.run_id, progress=progress,
+                          max_failed=cfg.max_failed_episodes, stage=f"eval {p.label}",
+                          fingerprint=run.fingerprints[p.label], server=on.server)
+
+
+def _report(run: _EvalRun, name: str, interrupted: bool, restarts: int) -> dict[str, Any]:
+    """Step 6: the stores read back, scored, and written as ``report.json``, ``report.md`` and ``scores.png``."""
+    cfg, tasks = run.cfg, run.tasks
     results = [
         ModelResult(label=p.label, model=p.base, adapter=str(p.adapter) if p.adapter else None,
                     adapter_name=p.record.adapter, store=str(store_path(cfg, p.label)),
                     records=_records_for(store_path(cfg, p.label), tasks, cfg.attempts, p.agent.method),
                     prompt_spec=str(p.prompt_spec) if p.prompt_spec else None, agent_overrides=p.agent_overrides,
                     endpoint=endpoint_note(endpoint_kind(cfg, p), p.endpoints or cfg.endpoints, p.api_key_env))
-        for p in plans
+        for p in run.plans
     ]
     report = build_report(results, samples=cfg.bootstrap_samples, confidence=cfg.confidence, seed=cfg.seed,
-                          title=name, extra={"run_id": run_id, "tasks": len(tasks), "attempts": cfg.attempts,
-                                                 "interrupted": interrupted, "server_restarts": restarts})
+                          title=name, extra={"run_id": run.run_id, "tasks": len(tasks), "attempts": cfg.attempts,
+                                             "interrupted": interrupted, "server_restarts": restarts})
     paths = write_report(report, cfg.out_dir)
     for m in report["models"]:
         scores = "  ".join(f"{k} {_score_line(m['metrics'][k])}" for k in (HEADLINE, "correct"))
         print(f"{m['label']:<16} episodes {m['episodes']:>5}  {scores}")
     print(f"eval: report in {paths['md']}, {paths['json']}, {paths['png']}", file=sys.stderr)
-    if interrupted:
-        raise KeyboardInterrupt
     return report
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from actune.agent.prompt_spec import PROMPT_SPEC_FILE, load_prompt_spec
+from actune.agent.prompt_spec import PROMPT_SPEC_FILE, PromptSpec, load_prompt_spec
 from actune.atomic_write import atomic_write_text
 from actune.model_files import KNOWN_MODELS, MANIFEST
 from actune.train.card_eval import eval_section, model_index
@@ -171,9 +171,32 @@ def model_card(folder: Path, *, merged: bool = False, report: str | Path | None 
     cfg = meta["config"]
     base_name = _known_name(str(cfg["base_model"])) or str(cfg["base_model"])
     base_id = hub_base_model(base_name)
-    method = spec.method
-    name, label, ending = _METHODS.get(method, (method, "Thought", "Action i: ..."))
-    lora = cfg.get("lora", {})
+    name = _METHODS.get(spec.method, (spec.method,))[0]
+    front = _front_matter(spec.method, base_id, base_name, merged=merged, report=report, folder=folder)
+    repo = "org/name"
+    lines = [
+        "---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip("\n"), "---", "",
+        f"# {name} agent, fine-tuned with actune", "",
+        f"This is {_what_it_is(base_id, base_name, merged)}, fine-tuned with TRL's `SFTTrainer` on agent "
+        f"trajectories that actune bootstrapped and judged, to act zero-shot (no exemplars) in the {name} format.",
+        "",
+        "## Method and step format", "", _method_paragraph(spec.method, cfg.get("mask_observations")), "",
+        "## Training data", "", *_data_section(meta, _export_summary(meta)), "",
+        "## Training", "", _training_paragraph(meta, merged), "",
+        *_loss_section(meta), "",
+        *([*eval_section(report, folder), ""] if report is not None else []),
+        "## Prompt", "", _prompt_paragraph(spec), "",
+        "```json", spec.model_dump_json(indent=2), "```", "",
+        "## Serve it", "",
+        f"Replace `{repo}` with this repo's id.", "",
+        *_serve_lines(repo, base_id, base_name, int(cfg.get("lora", {}).get("r") or 16), merged), "",
+    ]
+    return "\n".join(lines)
+
+
+def _front_matter(method: str, base_id: str | None, base_name: str, *, merged: bool, report: str | Path | None,
+                  folder: Path) -> dict[str, Any]:
+    """The card's YAML: base model (its Hub id), library, tags, and the eval rows as a model-index."""
     front: dict[str, Any] = {}
     if base_id:
         front["base_model"] = base_id
@@ -183,60 +206,64 @@ def model_card(folder: Path, *, merged: bool = False, report: str | Path | None 
     if report is not None and (index := model_index(report, folder, f"actune-{method}-{base_name}"
                                                    + ("-merged" if merged else ""))):
         front["model-index"] = index
+    return front
+
+
+def _what_it_is(base_id: str | None, base_name: str, merged: bool) -> str:
     what = ("the base model with an actune LoRA adapter merged into its weights (one plain model folder)"
             if merged else "an actune LoRA adapter")
     base_text = f"`{base_id}`" if base_id else f"a local model folder (`{base_name}`)"
     if base_name in KNOWN_MODELS:
         base_text += (f" (actune's `{base_name}`: {KNOWN_MODELS[base_name].description}; the adapter was trained "
                       f"on those weights, which `actune serve --model {base_name}` serves)")
-    repo = "org/name"
+    return f"{what}: base model {base_text}"
+
+
+def _method_paragraph(method: str, mask_observations: bool | None) -> str:
+    _, label, ending = _METHODS.get(method, (method, "Thought", "Action i: ..."))
+    return (f"`{method}`: each step is `{label} i: ...` then an action, answered by `Observation i: ...` "
+            f"(`{ending}`). "
+            + {True: f"Loss is on what the model writes ({label.lower()}s, actions, answers), never on the prompt or "
+                     "observations (`mask_observations: true`).",
+               False: "Loss is on every token, prompt and observations included (`mask_observations: false`).",
+               None: "Which tokens carried loss is not recorded."}[mask_observations])
+
+
+def _training_paragraph(meta: dict[str, Any], merged: bool) -> str:
+    cfg = meta["config"]
+    lora = cfg.get("lora", {})
+    return (f"LoRA r={lora.get('r')}, alpha={lora.get('alpha')}, dropout={lora.get('dropout')}, target modules "
+            f"{lora.get('target_modules')}; "
+            + (f"learning rate {cfg.get('learning_rate')}, "
+               f"{cfg.get('per_device_train_batch_size')} sequences x {cfg.get('gradient_accumulation_steps')} "
+               f"accumulation x {meta.get('processes', 1)} processes, {cfg.get('num_train_epochs')} epochs "
+               f"(max_steps {cfg.get('max_steps')}), {meta['dtype']}, seed {cfg.get('seed')}."
+               if "dtype" in meta else f"the trainer settings are not recorded (no {_META}).")
+            + (f" Merged in {meta['merged']['dtype']}." if merged and meta.get("merged") else ""))
+
+
+def _prompt_paragraph(spec: PromptSpec) -> str:
+    return (f"`actune_prompt.json` says how the model must be prompted: method `{spec.method}`, regime "
+            f"`{spec.regime}`, wire `{spec.wire}` ("
+            + ("the paper's plain-text episode: instruction, `Question: ...`, then the steps, completed as text"
+               if spec.wire == "text"
+               else "chat turns: system instruction, user question, observations as user turns")
+            + "). `actune eval` and `actune run --adapter` read it.")
+
+
+def _serve_lines(repo: str, base_id: str | None, base_name: str, lora_r: int, merged: bool) -> list[str]:
+    """How to serve the model with vLLM and with ``actune serve``: a bash block."""
     serve = ["```bash"]
     if merged:
         serve += [f"vllm serve {repo}", f"actune serve --model {repo}            # the same, from actune"]
     else:
-        rank = max(16, int(lora.get("r") or 16))
-        serve += [f"vllm serve {base_id or base_name} --enable-lora --max-lora-rank {rank} "
+        serve += [f"vllm serve {base_id or base_name} --enable-lora --max-lora-rank {max(16, lora_r)} "
                   f"\\\n    --lora-modules tuned={repo}",
                   f"hf download {repo} --local-dir adapter",
                   f"actune serve --model {base_name} --adapter tuned=adapter",
                   "actune run --adapter adapter --env wiki --corpus CORPUS --question \"...\"  # the agent loop"]
     serve.append("```")
-    lines = [
-        "---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip("\n"), "---", "",
-        f"# {name} agent, fine-tuned with actune", "",
-        f"This is {what}: base model {base_text}, fine-tuned with TRL's `SFTTrainer` on agent trajectories "
-        f"that actune bootstrapped and judged, to act zero-shot (no exemplars) in the {name} format.", "",
-        "## Method and step format", "",
-        f"`{method}`: each step is `{label} i: ...` then an action, answered by `Observation i: ...` "
-        f"(`{ending}`). "
-        + {True: f"Loss is on what the model writes ({label.lower()}s, actions, answers), never on the prompt or "
-                 "observations (`mask_observations: true`).",
-           False: "Loss is on every token, prompt and observations included (`mask_observations: false`).",
-           None: "Which tokens carried loss is not recorded."}[cfg.get("mask_observations")], "",
-        "## Training data", "", *_data_section(meta, _export_summary(meta)), "",
-        "## Training", "",
-        f"LoRA r={lora.get('r')}, alpha={lora.get('alpha')}, dropout={lora.get('dropout')}, target modules "
-        f"{lora.get('target_modules')}; "
-        + (f"learning rate {cfg.get('learning_rate')}, "
-           f"{cfg.get('per_device_train_batch_size')} sequences x {cfg.get('gradient_accumulation_steps')} "
-           f"accumulation x {meta.get('processes', 1)} processes, {cfg.get('num_train_epochs')} epochs "
-           f"(max_steps {cfg.get('max_steps')}), {meta['dtype']}, seed {cfg.get('seed')}."
-           if "dtype" in meta else f"the trainer settings are not recorded (no {_META}).")
-        + (f" Merged in {meta['merged']['dtype']}." if merged and meta.get("merged") else ""), "",
-        *_loss_section(meta), "",
-        *([*eval_section(report, folder), ""] if report is not None else []),
-        "## Prompt", "",
-        f"`actune_prompt.json` says how the model must be prompted: method `{spec.method}`, regime `{spec.regime}`, "
-        f"wire `{spec.wire}` ("
-        + ("the paper's plain-text episode: instruction, `Question: ...`, then the steps, completed as text"
-           if spec.wire == "text" else "chat turns: system instruction, user question, observations as user turns")
-        + "). `actune eval` and `actune run --adapter` read it.", "",
-        "```json", spec.model_dump_json(indent=2), "```", "",
-        "## Serve it", "",
-        f"Replace `{repo}` with this repo's id.", "",
-        *serve, "",
-    ]
-    return "\n".join(lines)
+    return serve
 
 
 def write_model_card(folder: Path, *, merged: bool = False, report: str | Path | None = None) -> Path:

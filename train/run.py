@@ -2,7 +2,8 @@
 
     result = train(TrainConfig(dataset=Path("runs/dataset"), output_dir=Path("runs/adapter")))
 
-The recipe, in order:
+The recipe, in order, in three steps as torchtune's recipes are: :func:`prepare` (1-4), :func:`fit` (5),
+:func:`save` (6), with the metadata of ``training_meta.json`` built by :func:`training_meta`:
 
 1. ``prepare_model(cfg.base_model)``: a local Hugging Face folder (the embedded model is built once).
 2. Load the exported dataset (``actune export``) and check its wire format is ``cfg.wire_format``.
@@ -68,11 +69,11 @@ from actune.train.config import TrainConfig
 from actune.train.model_card import write_model_card
 from actune.training_tasks import TRAINING_TASKS_FILE, read_training_tasks
 
-__all__ = ["TrainError", "TrainResult", "train", "tokenize_dataset", "dev_task_ids", "split_by_task",
+__all__ = ["TrainError", "TrainResult", "train", "prepare", "fit", "save", "training_meta", "Prepared", "Fitted",
+           "tokenize_dataset", "dev_task_ids", "split_by_task",
            "resolve_dtype", "sft_args", "make_trainer", "speed_line",
            "merge_adapter", "TRAINING_META_FILE", "TRAINING_TASKS_FILE", "LOSS_PLOT_FILE", "MERGED_DIR"]
 
-TRAINING_META_FILE = "training_meta.json"
 TENSORBOARD_DIR = "runs"
 """Where the Trainer's TensorBoard callback writes under its output_dir (and actune keeps them)."""
 FINAL_DIR = "final"
@@ -430,30 +431,124 @@ def speed_line(speed: dict[str, Any]) -> str:
     return f"{batches}, {head}{masks.get(speed.get('dropout_masks'), '')}"
 
 
+@dataclass
+class TokenCounts:
+    """Token figures of the tokenised dataset, every example counted (dropped ones too)."""
+    tokens: int
+    trained: int
+    truncated: int
+    """Examples cut to ``max_length``."""
+    straddling: int
+
+
+@dataclass
+class TaskSplit:
+    """Example indices split by task into training and dev parts, examples left without a trained token dropped."""
+    dev_task_ids: list[str]
+    train: list[int]
+    dev: list[int]
+    dropped: int
+    n_tasks: int
+
+
+@dataclass
+class Prepared:
+    """What :func:`prepare` sets up for :func:`fit` and :func:`save`."""
+    cfg: TrainConfig
+    dtype: str
+    args: Any
+    """The ``SFTConfig``; it also holds the processes' state (rank, barrier)."""
+    say: Callable[[str], None]
+    threads: int | None
+    dataset: Any
+    method: str
+    model_dir: Path
+    tokenizer: Any
+    tokenized: Any
+    counts: TokenCounts
+    split: TaskSplit
+    started: float
+    """``time.perf_counter()`` when the recipe started."""
+
+    @property
+    def out(self) -> Path:
+        return Path(self.cfg.output_dir)
+
+    @property
+    def ckpt_dir(self) -> Path:
+        return self.out.parent / f"{self.out.name}.checkpoints"
+
+    @property
+    def writer(self) -> bool:
+        # one process writes the output folder, by the rule the Trainer saves its checkpoints by
+        return bool(self.args.should_save)
+
+
+@dataclass
+class Fitted:
+    """What :func:`fit` did: the trainer (holding the weights to save) and the run's figures."""
+    trainer: Any
+    speed: dict[str, Any]
+    eval_steps: int | None
+    training_loss: float
+    """The Trainer's mean training loss over the run."""
+    train_points: list[tuple[int, float]]
+    """``(step, train loss)`` per logged step."""
+    result: TrainResult
+
+
 def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> TrainResult:
     """Run the recipe (module docstring) and return what it did; the adapter lands in ``cfg.output_dir``.
 
     ``log`` gets the progress lines (default: the ``actune.train.run`` logger); only the main process of
     each node says them. Under a distributed launcher every process calls this and returns once the
     adapter is in place."""
-    from transformers import AutoTokenizer, TrainerCallback
+    run = prepare(cfg, log)
+    fitted = fit(run)
+    save(run, fitted)
+    res = fitted.result
+    best = f", best dev loss {res.best_eval_loss:.4f} at step {res.best_step}" if res.best_step is not None else ""
+    run.say(f"train: adapter saved to {run.out} ({res.steps} steps, final loss {res.final_loss:.4f}{best}, "
+            f"{time.perf_counter() - run.started:.0f} s)")
+    # no process returns before the adapter is in place
+    run.args.distributed_state.wait_for_everyone()
+    return res
+
+
+def prepare(cfg: TrainConfig, log: Callable[[str], None] | None = None) -> Prepared:
+    """Steps 1 to 4 of the recipe: the processes and trainer settings, the dataset, the base model's
+    tokenizer, the tokenised examples and the dev split. Every check that can fail fails here, before
+    the model is loaded."""
+    from transformers import AutoTokenizer
 
     from actune.model_files import prepare_model
     from actune.train.speed import set_torch_threads
 
-    t0 = time.perf_counter()
+    started = time.perf_counter()
     _check_optional_packages(cfg)
     dtype = resolve_dtype(cfg.dtype)
+    args, say = _start_processes(cfg, dtype, log)
+    threads = set_torch_threads(cfg.torch_threads) if args.device.type == "cpu" else None
+    say(_hardware_line(dtype, cfg.dtype) + (f"; {threads} torch threads" if threads else "")
+        + (f"; {args.world_size} processes" if args.world_size > 1 else ""))
+    ds, method = _read_dataset(cfg)
+    with args.main_process_first(desc="preparing the base model"):  # the embedded model is built once
+        model_dir = prepare_model(cfg.base_model)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=args.trust_remote_code)
+    tokenized, counts = _tokenize_and_count(ds, tokenizer, cfg, say)
+    split = _split_for_dev(ds, tokenized, cfg, say)
+    return Prepared(cfg, dtype, args, say, threads, ds, method, Path(model_dir), tokenizer, tokenized, counts,
+                    split, started)
+
+
+def _start_processes(cfg: TrainConfig, dtype: str, log: Callable[[str], None] | None) -> tuple[Any, Callable]:
+    """The ``SFTConfig`` and the ``say`` of this process (silent but on each node's main process)."""
     out = Path(cfg.output_dir)
-    ckpt_dir = out.parent / f"{out.name}.checkpoints"
     # Built first: it sets up the processes (rank, barrier) that the rest relies on, TRL checks the
     # settings before anything slow, and a ZeRO-3 config must exist before the model is loaded (the
     # weights are then partitioned as they load).
-    args = sft_args(cfg, dtype, ckpt_dir)
+    args = sft_args(cfg, dtype, out.parent / f"{out.name}.checkpoints")
     _check_trackers(args.report_to)
-    state = args.distributed_state
-    # One process writes the output folder, by the rule the Trainer saves its checkpoints by.
-    writer = args.should_save
     say = (log or _say_to_logger) if args.should_log else (lambda message: None)
     if not args.should_log:
         import datasets
@@ -462,34 +557,41 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> Trai
         # the other processes' progress bars would repeat the main process's, line for line
         datasets.disable_progress_bars()
         transformers.utils.logging.disable_progress_bar()
-    if writer:
+    if args.should_save:
         # a crash of an earlier run between its two renames left the old adapter aside: put it back even
         # if this run fails before its own swap
         recover_folder(out)
-    threads = set_torch_threads(cfg.torch_threads) if args.device.type == "cpu" else None
-    say(_hardware_line(dtype, cfg.dtype) + (f"; {threads} torch threads" if threads else "")
-        + (f"; {args.world_size} processes" if args.world_size > 1 else ""))
+    return args, say
+
+
+def _read_dataset(cfg: TrainConfig) -> tuple[Any, str]:
+    """The exported dataset and the one method whose step format its examples are in."""
     ds = _load_dataset(cfg)
     method = _steps_method(ds, cfg)
     if "task_id" not in ds.column_names or "question" not in ds.column_names:
         raise TrainError(f"{cfg.dataset}: the dataset has no task_id/question columns (re-export it with "
                          "`actune export`)")
-    with args.main_process_first(desc="preparing the base model"):  # the embedded model is built once
-        model_dir = prepare_model(cfg.base_model)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=args.trust_remote_code)
+    return ds, method
+
+
+def _tokenize_and_count(ds: Any, tokenizer: Any, cfg: TrainConfig,
+                        say: Callable[[str], None]) -> tuple[Any, TokenCounts]:
     tokenized = tokenize_dataset(ds, tokenizer, cfg)
-    tokens = sum(tokenized["n_tokens"])
-    trained = sum(tokenized["n_trained"])
-    truncated = sum(bool(x) for x in tokenized["truncated"])
-    if trained == 0:
+    counts = TokenCounts(tokens=sum(tokenized["n_tokens"]), trained=sum(tokenized["n_trained"]),
+                         truncated=sum(bool(x) for x in tokenized["truncated"]),
+                         straddling=sum(tokenized["straddling"]))
+    if counts.trained == 0:
         raise TrainError(f"{cfg.dataset}: no trained tokens left after masking and truncation to "
                          f"{cfg.max_length} tokens")
-    say(f"train: {len(ds)} examples, {tokens} tokens, {trained} trained "
-        f"({1 - trained / tokens:.1%} masked), {truncated} truncated to {cfg.max_length} tokens")
+    say(f"train: {len(ds)} examples, {counts.tokens} tokens, {counts.trained} trained "
+        f"({1 - counts.trained / counts.tokens:.1%} masked), {counts.truncated} truncated to {cfg.max_length} tokens")
+    return tokenized, counts
 
+
+def _split_for_dev(ds: Any, tokenized: Any, cfg: TrainConfig, say: Callable[[str], None]) -> TaskSplit:
     # Dev slice by task: trajectories of one task are near-duplicates, so a dev loss on tasks also
     # trained on would reward memorising them. Examples left without a trained token are dropped here
-    # (SFTTrainer would drop them too), so the counts below are what is trained and evaluated.
+    # (SFTTrainer would drop them too), so the counts are what is trained and evaluated.
     task_ids = [str(t) for t in ds["task_id"]]
     dev_ids = dev_task_ids(task_ids, cfg.eval_fraction, cfg.seed)
     train_idx, dev_idx = split_by_task(task_ids, cfg.eval_fraction, cfg.seed)
@@ -505,128 +607,158 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> Trai
     if dev_ids:
         say(f"train: dev slice {len(dev_ids)} of {n_tasks} tasks ({len(dev_idx)} examples), "
             f"{len(train_idx)} training examples" + (f", {dropped} dropped (no trained token)" if dropped else ""))
-    columns = ["input_ids", "labels"]
-    train_ds = tokenized.select(train_idx).select_columns(columns)
-    dev_ds = tokenized.select(dev_idx).select_columns(columns) if dev_idx else None
-    has_dev = dev_ds is not None
+    return TaskSplit(dev_ids, train_idx, dev_idx, dropped, n_tasks)
+
+
+def fit(run: Prepared) -> Fitted:
+    """Step 5 of the recipe: build the trainer, train (resuming from the last complete checkpoint) and
+    read the run's losses; with a dev slice the trainer ends holding the best checkpoint's weights."""
+    from transformers import TrainerCallback
+
+    cfg, say = run.cfg, run.say
 
     class DevLossLog(TrainerCallback):
         def on_evaluate(self, args: Any, state: Any, control: Any, metrics: dict | None = None, **kw: Any) -> None:
             if metrics and "eval_loss" in metrics:
                 say(f"train: step {state.global_step} (epoch {state.epoch:.2f}): dev loss {metrics['eval_loss']:.4f}")
 
-    trainer, speed = make_trainer(cfg, args, dtype, model_dir, tokenizer, train_ds, dev_ds,
+    columns = ["input_ids", "labels"]
+    train_ds = run.tokenized.select(run.split.train).select_columns(columns)
+    dev_ds = run.tokenized.select(run.split.dev).select_columns(columns) if run.split.dev else None
+    trainer, speed = make_trainer(cfg, run.args, run.dtype, run.model_dir, run.tokenizer, train_ds, dev_ds,
                                   callbacks=[DevLossLog(), durable_checkpoints()])
     say(f"train: {speed_line(speed)}")
-    model = trainer.model
     eval_steps = None
-    if has_dev:
+    if dev_ds is not None:
         # Packing changes the number of rows, so the epoch length is read from the prepared dataset.
         eval_steps = max(1, math.ceil(steps_per_epoch(len(trainer.train_dataset), trainer.args)
                                       / cfg.evals_per_epoch))
         trainer.args.eval_steps = trainer.args.save_steps = eval_steps
-    result = train_resuming(trainer, ckpt_dir, say)
-    history = trainer.state.log_history
+    training_loss = float(train_resuming(trainer, run.ckpt_dir, say).training_loss)
+    train_points, res = _fit_result(run, trainer.state, training_loss, has_dev=dev_ds is not None)
+    return Fitted(trainer, speed, eval_steps, training_loss, train_points, res)
+
+
+def _fit_result(run: Prepared, state: Any, training_loss: float,
+                has_dev: bool) -> tuple[list[tuple[int, float]], TrainResult]:
+    """The logged ``(step, train loss)`` points and the :class:`TrainResult`, from the Trainer's state."""
+    history = state.log_history
     train_points = [(int(h["step"]), float(h["loss"])) for h in history if "loss" in h]
     losses = [v for _, v in train_points]
-    final_loss = losses[-1] if losses else float(result.training_loss)
+    final_loss = losses[-1] if losses else training_loss
     if not math.isfinite(final_loss):
         raise TrainError(f"training diverged: final loss {final_loss}")
     eval_losses = [{"step": int(h["step"]), "epoch": float(h["epoch"]), "loss": float(h["eval_loss"])}
                    for h in history if "eval_loss" in h]
     best_step = best_eval_loss = None
-    if has_dev and trainer.state.best_model_checkpoint is not None:  # it was loaded back at the end
-        best_step = int(trainer.state.best_global_step)
-        best_eval_loss = float(trainer.state.best_metric)
+    if has_dev and state.best_model_checkpoint is not None:  # it was loaded back at the end
+        best_step = int(state.best_global_step)
+        best_eval_loss = float(state.best_metric)
     elif has_dev:
-        say("train: warning: no best checkpoint was kept; saving the last step's adapter")
-    steps = int(trainer.state.global_step)
-    res = TrainResult(out, len(ds), steps, final_loss, tokens, trained, truncated, losses, dtype=dtype,
-                      train_examples=len(train_idx), dev_examples=len(dev_idx), eval_losses=eval_losses,
-                      best_step=best_step, best_eval_loss=best_eval_loss)
+        run.say("train: warning: no best checkpoint was kept; saving the last step's adapter")
+    counts = run.counts
+    res = TrainResult(run.out, len(run.dataset), int(state.global_step), final_loss, counts.tokens, counts.trained,
+                      counts.truncated, losses, dtype=run.dtype, train_examples=len(run.split.train),
+                      dev_examples=len(run.split.dev), eval_losses=eval_losses, best_step=best_step,
+                      best_eval_loss=best_eval_loss)
+    return train_points, res
 
+
+def save(run: Prepared, fitted: Fitted) -> None:
+    """Step 6 of the recipe: save the adapter with its files into ``<output_dir>.checkpoints/final``, swap
+    that folder in as ``cfg.output_dir`` and delete the checkpoints. Every process enters (``save_model``
+    needs all of them under FSDP and ZeRO-3); one writes."""
     # The adapter is assembled in a folder of the checkpoints folder: a sibling of the output (so the swap
     # is a rename) whose path every process knows, as save_model needs all of them (under FSDP and ZeRO-3
     # the weights are gathered from every process; one writes them).
-    final = ckpt_dir / FINAL_DIR
-    if writer:
+    final = run.ckpt_dir / FINAL_DIR
+    state = run.args.distributed_state
+    if run.writer:
         shutil.rmtree(final, ignore_errors=True)  # what a run killed while saving left
     state.wait_for_everyone()
     try:
-        trainer.save_model(str(final))
+        fitted.trainer.save_model(str(final))
         # every process is past save_model (ZeRO-3 writes a file per process) and done with the
         # checkpoints before one process moves the folder and deletes them
         state.wait_for_everyone()
-        if writer:
-            # a pickle of the trainer settings (it can hold train.sft.hub_token); training_meta.json
-            # records the config
-            (final / "training_args.bin").unlink(missing_ok=True)
-            spec = PromptSpec(method=method, regime="zero_shot", wire=cfg.wire_format)
-            save_prompt_spec(spec, final)
-            merged_dtype = None
-            if cfg.merge:
-                del trainer, model  # free the training copy before loading the base again
-                merged_dtype = merge_adapter(model_dir, final, final / MERGED_DIR, dtype)
-                tokenizer.save_pretrained(str(final / MERGED_DIR))
-                save_prompt_spec(spec, final / MERGED_DIR)
-            meta = {
-                "config": public_dump(cfg),
-                "base_model_path": str(model_dir),
-                "method": method,
-                "dtype": dtype,
-                "speed": {**speed, "torch_threads": threads},
-                "hardware": cpu_features.describe_cpu(),
-                "processes": args.world_size,
-                "examples": res.examples,
-                "train_examples": res.train_examples,
-                "dev_examples": res.dev_examples,
-                "dropped_examples": dropped,
-                "task_ids": n_tasks,
-                "dev_task_ids": dev_ids,
-                "steps": res.steps,
-                "eval_steps": eval_steps,
-                "final_loss": res.final_loss,
-                "training_loss": float(result.training_loss),
-                "losses": losses,
-                "eval_losses": eval_losses,
-                "best_step": best_step,
-                "best_eval_loss": best_eval_loss,
-                "tokens": tokens,
-                "trained_tokens": trained,
-                "masked_fraction": res.masked_fraction,
-                "truncated_examples": truncated,
-                "straddling_tokens": sum(tokenized["straddling"]),
-                "merged": {"dir": MERGED_DIR, "dtype": merged_dtype} if merged_dtype else None,
-                "wall_s": time.perf_counter() - t0,
-            }
-            meta_text = json.dumps(meta, indent=2) + "\n"
-            tasks_text = json.dumps(_training_tasks(ds, Path(model_dir)), indent=2, ensure_ascii=False) + "\n"
-            for folder in (final, final / MERGED_DIR) if cfg.merge else (final,):
-                atomic_write_text(folder / TRAINING_META_FILE, meta_text)
-                atomic_write_text(folder / TRAINING_TASKS_FILE, tasks_text)
-                # replaces PEFT's template card (whose base_model is the local folder)
-                write_model_card(folder, merged=folder != final)
-            title = (f"{Path(model_dir).name} + LoRA r={cfg.lora.r}, {dtype}: {len(train_idx)} train / "
-                     f"{len(dev_idx)} dev examples")
-            _plot_losses(final / LOSS_PLOT_FILE, train_points, [(e["step"], e["loss"]) for e in eval_losses],
-                         best_step, title)
-            if (ckpt_dir / TENSORBOARD_DIR).is_dir():
-                # the Trainer's TensorBoard logs live in its output_dir, the checkpoints folder deleted
-                # below; copied, not moved, so a failed swap still leaves them there for the rerun
-                shutil.copytree(ckpt_dir / TENSORBOARD_DIR, final / TENSORBOARD_DIR)
-            replace_folder(final, out)
+        if run.writer:
+            _write_adapter_folder(run, fitted, final)
+            replace_folder(final, run.out)
     except BaseException:
-        if writer:
+        if run.writer:
             shutil.rmtree(final, ignore_errors=True)
         raise
-    if writer:
-        shutil.rmtree(ckpt_dir, ignore_errors=True)
-    best = f", best dev loss {best_eval_loss:.4f} at step {best_step}" if best_step is not None else ""
-    say(f"train: adapter saved to {out} ({res.steps} steps, final loss {final_loss:.4f}{best}, "
-        f"{time.perf_counter() - t0:.0f} s)")
-    # no process returns before the adapter is in place
-    state.wait_for_everyone()
-    return res
+    if run.writer:
+        shutil.rmtree(run.ckpt_dir, ignore_errors=True)
+
+
+def _write_adapter_folder(run: Prepared, fitted: Fitted, final: Path) -> None:
+    """Add to the saved adapter in ``final`` what the module docstring lists (and ``merged/``)."""
+    cfg = run.cfg
+    # a pickle of the trainer settings (it can hold train.sft.hub_token); training_meta.json records the config
+    (final / "training_args.bin").unlink(missing_ok=True)
+    spec = PromptSpec(method=run.method, regime="zero_shot", wire=cfg.wire_format)
+    save_prompt_spec(spec, final)
+    merged_dtype = None
+    if cfg.merge:
+        fitted.trainer = None  # free the training copy before loading the base again
+        merged_dtype = merge_adapter(run.model_dir, final, final / MERGED_DIR, run.dtype)
+        run.tokenizer.save_pretrained(str(final / MERGED_DIR))
+        save_prompt_spec(spec, final / MERGED_DIR)
+    meta_text = json.dumps(training_meta(run, fitted, merged_dtype), indent=2) + "\n"
+    tasks_text = json.dumps(_training_tasks(run.dataset, run.model_dir), indent=2, ensure_ascii=False) + "\n"
+    for folder in (final, final / MERGED_DIR) if cfg.merge else (final,):
+        atomic_write_text(folder / TRAINING_META_FILE, meta_text)
+        atomic_write_text(folder / TRAINING_TASKS_FILE, tasks_text)
+        # replaces PEFT's template card (whose base_model is the local folder)
+        write_model_card(folder, merged=folder != final)
+    res = fitted.result
+    title = (f"{run.model_dir.name} + LoRA r={cfg.lora.r}, {run.dtype}: {res.train_examples} train / "
+             f"{res.dev_examples} dev examples")
+    _plot_losses(final / LOSS_PLOT_FILE, fitted.train_points, [(e["step"], e["loss"]) for e in res.eval_losses],
+                 res.best_step, title)
+    if (run.ckpt_dir / TENSORBOARD_DIR).is_dir():
+        # the Trainer's TensorBoard logs live in its output_dir, the checkpoints folder deleted by save();
+        # copied, not moved, so a failed swap still leaves them there for the rerun
+        shutil.copytree(run.ckpt_dir / TENSORBOARD_DIR, final / TENSORBOARD_DIR)
+
+
+TRAINING_META_FILE = "training_meta.json"
+
+
+def training_meta(run: Prepared, fitted: Fitted, merged_dtype: str | None) -> dict[str, Any]:
+    """What ``training_meta.json`` records: config, sizes, token counts, losses, dev losses, best step."""
+    res, split = fitted.result, run.split
+    return {
+        "config": public_dump(run.cfg),
+        "base_model_path": str(run.model_dir),
+        "method": run.method,
+        "dtype": run.dtype,
+        "speed": {**fitted.speed, "torch_threads": run.threads},
+        "hardware": cpu_features.describe_cpu(),
+        "processes": run.args.world_size,
+        "examples": res.examples,
+        "train_examples": res.train_examples,
+        "dev_examples": res.dev_examples,
+        "dropped_examples": split.dropped,
+        "task_ids": split.n_tasks,
+        "dev_task_ids": split.dev_task_ids,
+        "steps": res.steps,
+        "eval_steps": fitted.eval_steps,
+        "final_loss": res.final_loss,
+        "training_loss": fitted.training_loss,
+        "losses": res.losses,
+        "eval_losses": res.eval_losses,
+        "best_step": res.best_step,
+        "best_eval_loss": res.best_eval_loss,
+        "tokens": res.tokens,
+        "trained_tokens": res.trained_tokens,
+        "masked_fraction": res.masked_fraction,
+        "truncated_examples": res.truncated,
+        "straddling_tokens": run.counts.straddling,
+        "merged": {"dir": MERGED_DIR, "dtype": merged_dtype} if merged_dtype else None,
+        "wall_s": time.perf_counter() - run.started,
+    }
 
 
 def result_dict(res: TrainResult) -> dict[str, Any]:

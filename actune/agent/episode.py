@@ -207,11 +207,7 @@ class Episode:
             raise EpisodeEnd("server_error", str(e)) from None
         finally:
             self.traj.timings.llm_s += time.perf_counter() - t0
-        u = self.traj.usage
-        u.prompt_tokens += c.usage.prompt_tokens
-        u.completion_tokens += c.usage.completion_tokens
-        u.cached_prompt_tokens += c.usage.cached_prompt_tokens
-        u.requests += 1
+        self.traj.usage.count(c.usage)
         return c
 
     # --- environment ---------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import pytest
 from hypothesis import given, settings
@@ -20,6 +21,7 @@ from actune.trajectory import (
     TokenUsage,
     Trajectory,
     TrajectoryFormatError,
+    Usage,
     append_trajectories,
     read_trajectories,
     write_trajectories,
@@ -115,3 +117,22 @@ def test_bad_records_rejected(mutate, message):
     mutate(d)
     with pytest.raises(TrajectoryFormatError, match=message):
         Trajectory.from_dict(d)
+
+
+def test_the_request_types_are_the_record_types_plus_what_only_a_request_needs():
+    """Task, Sampling and Usage are derived from the record types (or they from them) by inheritance, and a
+    record keeps the keys it always had, in their order."""
+    from actune.llm import Sampling
+    from actune.task_record import Task
+
+    task = Task("q1", "Who?", "Sony", aliases=["SONY"], meta={"type": "bridge"})
+    record = TaskRecord.of(task)
+    assert asdict(record) == asdict(task) and type(record) is TaskRecord
+    assert record.aliases is not task.aliases and record.meta is not task.meta  # a copy of its own
+    assert list(asdict(SamplingRecord())) == ["temperature", "top_p", "max_tokens", "seed"]
+    assert isinstance(Sampling(logprobs=2), SamplingRecord) and Sampling(0.5, 0.9, 64, 3).seed == 3
+    usage = TokenUsage()
+    usage.count(Usage(5, 2, 1))
+    usage.count(Usage(3, 1, 0))
+    assert asdict(usage) == {"prompt_tokens": 8, "completion_tokens": 3, "cached_prompt_tokens": 1, "requests": 2}
+    assert Usage(1, 2, 3) + Usage(1, 1, 1) == Usage(2, 3, 4)
