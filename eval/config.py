@@ -50,6 +50,10 @@ class EvalModel(StrictModel):
     ``prompted`` in the same report. An unknown key or a bad value fails naming
     ``eval.models[i].agent.KEY``."""
 
+    compare_to: str | None = None
+    """The label of another model this one is also paired against (``vs_reference`` in the report), beside the
+    first model: SFT for a model DPO or GRPO trained on from it."""
+
     @field_validator("label")
     @classmethod
     def _label_is_a_folder_name(cls, v: str) -> str:
@@ -132,6 +136,9 @@ class EvalConfig(StrictModel):
             if m.label in seen:
                 raise ValueError(f"label {m.label!r} appears twice; each model needs its own label")
             seen.add(m.label)
+        for m in v:
+            if m.compare_to is not None and (m.compare_to not in seen or m.compare_to == m.label):
+                raise ValueError(f"{m.label}.compare_to: {m.compare_to!r} is not another model's label")
         return v
 
     @model_validator(mode="after")

@@ -19,7 +19,8 @@ hosted teacher's; the name of the key's variable, never the key; None when not k
 tasks: :func:`phrasing_breakdown`), ``cost``
 (``episodes`` and the mean ``prompt_tokens``, ``completion_tokens``, ``wall_s`` per episode,
 :func:`actune.eval.stats.cost_per_episode`), ``failures`` (mode -> count, :mod:`actune.eval.failures`) and
-``vs_first`` (metric of ``paired_metrics`` -> the paired comparison against the first model,
+``vs_reference`` (None, or for a model with ``compare_to``: ``{"label"}`` and the same comparisons against that
+model), ``vs_first`` (metric of ``paired_metrics`` -> the paired comparison against the first model,
 :func:`actune.eval.stats.paired_comparison`; None for the first).
 """
 
@@ -61,6 +62,8 @@ class ModelResult:
     """Its ``eval.models[i].agent`` overrides of ``eval.agent``."""
     endpoint: dict[str, Any] | None = None
     """What served it (:func:`actune.eval.run.endpoint_note`): kind, endpoint URLs, the key's variable."""
+    compare_to: str | None = None
+    """Another model's label it is also paired against (``vs_reference``)."""
 
 
 def phrasing_breakdown(results: Sequence[ModelResult], *, samples: int, confidence: float,
@@ -94,6 +97,12 @@ def phrasing_breakdown(results: Sequence[ModelResult], *, samples: int, confiden
     return out
 
 
+def _paired(a: ModelResult, b: ModelResult, samples: int, confidence: float, seed: int) -> dict[str, Any]:
+    """``b`` against ``a`` on each paired metric."""
+    return {m: paired_comparison(a.records, b.records, metric=m, samples=samples, confidence=confidence,
+                                 seed=seed).to_dict() for m in PAIRED_METRICS}
+
+
 def build_report(results: Sequence[ModelResult], *, samples: int, confidence: float, seed: int,
                  title: str = "eval", extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every number of the report (see the module docstring)."""
@@ -102,16 +111,16 @@ def build_report(results: Sequence[ModelResult], *, samples: int, confidence: fl
     phrasings = phrasing_breakdown(results, samples=samples, confidence=confidence, seed=seed)
     for i, r in enumerate(results):
         stats = model_stats(r.records, samples=samples, confidence=confidence, seed=seed, metrics=metrics)
-        vs_first = None
-        if i > 0:
-            vs_first = {m: paired_comparison(results[0].records, r.records, metric=m, samples=samples,
-                                             confidence=confidence, seed=seed).to_dict()
-                        for m in PAIRED_METRICS}
+        vs_first = _paired(results[0], r, samples, confidence, seed) if i > 0 else None
+        reference = next((x for x in results if r.compare_to and x.label == r.compare_to), None)
+        vs_reference = ({"label": reference.label, **_paired(reference, r, samples, confidence, seed)}
+                        if reference is not None else None)
         models.append({
             "label": r.label, "model": r.model, "adapter": r.adapter, "adapter_name": r.adapter_name,
             "prompt_spec": r.prompt_spec, "agent_overrides": dict(r.agent_overrides),
             "endpoint": dict(r.endpoint) if r.endpoint else None, "store": r.store, **stats,
             "cost": cost_per_episode(r.records), "failures": failure_counts(r.records), "vs_first": vs_first,
+            "vs_reference": vs_reference,
             "by_phrasing": phrasings[i],
         })
     return {"title": title, "confidence": confidence, "bootstrap_samples": samples, "seed": seed,
@@ -251,6 +260,17 @@ def format_markdown(report: dict[str, Any]) -> str:
             for metric in report["paired_metrics"]:
                 c = m["vs_first"][metric]
                 lines.append(f"| {m['label']} | {metric} | {c['tasks']} | {c['pairs']} | {_signed(c['diff'])} | "
+                             f"{c['b']} | {c['c']} | {c['p_value']:.4g} |")
+    referenced = [m for m in models if m.get("vs_reference")]
+    if referenced:
+        lines += ["", "## Paired against the model each was trained on from", "",
+                  "| label | against | metric | tasks | difference | b | c | McNemar p |",
+                  "|---|---|---|---:|---|---:|---:|---:|"]
+        for m in referenced:
+            ref = m["vs_reference"]
+            for metric in report["paired_metrics"]:
+                c = ref[metric]
+                lines.append(f"| {m['label']} | {ref['label']} | {metric} | {c['tasks']} | {_signed(c['diff'])} | "
                              f"{c['b']} | {c['c']} | {c['p_value']:.4g} |")
     return "\n".join(lines) + "\n"
 

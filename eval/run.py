@@ -526,12 +526,14 @@ async def _collect_model(run: _EvalRun, p: PlannedModel, on: Serving, store: _No
 def _report(run: _EvalRun, name: str, interrupted: bool, restarts: int) -> dict[str, Any]:
     """Step 6: the stores read back, scored, and written as ``report.json``, ``report.md`` and ``scores.png``."""
     cfg, tasks = run.cfg, run.tasks
+    references = {m.label: m.compare_to for m in cfg.models}
     results = [
         ModelResult(label=p.label, model=p.base, adapter=str(p.adapter) if p.adapter else None,
                     adapter_name=p.record.adapter, store=str(store_path(cfg, p.label)),
                     records=_records_for(store_path(cfg, p.label), tasks, cfg.attempts, p.agent.method),
                     prompt_spec=str(p.prompt_spec) if p.prompt_spec else None, agent_overrides=p.agent_overrides,
-                    endpoint=endpoint_note(endpoint_kind(cfg, p), p.endpoints or cfg.endpoints, p.api_key_env))
+                    endpoint=endpoint_note(endpoint_kind(cfg, p), p.endpoints or cfg.endpoints, p.api_key_env),
+                    compare_to=references.get(p.label))
         for p in run.plans
     ]
     report = build_report(results, samples=cfg.bootstrap_samples, confidence=cfg.confidence, seed=cfg.seed,

@@ -27,7 +27,8 @@ from actune.serve.config import ServeConfig
 from actune.train.config import TrainConfig
 from actune.world.config import WorldConfig
 
-__all__ = ["BootstrapPass", "ImportSource", "QuickstartConfig", "HardwareKind", "RoundStart", "PRESET_DIR", "PRESETS",
+__all__ = ["BootstrapPass", "ExploreSettings", "ImportSource", "Objective", "QuickstartConfig",
+           "HardwareKind", "RoundStart", "PRESET_DIR", "PRESETS",
            "hardware_kind", "preset_path", "load_quickstart"]
 
 HardwareKind = Literal["cpu-bf16", "cpu-fp32", "cuda"]
@@ -35,6 +36,8 @@ HardwareKind = Literal["cpu-bf16", "cpu-fp32", "cuda"]
 (float32; AVX2-only machines)."""
 RoundStart = Literal["base", "previous"]
 """What a round >= 2 trains on (:attr:`QuickstartConfig.round_start`)."""
+Objective = Literal["dpo", "grpo"]
+"""What trains on from the last SFT round's model (:attr:`QuickstartConfig.after_sft`)."""
 
 # configs/quickstart/ of the source tree, installed as the package actune.presets (pyproject.toml), so a
 # wheel finds its presets too
@@ -70,6 +73,18 @@ class ImportSource(StrictModel):
     replay: bool = False
     """Run the records' actions again in the run's environment and train on its observations instead of the
     teacher's (:mod:`actune.bootstrap.replay`); a record whose search opens no page there is left out."""
+
+
+class ExploreSettings(StrictModel):
+    """ETO's exploration, for ``after_sft: [dpo]``: the SFT model plays every training task several times; a task's
+    kept episodes against its failed ones are the preference pairs."""
+
+    attempts: int = Field(4, ge=2)
+    """Sampled episodes per training task."""
+    temperature: float = Field(0.7, gt=0)
+    """Their sampling temperature."""
+    max_pairs_per_task: int = Field(2, ge=1)
+    """Most pairs a task gives."""
 
 
 class QuickstartConfig(StrictModel):
@@ -144,6 +159,16 @@ class QuickstartConfig(StrictModel):
     """Gold paths that search a page as the question writes it even when that misses, then pick the page from the
     ``Similar:`` list the miss shows, where it is listed: a tuned model that never saw a miss repeats it. Not
     yet measured (the HotpotQA pilot's counts of misses: docs/results.md, "Real HotpotQA")."""
+    after_sft: list[Objective] = Field(default_factory=list)
+    """Objectives trained on from the last SFT round's model (its merged folder: ``train.merge``), each a model of
+    its own in the report, paired against the prompted model and against that SFT model: ``dpo`` (ETO: the SFT
+    model explores the training tasks, ``explore``; its kept against its failed episodes of a task are the pairs;
+    DPO trains on them) and ``grpo`` (GRPO whose rollouts are the loop on the training tasks, ``train.grpo``)."""
+    explore: ExploreSettings = Field(default_factory=ExploreSettings)
+    """How the SFT model explores for ``dpo``."""
+    objective_train: dict[Objective, dict[str, Any]] = Field(default_factory=dict)
+    """``train`` keys for one objective's training on top of the recipe's (``{dpo: {learning_rate: 5.0e-6,
+    num_train_epochs: 1}, grpo: {max_steps: 20}}``)."""
     passes: list[BootstrapPass] = Field(default_factory=lambda: [BootstrapPass()])
     """Round-1 bootstrap passes, run in order against one server."""
     serve: ServeConfig = Field(default_factory=lambda: ServeConfig(enable_lora=False))
@@ -174,6 +199,11 @@ class QuickstartConfig(StrictModel):
         if self.source == "fever" and self.oracle_baseline:
             raise ValueError("oracle_baseline: FEVER claims have no kind to match exemplars to (the type-matched "
                              "prompt is for world and HotpotQA questions); set oracle_baseline=false")
+        if self.after_sft and not self.train.merge:
+            raise ValueError(f"after_sft ({', '.join(self.after_sft)}) trains on the SFT model's merged folder: it "
+                             "needs train.merge=true")
+        for objective in self.after_sft:
+            self.objective_train_config(objective)  # a bad key fails here, naming objective_train.<objective>
         on_previous = [m for m in self.methods if self.round_start_of(m) == "previous"]
         if on_previous and self.rounds > 1 and not self.train.merge:
             raise ValueError(f"round_start=previous ({', '.join(on_previous)}) trains round r on round r-1's merged "
@@ -189,6 +219,14 @@ class QuickstartConfig(StrictModel):
             guess = 661 if self.source == "hotpotqa" else 4026
             return src.n_train or guess, src.n_test if self.eval_split == "test" else src.n_dev
         return self.world.n_train, self.world.n_test if self.eval_split == "test" else self.world.n_dev
+
+    def objective_train_config(self, objective: Objective) -> TrainConfig:
+        """The recipe ``objective`` trains with: ``train``, then ``objective_train[objective]`` on top."""
+        extra = self.objective_train.get(objective, {})
+        try:
+            return TrainConfig.model_validate({**self.train.model_dump(), **extra, "objective": objective})
+        except ValueError as e:
+            raise ValueError(f"objective_train.{objective}: {e}") from None
 
     def round_start_of(self, method: str) -> RoundStart:
         """``method``'s ``round_start``."""

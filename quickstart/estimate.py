@@ -8,7 +8,7 @@ ETA: its rates and where they come from".
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from actune.bootstrap.export import convertible
@@ -75,6 +75,10 @@ class StageEstimate:
     bootstrap_rounds: list[float]
     train: float
     eval: float
+    explore: float = 0.0
+    """The SFT models' exploration for ``after_sft: [dpo]``, every method."""
+    objectives: dict[str, float] = field(default_factory=dict)
+    """Each ``after_sft`` objective's training, every method (GRPO's rollouts included)."""
 
 
 @dataclass
@@ -89,7 +93,10 @@ class _Examples:
 def estimate_seconds(cfg: QuickstartConfig, kind: str) -> dict[str, float]:
     """Rough wall time per stage kind (bootstrap, train, eval) of a whole run, from :data:`RATES`."""
     est = estimate_stages(cfg, kind)
-    return {"bootstrap": sum(est.bootstrap_rounds), "train": est.train, "eval": est.eval}
+    out = {"bootstrap": sum(est.bootstrap_rounds), "train": est.train, "eval": est.eval}
+    if cfg.after_sft:
+        out["after_sft"] = est.explore + sum(est.objectives.values())
+    return out
 
 
 def estimate_stages(cfg: QuickstartConfig, kind: str) -> StageEstimate:
@@ -98,7 +105,39 @@ def estimate_stages(cfg: QuickstartConfig, kind: str) -> StageEstimate:
     rate = RATES[kind]
     # round 1: one server for every method; later rounds: one per method's tuned model
     boot = [b + rate["server_s"] * (1 if r == 0 else len(cfg.methods)) for r, b in enumerate(boot)]
-    return StageEstimate(bootstrap_rounds=boot, train=_training(cfg, kind, examples), eval=evals)
+    explore, objectives = _after_sft(cfg, kind)
+    return StageEstimate(bootstrap_rounds=boot, train=_training(cfg, kind, examples), eval=evals, explore=explore,
+                         objectives=objectives)
+
+
+# a DPO pair against an SFT example: two sides and the reference pass (the target of bench/dpo_step_cost.py)
+_DPO_PAIR_COST = 2.5
+# share of training tasks whose exploration gives a pair (some kept and some failed episodes): a guess
+_PAIRED_SHARE = 0.4
+
+
+def _after_sft(cfg: QuickstartConfig, kind: str) -> tuple[float, dict[str, float]]:
+    """The ``after_sft`` stages of every method: DPO's exploration, and each objective's training."""
+    rate = RATES[kind]
+    n_train = cfg.split_sizes()[0]
+    source_cost = _SOURCE_COST[cfg.source]
+    explore, objectives = 0.0, {o: 0.0 for o in cfg.after_sft}
+    for method in cfg.methods:
+        tokens, tuned = _TOKENS_PER_EXAMPLE.get(method, 335), EPISODE_COST["tuned"].get(method, 1.0) * source_cost
+        if "dpo" in cfg.after_sft:
+            units = n_train * cfg.explore.attempts * tuned
+            explore += serving_seconds(units, kind, cfg.bootstrap.concurrency) + rate["server_s"]
+            t = cfg.objective_train_config("dpo")
+            pairs = n_train * _PAIRED_SHARE * cfg.explore.max_pairs_per_task
+            objectives["dpo"] += pairs * tokens * t.num_train_epochs * _DPO_PAIR_COST / rate["train_tok_s"]
+        if "grpo" in cfg.after_sft:
+            t = cfg.objective_train_config("grpo")
+            episodes = t.grpo.tasks_per_step * t.grpo.num_generations
+            steps = t.max_steps if t.max_steps > 0 else math.ceil(n_train * t.num_train_epochs / t.grpo.tasks_per_step)
+            step_s = (serving_seconds(episodes * tuned, kind, min(t.grpo.concurrency, episodes))
+                      + episodes * tokens / rate["train_tok_s"])
+            objectives["grpo"] += steps * step_s + rate["server_s"]
+    return explore, objectives
 
 
 def _serving(cfg: QuickstartConfig, kind: str) -> tuple[list[float], float, _Examples]:

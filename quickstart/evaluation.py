@@ -15,6 +15,7 @@ from actune.config import ConfigError
 from actune.eval.config import EvalConfig, EvalModel
 from actune.quickstart.cards import write_eval_cards
 from actune.quickstart.context import RunContext
+from actune.quickstart.layout import served_tuned_model
 from actune.serve.config import ServeConfig
 
 if TYPE_CHECKING:
@@ -39,6 +40,10 @@ def eval_config(run: RunContext, method: str) -> EvalConfig:
     for r in range(1, cfg.rounds + 1):
         model, adapter = run.tuned_model(method, r)
         models.append(EvalModel(label=f"tuned-r{r}", model=model, adapter=adapter))
+    for objective in cfg.after_sft:  # each paired against the SFT model it started from too
+        model, adapter = served_tuned_model(run.layout.objective_adapter(method, objective), cfg.serve.model)
+        models.append(EvalModel(label=f"tuned-{objective}", model=model, adapter=adapter,
+                                compare_to=f"tuned-r{cfg.rounds}"))
     return cfg.eval.model_copy(update={
         "out_dir": run.layout.eval_dir(method), "models": models, "env": run.env(cfg.eval.env),
         "tasks": run.tasks(cfg.eval_split), "agent": run.agent(cfg.eval.agent, method), "endpoints": [],

@@ -4,6 +4,7 @@
     <method>/round<r>/trajectories.jsonl the round's bootstrap store (round >= 2: tasks.jsonl, the unsolved ones)
     <method>/round<r>/dataset/           the exported training set
     <method>/round<r>/adapter/           the adapter (+ merged/ when train.merge)
+    <method>/dpo/, <method>/grpo/        after_sft: exploration store, pairs, adapter (+ adapter.rollouts/)
     imports/<i>/, gold_paths/            outside trajectories, imported into stores of the run
     eval/<method>/                       report.md/json, scores.png, per-model stores
     report.md, report.json, scores.png   the headline: tuned vs prompted, per method and round
@@ -56,6 +57,20 @@ class Layout:
 
     def adapter(self, method: str, r: int) -> Path:
         return self.round_dir(method, r) / "adapter"
+
+    def objective_dir(self, method: str, objective: str) -> Path:
+        """What ``objective`` (``after_sft``) trains for ``method``: ``<method>/<objective>/``."""
+        return self.out / method / objective
+
+    def explore_store(self, method: str) -> Path:
+        """The SFT model's exploration episodes, DPO's pairs come from."""
+        return self.objective_dir(method, "dpo") / "explore.jsonl"
+
+    def pairs(self, method: str) -> Path:
+        return self.objective_dir(method, "dpo") / "pairs"
+
+    def objective_adapter(self, method: str, objective: str) -> Path:
+        return self.objective_dir(method, objective) / "adapter"
 
     def eval_dir(self, method: str) -> Path:
         return self.out / "eval" / method

@@ -24,6 +24,7 @@ from actune.quickstart.context import RunContext
 from actune.quickstart.estimate import estimate_stages
 from actune.quickstart.evaluation import run_method_eval
 from actune.quickstart.layout import Layout
+from actune.quickstart.objectives import objective_stages
 from actune.quickstart.report import write_quickstart_report
 from actune.quickstart.rounds import rounds_of
 from actune.quickstart.sources import check_import_paths, source_stages
@@ -40,6 +41,7 @@ def plan_stages(run: RunContext, kind: str) -> list[Stage]:
     stages = source_stages(run)
     for r, round_plan in enumerate(rounds_of(run.cfg), 1):
         stages += round_plan(run, r, est)
+    stages += objective_stages(run, est)
     n_methods = len(run.cfg.methods)
     stages += [Stage(f"eval {m}", est.eval / n_methods, lambda m=m: run_method_eval(run, m)) for m in run.cfg.methods]
     stages.append(Stage("report", 5, lambda: _report(run)))

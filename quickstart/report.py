@@ -56,6 +56,9 @@ def headline_rows(report: dict[str, Any], method: str) -> list[dict[str, Any]]:
                     "p": cmp["p_value"] < BAR["p"],
                 }
                 row["bar"] = {**checks, "met": all(checks.values())}
+        ref = m.get("vs_reference")
+        if ref:  # an after_sft model against the SFT model it started from
+            row["vs_reference"] = {"label": ref["label"], **ref[HEADLINE]}
         row["by_phrasing"] = {g: {HEADLINE: b["metrics"][HEADLINE], "tasks": b["tasks"],
                                   "vs_prompted": (b.get("vs_first") or {}).get(HEADLINE)}
                               for g, b in (m.get("by_phrasing") or {}).items()}
@@ -150,6 +153,20 @@ def _phrasing_markdown(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _reference_markdown(rows: list[dict[str, Any]]) -> list[str]:
+    """The after_sft models against the SFT model each started from."""
+    rows = [r for r in rows if r.get("vs_reference")]
+    if not rows:
+        return []
+    lines = ["", "Against the SFT model each started from (correct & grounded, paired):", "",
+             "| model | against | difference | b / c | McNemar p |", "|---|---|---|---|---:|"]
+    for r in rows:
+        ref = r["vs_reference"]
+        lines.append(f"| {r['label']} | {ref['label']} | {_pct(ref['diff'])} | {ref['b']} / {ref['c']} | "
+                     f"{ref['p_value']:.2g} |")
+    return lines
+
+
 def _signed(est: dict[str, Any]) -> str:
     return "–" if est.get("mean") is None else f"{est['mean'] * 100:+.1f} pts"
 
@@ -177,6 +194,7 @@ def _markdown(title: str, rows: list[dict[str, Any]], stages: dict[str, Any], cf
                                                           f"{vs['p_value']:.2g}")
             lines.append(f"| {r['label']} | {_pct(r[HEADLINE])} | {_pct(r['correct'])} | {diff} | {bc} | {p} | "
                          f"{ratio} | {verdict} |")
+        lines += _reference_markdown([r for r in rows if r["method"] == method])
         lines += _phrasing_markdown([r for r in rows if r["method"] == method])
         lines += ["", f"Per-kind tables, costs and failure modes: `eval/{method}/report.md`; plot: `scores.png`.", ""]
     lines += _training_markdown(training)

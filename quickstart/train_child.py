@@ -10,10 +10,14 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from actune.stop_signals import stop_signals_as_interrupt
 from actune.train.config import TrainConfig
+
+if TYPE_CHECKING:
+    from actune.serve.config import ServeConfig
+    from actune.train.grpo import RolloutSpec
 
 __all__ = ["train_in_child_process"]
 
@@ -32,14 +36,17 @@ def _stop_when_orphaned(parent: int, every_s: float = 1.0) -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-def _train_child(config_json: str, errors: Any) -> None:
+def _train_child(config_json: str, errors: Any, rollouts_json: dict[str, str] | None = None,
+                 serve_json: str | None = None) -> None:
     """The child's side of :func:`train_in_child_process`: train, or send back what stopped it."""
-    from actune.train.run import train
+    from actune.train.objectives import train_objective
 
     _stop_when_orphaned(os.getppid())
     try:
         with stop_signals_as_interrupt():
-            train(TrainConfig.model_validate_json(config_json), log=lambda m: print(m, file=sys.stderr, flush=True))
+            rollouts, serve = _rollout_settings(rollouts_json, serve_json)
+            train_objective(TrainConfig.model_validate_json(config_json), rollouts=rollouts, serve=serve,
+                            log=lambda m: print(m, file=sys.stderr, flush=True))
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as e:  # noqa: BLE001 - every error goes back to the parent, which raises it
@@ -50,8 +57,25 @@ def _train_child(config_json: str, errors: Any) -> None:
         sys.exit(1)
 
 
-def train_in_child_process(cfg: TrainConfig, *, stop_timeout_s: float = 120.0) -> None:
-    """``actune train`` of ``cfg`` in a fresh process, which exits when the adapter is written.
+def _rollout_settings(rollouts_json: dict[str, str] | None, serve_json: str | None) -> tuple[Any, Any]:
+    if rollouts_json is None:
+        return None, None
+    from actune.agent.config import AgentConfig
+    from actune.envs.config import EnvConfig
+    from actune.serve.config import ServeConfig
+    from actune.tasks.config import TaskConfig
+    from actune.train.grpo import RolloutSpec
+
+    spec = RolloutSpec(tasks=TaskConfig.model_validate_json(rollouts_json["tasks"]),
+                       env=EnvConfig.model_validate_json(rollouts_json["env"]),
+                       agent=AgentConfig.model_validate_json(rollouts_json["agent"]))
+    return spec, ServeConfig.model_validate_json(serve_json) if serve_json else None
+
+
+def train_in_child_process(cfg: TrainConfig, *, rollouts: RolloutSpec | None = None, serve: ServeConfig | None = None,
+                           stop_timeout_s: float = 120.0) -> None:
+    """``actune train`` of ``cfg`` in a fresh process, which exits when the adapter is written (GRPO: ``rollouts``
+    and ``serve`` as :func:`actune.train.objectives.train_objective` takes them).
 
     An error in the child is raised here as itself; a stop (SIGTERM, Ctrl-C) here stops the child first (it
     unwinds as ``actune train`` does, its last complete checkpoint is where a rerun resumes) and waits for it, so
@@ -60,7 +84,12 @@ def train_in_child_process(cfg: TrainConfig, *, stop_timeout_s: float = 120.0) -
 
     ctx = multiprocessing.get_context("spawn")  # fork after torch and the HTTP client's threads is unsafe
     receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_train_child, args=(cfg.model_dump_json(), send), name="actune-train")
+    rollouts_json = (None if rollouts is None else
+                     {"tasks": rollouts.tasks.model_dump_json(), "env": rollouts.env.model_dump_json(),
+                      "agent": rollouts.agent.model_dump_json()})
+    serve_json = serve.model_dump_json() if serve is not None else None
+    child = ctx.Process(target=_train_child, args=(cfg.model_dump_json(), send, rollouts_json, serve_json),
+                        name="actune-train")
     child.start()
     send.close()
     try:

@@ -161,20 +161,12 @@ def _run_export(run: "RunConfig", args: argparse.Namespace) -> None:
 
 
 def _run_train(run: "RunConfig", args: argparse.Namespace) -> None:
-    if run.train.objective == "grpo":  # rollouts play the bootstrap section's tasks, served from the serve section
-        from actune.train.grpo import RolloutSpec, train_grpo
+    from actune.train.grpo import RolloutSpec
+    from actune.train.objectives import train_objective
 
-        boot = run.bootstrap
-        train_grpo(run.train, RolloutSpec(tasks=boot.tasks, env=boot.env, agent=boot.agent), run.serve)
-        return
-    if run.train.objective == "dpo":
-        from actune.train.dpo import train_dpo
-
-        train_dpo(run.train)
-        return
-    from actune.train.run import train
-
-    train(run.train)
+    # GRPO's rollouts play the bootstrap section's tasks, served from the serve section
+    boot = run.bootstrap
+    train_objective(run.train, rollouts=RolloutSpec(tasks=boot.tasks, env=boot.env, agent=boot.agent), serve=run.serve)
 
 
 def _run_eval(run: "RunConfig", args: argparse.Namespace) -> None:

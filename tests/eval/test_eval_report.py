@@ -155,3 +155,31 @@ def test_phrasing_rows_are_empty_for_tasks_of_no_world() -> None:
     report = build_report(results(), **KW)
     assert all(m["by_phrasing"] == {} for m in report["models"])
     assert "Per phrasing" not in format_markdown(report)
+
+
+def test_a_model_with_compare_to_is_also_paired_against_that_model() -> None:
+    rs = results()
+    rs[2].compare_to = "tuned"  # the oracle against the tuned model, beside the prompted one
+    report = build_report(rs, **KW)
+    first, tuned, oracle = report["models"]
+    assert first["vs_reference"] is None and tuned["vs_reference"] is None
+    ref = oracle["vs_reference"]
+    assert ref["label"] == "tuned"
+    expected = paired_comparison(rs[1].records, rs[2].records, metric="correct_grounded", **KW).to_dict()
+    assert ref["correct_grounded"] == expected
+    assert ref["correct_grounded"] != oracle["vs_first"]["correct_grounded"]
+    md = format_markdown(report)
+    assert "## Paired against the model each was trained on from" in md
+    c = expected
+    assert f"| oracle | tuned | correct_grounded | {c['tasks']} | {signed(c['diff'])} | {c['b']} | {c['c']} |" in md
+
+
+def test_compare_to_must_name_another_model() -> None:
+    import pytest
+
+    from actune.eval.config import EvalConfig
+
+    with pytest.raises(ValueError, match="tuned.compare_to: 'sft' is not another model's label"):
+        EvalConfig(models=[{"label": "prompted"}, {"label": "tuned", "compare_to": "sft"}])
+    with pytest.raises(ValueError, match="is not another model's label"):
+        EvalConfig(models=[{"label": "prompted", "compare_to": "prompted"}])

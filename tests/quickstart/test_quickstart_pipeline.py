@@ -89,3 +89,38 @@ def test_a_missing_import_is_refused_before_any_stage_runs(tmp_path: Path) -> No
     with pytest.raises(ConfigError, match=r"imports\[0\].path: .*nowhere.jsonl not found"):
         run_quickstart(cfg, tmp_path / "run", show_progress=False, log=lambda m: None)
     assert not (tmp_path / "run" / "tasks").exists()
+
+
+def test_dpo_and_grpo_train_after_the_last_sft_round_and_are_evaluated_against_it(tmp_path: Path) -> None:
+    from actune.quickstart.evaluation import eval_config
+
+    cfg = load_quickstart("smoke", ["after_sft=[dpo,grpo]", "objective_train={grpo: {max_steps: 3}}"])
+    run = RunContext(cfg, Layout(tmp_path), show_progress=False, log=lambda m: None)
+    stages = plan_stages(run, "cpu-bf16")
+    assert [s.name for s in stages] == [
+        "world", "bootstrap round 1", "export react round 1", "train react round 1",
+        "bootstrap round 2", "export react round 2", "train react round 2",
+        "explore react", "pairs react", "train dpo react", "train grpo react", "eval react", "report",
+    ]
+    whole = estimate_seconds(cfg, "cpu-bf16")
+    est = {s.name: s.estimate_s for s in stages}
+    assert est["explore react"] + est["train dpo react"] + est["train grpo react"] == pytest.approx(whole["after_sft"])
+    models = eval_config(run, "react").models
+    assert [(m.label, m.compare_to) for m in models] == [
+        ("prompted", None), ("prompted-oracle", None), ("tuned-r1", None), ("tuned-r2", None),
+        ("tuned-dpo", "tuned-r2"), ("tuned-grpo", "tuned-r2")]
+    # both start from round 2's merged model; DPO on the exploration's pairs, GRPO for the steps asked
+    from actune.quickstart.objectives import objective_train_config
+
+    dpo, grpo = (objective_train_config(run, "react", o) for o in ("dpo", "grpo"))
+    merged = str(tmp_path / "react" / "round2" / "adapter" / "merged")
+    assert (dpo.objective, dpo.base_model, dpo.dataset) == ("dpo", merged, tmp_path / "react" / "dpo" / "pairs")
+    assert (grpo.objective, grpo.base_model, grpo.max_steps) == ("grpo", merged, 3)
+    assert grpo.output_dir == tmp_path / "react" / "grpo" / "adapter"
+
+
+def test_after_sft_needs_a_merged_sft_model_and_names_a_bad_objective_key() -> None:
+    with pytest.raises(ConfigError, match="needs train.merge=true"):
+        load_quickstart("smoke", ["after_sft=[dpo]", "train.merge=false"])
+    with pytest.raises(ConfigError, match="objective_train.grpo"):
+        load_quickstart("smoke", ["after_sft=[grpo]", "objective_train={grpo: {no_such_key: 1}}"])

@@ -142,3 +142,20 @@ def test_fever_refuses_the_oracle_prompt_and_a_pilot_report_says_dev(tmp_path: P
         json.dumps(_report((0.1, 0.05, 0.15), (0.3, 0.2, 0.4), b=1, c=20, p=1e-5)))
     md = write_quickstart_report(load_quickstart("smoke", ["eval_split=dev"]), layout)["md"].read_text()
     assert "Means over held-out dev questions (a pilot: not a result)" in md
+
+
+def test_a_dpo_model_is_reported_against_the_sft_model_it_started_from(tmp_path: Path) -> None:
+    report = _report((0.1, 0.05, 0.15), (0.3, 0.2, 0.4), b=1, c=20, p=1e-5)
+    dpo = json.loads(json.dumps(report["models"][1]))
+    against_sft = {"metric": "correct_grounded", "tasks": 300, "pairs": 300, "mean_a": 0.3, "mean_b": 0.36,
+                   "diff": {"mean": 0.06, "low": 0.01, "high": 0.11, "n": 300}, "b": 9, "c": 27, "p_value": 0.004}
+    dpo.update(label="tuned-dpo", vs_reference={"label": "tuned-r1", "correct_grounded": against_sft})
+    report["models"].append(dpo)
+    rows = headline_rows(report, "react")
+    assert "vs_reference" not in rows[1]
+    assert rows[2]["vs_reference"] == {"label": "tuned-r1", **against_sft}
+    layout = Layout(tmp_path)
+    layout.eval_dir("react").mkdir(parents=True)
+    (layout.eval_dir("react") / "report.json").write_text(json.dumps(report))
+    md = write_quickstart_report(load_quickstart("smoke"), layout)["md"].read_text()
+    assert "| tuned-dpo | tuned-r1 | 0.060 [0.010, 0.110] | 9 / 27 | 0.004 |" in md

@@ -121,3 +121,21 @@ def test_an_error_in_the_child_is_raised_as_itself(tmp_path):
     with pytest.raises(TrainError, match="dataset not found"):
         train_in_child_process(cfg)
     assert not (tmp_path / "adapter").exists()
+
+
+def test_grpo_rollout_settings_reach_the_child_as_they_were() -> None:
+    from actune.agent.config import AgentConfig
+    from actune.envs.config import EnvConfig
+    from actune.quickstart.train_child import _rollout_settings
+    from actune.serve.config import ServeConfig
+    from actune.tasks.config import TaskConfig
+    from actune.train.grpo import RolloutSpec
+
+    spec = RolloutSpec(tasks=TaskConfig(format="custom", path="t.jsonl", split="train", limit=4),
+                       env=EnvConfig(name="wiki", corpus="c.jsonl"), agent=AgentConfig(method="reflact", seed=3))
+    serve = ServeConfig(port=8123, cpu_kv_cache_gib=2)
+    sent = {"tasks": spec.tasks.model_dump_json(), "env": spec.env.model_dump_json(),
+            "agent": spec.agent.model_dump_json()}
+    got, got_serve = _rollout_settings(sent, serve.model_dump_json())
+    assert got == spec and got_serve == serve
+    assert _rollout_settings(None, None) == (None, None)
