@@ -4,8 +4,9 @@ prompted model and against the SFT model it started from.
 
 - ``dpo``, per method: **explore** (the SFT model, served as the eval stage would serve it, plays every training
   task ``explore.attempts`` times at ``explore.temperature``; its own eval episodes run on the same server),
-  **pairs** (:func:`actune.bootstrap.preference_pairs.export_pairs` of that store), **train dpo** (from the SFT
-  model's merged folder, in a child process).
+  **pairs** (:func:`actune.bootstrap.preference_pairs.export_pairs` of that store and the SFT rounds' stores: a
+  weak SFT model may keep no episode of its own, and the rounds' kept and failed episodes of a task pair too),
+  **train dpo** (from the SFT model's merged folder, in a child process).
 - ``grpo``, per method: **train grpo** (from the same folder, rollouts on the training tasks, in a child process
   that starts its own LoRA-enabled server).
 """
@@ -21,7 +22,8 @@ from actune.quickstart.stage import Stage
 from actune.quickstart.train_child import train_in_child_process
 from actune.train.config import TrainConfig
 
-__all__ = ["objective_stages", "sft_label", "objective_label", "explore", "make_pairs", "objective_train_config"]
+__all__ = ["objective_stages", "sft_label", "objective_label", "explore", "pair_stores", "make_pairs",
+           "objective_train_config"]
 
 
 def sft_label(run: RunContext) -> str:
@@ -78,11 +80,17 @@ def explore(run: RunContext, method: str) -> None:
         eval_on(run, served, method, [sft_label(run)], run_id)
 
 
+def pair_stores(run: RunContext, method: str) -> list[Path]:
+    """The stores DPO's pairs come from: the SFT model's exploration first, then the SFT rounds' own bootstrap
+    stores (a pair never mixes stores' prompts: each side of a pair was made under the same prompt)."""
+    rounds = [run.layout.store(method, r) for r in range(1, run.cfg.rounds + 1)]
+    return [run.layout.explore_store(method), *(p for p in rounds if p.exists())]
+
+
 def make_pairs(run: RunContext, method: str) -> None:
     from actune.bootstrap.preference_pairs import export_pairs
 
-    summary = export_pairs(run.layout.explore_store(method), run.layout.pairs(method),
-                           run.cfg.explore.max_pairs_per_task)
+    summary = export_pairs(pair_stores(run, method), run.layout.pairs(method), run.cfg.explore.max_pairs_per_task)
     run.log(f"pairs {method}: {summary.pairs} pairs of {summary.tasks} tasks ({summary.cut_at_shared_prefix} cut "
             f"where the two episodes part); unpaired: {summary.unpaired or 'none'}")
 

@@ -117,6 +117,13 @@ def test_dpo_and_grpo_train_after_the_last_sft_round_and_are_evaluated_against_i
     assert (dpo.objective, dpo.base_model, dpo.dataset) == ("dpo", merged, tmp_path / "react" / "dpo" / "pairs")
     assert (grpo.objective, grpo.base_model, grpo.max_steps) == ("grpo", merged, 3)
     assert grpo.output_dir == tmp_path / "react" / "grpo" / "adapter"
+    # pairs: the exploration first, then each SFT round's store that exists
+    from actune.quickstart.objectives import pair_stores
+
+    (tmp_path / "react" / "round1").mkdir(parents=True)
+    (tmp_path / "react" / "round1" / "trajectories.jsonl").write_text("")
+    assert pair_stores(run, "react") == [tmp_path / "react" / "dpo" / "explore.jsonl",
+                                         tmp_path / "react" / "round1" / "trajectories.jsonl"]
 
 
 def test_after_sft_needs_a_merged_sft_model_and_names_a_bad_objective_key() -> None:
