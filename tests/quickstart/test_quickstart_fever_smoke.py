@@ -40,8 +40,8 @@ def test_the_fever_preset_runs_every_stage_on_real_claims(embedded_model, tmp_pa
         pytest.skip("the prompted model kept no FEVER episode of the smoke form's 6 training claims")
     layout = Layout(tmp_path / "fever", cfg.source)
     state = json.loads(layout.state.read_text())
-    assert list(state["done"]) == ["tasks", "bootstrap round 1", "export react round 1", "train react round 1",
-                                   "eval react", "report"]
+    assert list(state["done"]) == ["tasks", "gold paths", "bootstrap round 1", "export react round 1",
+                                   "train react round 1", "eval react", "report"]
     records = [json.loads(line) for line in (layout.eval_dir("react") / "prompted" / "trajectories.jsonl")
                .read_text().splitlines()]
     test_claims = (layout.tasks_dir / "test.jsonl").read_text().splitlines()

@@ -95,7 +95,8 @@ def test_fever_source_writes_claims_and_runs_the_fever_environment(tmp_path: Pat
     cfg = load_quickstart("fever", [f"fever.data_dir={fever_small}", "fever.n_test=3", "fever.n_dev=3"])
     layout = Layout(tmp_path, cfg.source)
     run = RunContext(cfg, layout, show_progress=False, log=lambda m: None)
-    assert [s.name for s in plan_stages(run, "cpu-bf16")][:2] == ["tasks", "bootstrap round 1"]
+    # the preset trains on gold paths, as the hotpotqa one does
+    assert [s.name for s in plan_stages(run, "cpu-bf16")][:3] == ["tasks", "gold paths", "bootstrap round 1"]
     write_tasks(run)
     assert json.loads((layout.tasks_dir / "tasks.json").read_text())["source"] == "fever"
     ecfg = eval_config(run, "react")
