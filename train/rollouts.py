@@ -163,7 +163,9 @@ def make_rollout_func(setup: RolloutSetup, settings: GrpoSettings,
         rewards = [r for r in out["reward"] if r is not None]
         log(f"grpo step {step}: {len(rows)} episodes, reward {sum(rewards) / max(1, len(rewards)):.3f}, kept "
             f"{kept}/{len(rows)}, rollout {tokens / max(seconds, 1e-9):.1f} tok/s ({tokens} tokens in {seconds:.1f} s)")
-        for old in loaded:  # free the server's LoRA slot of the weights this step replaced
+        for old in loaded:  # free the server's LoRA slot of the weights this step replaced (not the same weights)
+            if old == name:
+                continue
             for url in setup.endpoints:
                 unload_adapter(url, old, setup.api_key)
         loaded[:] = [name]

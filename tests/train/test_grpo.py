@@ -108,3 +108,28 @@ def test_two_real_grpo_steps_with_rollouts_on_the_real_server(vllm_server, embed
     assert saved["objective"] == "grpo" and saved["steps"] == 2
     assert (tmp_path / "grpo" / "adapter_model.safetensors").is_file()
     assert (tmp_path / "grpo" / "actune_prompt.json").is_file()
+
+
+def test_a_step_with_unchanged_weights_keeps_its_adapter_loaded(monkeypatch, tmp_path: Path, tokenizer):
+    """Fakes stand in for the server's adapter routes and the episodes: only the rollout's bookkeeping is tested."""
+    import actune.serve.adapters as adapters
+    import actune.train.rollouts as rollouts
+    from actune.train.config import GrpoSettings
+
+    calls: list[tuple[str, str]] = []
+    monkeypatch.setattr(adapters, "served_models", lambda url, key=None: [n for op, n in calls if op == "load"])
+    monkeypatch.setattr(adapters, "load_adapter", lambda url, name, folder, key=None: calls.append(("load", name)))
+    monkeypatch.setattr(adapters, "unload_adapter", lambda url, name, key=None: calls.append(("unload", name)))
+    monkeypatch.setattr(adapters, "adapter_name", lambda label, folder: "grpo-same")
+    monkeypatch.setattr(rollouts, "_play", lambda *a, **k: None)
+    monkeypatch.setattr(rollouts, "_save_adapter", lambda trainer, folder: None)
+    setup = rollouts.RolloutSetup(tasks={WALKMAN.id: WALKMAN}, env=None, agent=None, endpoints=["http://x/v1"],
+                                  store_dir=tmp_path)
+    rollout = rollouts.make_rollout_func(setup, GrpoSettings(), log=lambda m: None)
+    for step in (0, 1):
+        (tmp_path / f"step-{step:05d}.jsonl").write_text("")
+        trainer = type("T", (), {"processing_class": tokenizer,
+                                 "state": type("S", (), {"global_step": step})()})()
+        out = rollout([WALKMAN.id, WALKMAN.id], trainer)
+        assert out["reward"] == [None, None] and out["env_mask"] == [[0], [0]]  # no episode played: no loss
+    assert calls == [("load", "grpo-same")]
