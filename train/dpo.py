@@ -75,7 +75,8 @@ def _trainer_class() -> type:
             return dataset
 
         def _set_signature_columns_if_needed(self) -> None:
-            self._signature_columns = LOSS_COLUMNS
+            # with precompute_ref_log_probs TRL adds the reference's log-probs as two columns of the dataset
+            self._signature_columns = [*LOSS_COLUMNS, "ref_chosen_logps", "ref_rejected_logps"]
 
     return ActuneDPOTrainer
 
