@@ -54,12 +54,14 @@ def test_the_collator_takes_the_completion_mask_from_the_loss_flags(tmp_path, to
                                                  rejected + [0] * (width - len(rejected))]
 
 
-def test_two_real_dpo_steps_on_the_embedded_model(tmp_path, embedded_model):
+@pytest.mark.parametrize("precompute", [False, True], ids=["reference-each-step", "reference-precomputed"])
+def test_two_real_dpo_steps_on_the_embedded_model(tmp_path, embedded_model, precompute):
     _store(tmp_path / "s.jsonl", [(WALKMAN, RIGHT), (WALKMAN, WRONG_LATE), (WALKMAN, RIGHT), (WALKMAN, WRONG_EARLY)])
     export_pairs(tmp_path / "s.jsonl", tmp_path / "pairs")
     cfg = TrainConfig(objective="dpo", base_model=str(embedded_model), dataset=tmp_path / "pairs",
                       output_dir=tmp_path / "dpo", max_steps=2, per_device_train_batch_size=1, eval_fraction=0.0,
-                      learning_rate=1e-4, dtype="float32", lora={"r": 4, "alpha": 8}, dpo={"beta": 0.2})
+                      learning_rate=1e-4, dtype="float32", lora={"r": 4, "alpha": 8},
+                      dpo={"beta": 0.2, "precompute_ref_log_probs": precompute})
     meta = train_dpo(cfg, log=lambda m: None)
     assert (meta["steps"], meta["pairs"], meta["beta"], meta["objective"]) == (2, 2, 0.2, "dpo")
     assert (tmp_path / "dpo" / "adapter_model.safetensors").is_file()
