@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     from actune.tasks.loading import load_tasks
     from actune.train.config import GrpoSettings, TrainConfig
     from actune.train.rollouts import RolloutSetup, make_rollout_func
-    from actune.train.start_and_save import lora_config, open_start
+    from actune.train.start_and_save import open_start
     from actune.world import write_world
 
     cfg = load_quickstart("full", [f"seed={args.seed}"])
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         from transformers import AutoModelForCausalLM
 
         model = get_peft_model(AutoModelForCausalLM.from_pretrained(start.model_dir, dtype=torch.float32),
-                               lora_config(TrainConfig()))
+                               TrainConfig().lora.peft_config())
         serve = cfg.serve.model_copy(update={"model": str(prepare_model(args.model)), "enable_lora": True})
         with dev_mode(), vllm_server(serve) as server:
             setup = RolloutSetup(tasks={t.id: t for t in tasks}, env=env, agent=agent, endpoints=[server.base_url],

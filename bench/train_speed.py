@@ -149,7 +149,6 @@ def _one(path: str, config_json: str) -> dict[str, Any]:
             threads = set_torch_threads(cfg.torch_threads) if args.device.type == "cpu" else None
             trainer, settings = make_trainer(cfg, args, dtype, model_dir, tokenizer, train_ds, callbacks=[clock])
         else:
-            from peft import LoraConfig
             from transformers import AutoModelForCausalLM
             from trl import SFTConfig, SFTTrainer
 
@@ -160,8 +159,7 @@ def _one(path: str, config_json: str) -> dict[str, Any]:
                              use_cpu=not torch.cuda.is_available())
             threads = torch.get_num_threads() if args.device.type == "cpu" else None
             model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype))
-            lora = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
-                              target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
+            lora = cfg.lora.peft_config()
             trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, processing_class=tokenizer,
                                  peft_config=lora, callbacks=[clock])
         tokens, wall, steps = timed_train(trainer, clock)

@@ -21,7 +21,18 @@ from actune.serve.config import ServeConfig
 if TYPE_CHECKING:
     from actune.serve.server import Serving
 
-__all__ = ["prompted_labels", "eval_config", "eval_serving", "eval_on", "run_method_eval"]
+__all__ = ["tuned_label", "objective_label", "prompted_labels", "eval_config", "eval_serving", "eval_on",
+           "run_method_eval"]
+
+
+def tuned_label(r: int) -> str:
+    """The eval label of round ``r``'s SFT model."""
+    return f"tuned-r{r}"
+
+
+def objective_label(objective: str) -> str:
+    """The eval label of the model ``objective`` (``after_sft``) trained."""
+    return f"tuned-{objective}"
 
 
 def prompted_labels(run: RunContext) -> list[str]:
@@ -39,11 +50,11 @@ def eval_config(run: RunContext, method: str) -> EvalConfig:
         models.append(EvalModel(label="prompted-oracle", model=base, agent={"exemplar_kinds": ["task"]}))
     for r in range(1, cfg.rounds + 1):
         model, adapter = run.tuned_model(method, r)
-        models.append(EvalModel(label=f"tuned-r{r}", model=model, adapter=adapter))
+        models.append(EvalModel(label=tuned_label(r), model=model, adapter=adapter))
     for objective in cfg.after_sft:  # each paired against the SFT model it started from too
         model, adapter = served_tuned_model(run.layout.objective_adapter(method, objective), cfg.serve.model)
-        models.append(EvalModel(label=f"tuned-{objective}", model=model, adapter=adapter,
-                                compare_to=f"tuned-r{cfg.rounds}"))
+        models.append(EvalModel(label=objective_label(objective), model=model, adapter=adapter,
+                                compare_to=tuned_label(cfg.rounds)))
     return cfg.eval.model_copy(update={
         "out_dir": run.layout.eval_dir(method), "models": models, "env": run.env(cfg.eval.env),
         "tasks": run.tasks(cfg.eval_split), "agent": run.agent(cfg.eval.agent, method), "endpoints": [],

@@ -17,22 +17,12 @@ from pathlib import Path
 
 from actune.quickstart.context import RunContext
 from actune.quickstart.estimate import StageEstimate
-from actune.quickstart.evaluation import eval_on, eval_serving
+from actune.quickstart.evaluation import eval_on, eval_serving, tuned_label
 from actune.quickstart.stage import Stage
 from actune.quickstart.train_child import train_in_child_process
 from actune.train.config import TrainConfig
 
-__all__ = ["objective_stages", "sft_label", "objective_label", "explore", "pair_stores", "make_pairs",
-           "objective_train_config"]
-
-
-def sft_label(run: RunContext) -> str:
-    """The eval label of the SFT model the objectives start from: the last round's."""
-    return f"tuned-r{run.cfg.rounds}"
-
-
-def objective_label(objective: str) -> str:
-    return f"tuned-{objective}"
+__all__ = ["objective_stages", "explore", "pair_stores", "make_pairs", "objective_train_config"]
 
 
 def objective_stages(run: RunContext, est: StageEstimate) -> list[Stage]:
@@ -65,10 +55,11 @@ def explore(run: RunContext, method: str) -> None:
 
     cfg, ex = run.cfg, run.cfg.explore
     spec = load_prompt_spec(_sft_folder(run, method))
-    serve, request_model = eval_serving(run, method, sft_label(run))
+    sft = tuned_label(cfg.rounds)  # the SFT model the objectives start from: the last round's
+    serve, request_model = eval_serving(run, method, sft)
     agent = spec.apply(run.agent(cfg.bootstrap.agent, method, temperature=ex.temperature))
     run_id = make_run_id(f"{cfg.name}-explore")
-    run.log(f"explore {method}: the {sft_label(run)} model, {ex.attempts} episodes a training task at "
+    run.log(f"explore {method}: the {sft} model, {ex.attempts} episodes a training task at "
             f"T={ex.temperature}")
     with serving([], "", serve) as served:
         boot = cfg.bootstrap.model_copy(update={
@@ -77,7 +68,7 @@ def explore(run: RunContext, method: str) -> None:
             "tasks": run.tasks("train"), "agent": agent,
         })
         run_bootstrap(boot, serve, name=cfg.name, show_progress=run.show_progress, run_id=run_id, served=served)
-        eval_on(run, served, method, [sft_label(run)], run_id)
+        eval_on(run, served, method, [sft], run_id)
 
 
 def pair_stores(run: RunContext, method: str) -> list[Path]:

@@ -24,6 +24,13 @@ class LoraSettings(StrictModel):
     target_modules: list[str] | Literal["all-linear"] = "all-linear"
     """Modules that get adapters: a list of names (q_proj, v_proj...) or all-linear."""
 
+    def peft_config(self) -> Any:
+        """PEFT's ``LoraConfig`` of these settings for a causal LM (every objective trains one)."""
+        from peft import LoraConfig
+
+        return LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout,
+                          target_modules=self.target_modules, task_type="CAUSAL_LM")
+
 
 class GrpoReward(StrictModel):
     """What an episode earns: the judge's verdict, less a penalty per unreadable action. The verdict alone gives

@@ -22,7 +22,14 @@ from typing import Any, Callable
 
 from actune.train.config import TrainConfig
 from actune.train.masking import tokenize_segments
-from actune.train.start_and_save import Start, lora_config, open_start, save_adapter_folder, start_prompt_spec
+from actune.train.start_and_save import (
+    Start,
+    open_start,
+    recipe_args,
+    save_adapter_folder,
+    start_prompt_spec,
+    trl_args,
+)
 
 __all__ = ["LOSS_COLUMNS", "dpo_args", "make_dpo_trainer", "tokenize_pair", "tokenized_pairs", "train_dpo"]
 
@@ -83,28 +90,15 @@ def _trainer_class() -> type:
 
 def dpo_args(cfg: TrainConfig, dtype: str, ckpt_dir: Path) -> Any:
     """The ``DPOConfig``: what actune sets, then ``cfg.dpo`` on top (checked by TRL itself)."""
-    import torch
     from trl import DPOConfig
 
     has_dev = cfg.eval_fraction > 0
-    ours = dict(
-        output_dir=str(ckpt_dir), learning_rate=cfg.learning_rate, lr_scheduler_type="cosine",
-        warmup_steps=float(cfg.warmup_ratio), num_train_epochs=cfg.num_train_epochs, max_steps=cfg.max_steps,
-        per_device_train_batch_size=cfg.per_device_train_batch_size,
-        per_device_eval_batch_size=cfg.per_device_train_batch_size,
-        gradient_accumulation_steps=cfg.gradient_accumulation_steps, max_length=cfg.max_length,
-        gradient_checkpointing=cfg.gradient_checkpointing, bf16=dtype == "bfloat16", seed=cfg.seed,
-        data_seed=cfg.seed, logging_steps=cfg.logging_steps, save_steps=1 if has_dev else cfg.save_steps,
-        save_total_limit=2, eval_strategy="steps" if has_dev else "no", eval_steps=1 if has_dev else None,
-        load_best_model_at_end=has_dev, metric_for_best_model="eval_loss" if has_dev else None,
-        greater_is_better=False if has_dev else None, report_to="none", use_cpu=not torch.cuda.is_available(),
-    )
-    try:
-        return DPOConfig(**{**ours, **cfg.dpo})
-    except (TypeError, ValueError) as e:
-        from actune.train.run import TrainError
-
-        raise TrainError(f"trl.DPOConfig refused the trainer settings (train.dpo on top of actune's): {e}") from e
+    ours = {**recipe_args(cfg, dtype, ckpt_dir),
+            "per_device_eval_batch_size": cfg.per_device_train_batch_size, "max_length": cfg.max_length,
+            "save_steps": 1 if has_dev else cfg.save_steps, "eval_strategy": "steps" if has_dev else "no",
+            "eval_steps": 1 if has_dev else None, "load_best_model_at_end": has_dev,
+            "metric_for_best_model": "eval_loss" if has_dev else None, "greater_is_better": False if has_dev else None}
+    return trl_args(DPOConfig, ours, cfg.dpo, "train.dpo")
 
 
 def _split(ds: Any, cfg: TrainConfig) -> tuple[Any, Any]:
@@ -143,7 +137,7 @@ def make_dpo_trainer(cfg: TrainConfig, args: Any, start: Start, train_ds: Any, d
     collator = _collator_class()(pad_token_id=tokenizer.pad_token_id, max_length=args.max_length,
                                  truncation_mode=args.truncation_mode)
     return _trainer_class()(model=model, args=args, data_collator=collator, train_dataset=train_ds,
-                            eval_dataset=dev_ds, processing_class=tokenizer, peft_config=lora_config(cfg))
+                            eval_dataset=dev_ds, processing_class=tokenizer, peft_config=cfg.lora.peft_config())
 
 
 def train_dpo(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> dict[str, Any]:

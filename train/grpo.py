@@ -46,27 +46,15 @@ class RolloutSpec:
 
 def grpo_args(cfg: TrainConfig, dtype: str, ckpt_dir: Path) -> Any:
     """The ``GRPOConfig``: what actune sets, then ``cfg.grpo.trl`` on top (checked by TRL itself)."""
-    import torch
     from trl import GRPOConfig
 
-    g = cfg.grpo
-    ours = dict(
-        output_dir=str(ckpt_dir), learning_rate=cfg.learning_rate, lr_scheduler_type="cosine",
-        warmup_steps=float(cfg.warmup_ratio), num_train_epochs=cfg.num_train_epochs, max_steps=cfg.max_steps,
-        per_device_train_batch_size=cfg.per_device_train_batch_size,
-        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
-        generation_batch_size=g.tasks_per_step * g.num_generations, num_generations=g.num_generations,
-        temperature=g.temperature, max_completion_length=cfg.max_length, use_vllm=False,
-        gradient_checkpointing=cfg.gradient_checkpointing, bf16=dtype == "bfloat16", seed=cfg.seed,
-        data_seed=cfg.seed, logging_steps=cfg.logging_steps, save_steps=cfg.save_steps, save_total_limit=2,
-        report_to="none", use_cpu=not torch.cuda.is_available(),
-    )
-    try:
-        return GRPOConfig(**{**ours, **g.trl})
-    except (TypeError, ValueError) as e:
-        from actune.train.run import TrainError
+    from actune.train.start_and_save import recipe_args, trl_args
 
-        raise TrainError(f"trl.GRPOConfig refused the trainer settings (train.grpo.trl on top of actune's): {e}") from e
+    g = cfg.grpo
+    ours = {**recipe_args(cfg, dtype, ckpt_dir), "generation_batch_size": g.tasks_per_step * g.num_generations,
+            "num_generations": g.num_generations, "temperature": g.temperature,
+            "max_completion_length": cfg.max_length, "use_vllm": False, "save_steps": cfg.save_steps}
+    return trl_args(GRPOConfig, ours, g.trl, "train.grpo.trl")
 
 
 @contextlib.contextmanager
@@ -100,7 +88,7 @@ def train_grpo(cfg: TrainConfig, spec: RolloutSpec, serve: ServeConfig, *, serve
     from actune.train.checkpoints import durable_checkpoints, train_resuming
     from actune.train.rollouts import RolloutSetup, make_rollout_func, rollout_reward
     from actune.train.run import TrainError
-    from actune.train.start_and_save import lora_config, open_start, save_adapter_folder, start_prompt_spec
+    from actune.train.start_and_save import open_start, save_adapter_folder, start_prompt_spec
 
     say = log or print
     if cfg.wire_format != "text":
@@ -121,8 +109,8 @@ def train_grpo(cfg: TrainConfig, spec: RolloutSpec, serve: ServeConfig, *, serve
                              max_length=cfg.max_length)
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype))
         prompts = Dataset.from_dict({"prompt": [t.id for t in tasks]})
-        trainer = _trainer(model, args, prompts, tokenizer, lora_config(cfg), make_rollout_func(setup, cfg.grpo, say),
-                           rollout_reward)
+        trainer = _trainer(model, args, prompts, tokenizer, cfg.lora.peft_config(),
+                           make_rollout_func(setup, cfg.grpo, say), rollout_reward)
         trainer.add_callback(durable_checkpoints())
         result = train_resuming(trainer, start.ckpt_dir, say, "train grpo")
     rewards = [(int(h["step"]), float(h["reward"])) for h in trainer.state.log_history if "reward" in h]

@@ -386,7 +386,6 @@ def make_trainer(cfg: TrainConfig, args: Any, dtype: str, model_dir: Path, token
     "loss_head", "dropout_masks"}`` (the check: ``passed``, ``failed`` (then the batches are padded) or
     ``not run``; the masks: ``gaps``, ``torch``, or None without LoRA dropout)."""
     from accelerate import DistributedType
-    from peft import LoraConfig
 
     from actune.train.speed import (
         ActuneSFTTrainer,
@@ -402,8 +401,7 @@ def make_trainer(cfg: TrainConfig, args: Any, dtype: str, model_dir: Path, token
         check = "passed" if padding_free_matches_padded(model) else "failed"
         if check == "failed" and not args.packing:
             args.padding_free, args.max_length = False, cfg.max_length
-    lora = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
-                      target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
+    lora = cfg.lora.peft_config()
     loss_head = resolve_loss_head(cfg.loss_head, args.device.type)
     masks = resolve_dropout_masks(cfg.dropout_masks, args.device.type, bool(args.torch_compile))
     trainer = ActuneSFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=dev_ds,

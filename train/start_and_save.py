@@ -20,7 +20,7 @@ from actune.agent.prompt_spec import PromptSpec, find_prompt_spec, load_prompt_s
 from actune.atomic_write import recover_folder, replace_folder
 from actune.train.config import TrainConfig
 
-__all__ = ["Start", "lora_config", "open_start", "save_adapter_folder", "start_prompt_spec"]
+__all__ = ["Start", "open_start", "recipe_args", "save_adapter_folder", "start_prompt_spec", "trl_args"]
 
 
 @dataclass
@@ -50,12 +50,30 @@ def open_start(cfg: TrainConfig) -> Start:
     return Start(resolve_dtype(cfg.dtype), out, out.parent / f"{out.name}.checkpoints", model_dir, tokenizer)
 
 
-def lora_config(cfg: TrainConfig) -> Any:
-    """PEFT's ``LoraConfig`` of ``cfg.lora`` for a causal LM."""
-    from peft import LoraConfig
+def recipe_args(cfg: TrainConfig, dtype: str, ckpt_dir: Path) -> dict[str, Any]:
+    """The TRL trainer settings every objective takes from actune's recipe keys."""
+    import torch
 
-    return LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
-                      target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
+    return dict(
+        output_dir=str(ckpt_dir), learning_rate=cfg.learning_rate, lr_scheduler_type="cosine",
+        warmup_steps=float(cfg.warmup_ratio), num_train_epochs=cfg.num_train_epochs, max_steps=cfg.max_steps,
+        per_device_train_batch_size=cfg.per_device_train_batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+        gradient_checkpointing=cfg.gradient_checkpointing, bf16=dtype == "bfloat16", seed=cfg.seed,
+        data_seed=cfg.seed, logging_steps=cfg.logging_steps, save_total_limit=2, report_to="none",
+        use_cpu=not torch.cuda.is_available(),
+    )
+
+
+def trl_args(config_class: type, ours: dict[str, Any], theirs: dict[str, Any], key: str) -> Any:
+    """``config_class(**ours)`` with the user's ``key`` settings on top, checked by TRL itself."""
+    try:
+        return config_class(**{**ours, **theirs})
+    except (TypeError, ValueError) as e:
+        from actune.train.run import TrainError
+
+        raise TrainError(f"trl.{config_class.__name__} refused the trainer settings ({key} on top of actune's): "
+                         f"{e}") from e
 
 
 def start_prompt_spec(model_dir: Path, wire: str, method: str = "react") -> PromptSpec:
