@@ -4,9 +4,10 @@
     .venv/bin/python bench/faults.py --quick         # 2 points a stage, fewer tasks: 8 minutes (measured)
     .venv/bin/python bench/faults.py --stages bootstrap --points 3 --seed 7 --json runs/faults.json
 
-For each of ``actune bootstrap``, ``actune train`` and ``actune eval`` (the real commands, in a child process,
-at a tiny scale: a generated world of a few dozen pages, the embedded model ``smollm2-135m``, the server
-started by the stage itself):
+For each of ``actune bootstrap``, ``actune train`` (SFT, and as ``dpo`` on the bootstrap reference's preference
+pairs and ``grpo`` with its rollouts on the bootstrap tasks, the objectives the quickstart's ``after_sft`` runs)
+and ``actune eval`` (the real commands, in a child process, at a tiny scale: a generated world of a few dozen
+pages, the embedded model ``smollm2-135m``, the server started by the stage itself):
 
 1. a **reference** run, unfaulted, from nothing: what a finished stage holds (the (task, method, attempt)
    keys of its store; for train, the steps of the Trainer's ``log_history``, one loss logged each step),
@@ -18,7 +19,8 @@ started by the stage itself):
    stage started must be gone within ``--grace`` seconds (the server's guard ends its group); then the
    command is **rerun** to completion and compared with the reference:
 
-   - **lost**: reference keys (steps) missing; **duplicated**: keys stored (steps logged) more than once;
+   - **lost**: reference keys (steps) missing; **duplicated**: keys stored (steps logged) more than once (GRPO: an
+     episode stored twice in a step's rollout store is a problem too: it was played twice);
      **unexpected**: keys the reference does not have; a record that does not parse, a ``server_error``
      record or a rerun that fails is a problem too;
    - **retried**: episodes (steps) the rerun ran because the killed run had not stored them (steps: not
@@ -311,9 +313,20 @@ def steps_from_meta(meta: dict[str, Any]) -> collections.Counter:
     return keys
 
 
+def rollout_duplicates(folder: Path) -> list[str]:
+    """GRPO's rollout stores (one a step, ``step-NNNNN.jsonl``): an episode stored twice was played twice."""
+    problems = []
+    for store in sorted(folder.glob("step-*.jsonl")):
+        got = store_outcome(store)
+        dup = duplicates(got.keys)
+        problems += got.problems + ([f"{store}: {dup} episodes stored twice"] if dup else [])
+    return problems
+
+
 @dataclass
 class TrainStage:
-    """train: checkpoints in ``<output_dir>.checkpoints`` (one a step), the adapter in ``output_dir``."""
+    """train (SFT, DPO or GRPO): checkpoints in ``<output_dir>.checkpoints`` (one a step), the adapter in
+    ``output_dir``; GRPO's rollout stores in ``<output_dir>.rollouts``."""
 
     output_dir: Path
     command: Callable[[], list[str]]
@@ -326,8 +339,12 @@ class TrainStage:
     def checkpoints(self) -> Path:
         return self.output_dir.parent / f"{self.output_dir.name}.checkpoints"
 
+    @property
+    def rollouts(self) -> Path:
+        return self.output_dir.parent / f"{self.output_dir.name}.rollouts"
+
     def reset(self) -> None:
-        for path in (self.output_dir, self.checkpoints):
+        for path in (self.output_dir, self.checkpoints, self.rollouts):
             shutil.rmtree(path, ignore_errors=True)
         self.history, self.history_step = [], 0
 
@@ -372,6 +389,7 @@ class TrainStage:
         keys = logged_steps(self.history) if from_log else steps_from_meta(meta)
         problems = [] if len(meta["losses"]) == sum(keys.values()) else [
             f"{meta_path}: {len(meta['losses'])} losses for {sum(keys.values())} logged steps"]
+        problems += rollout_duplicates(self.rollouts)
         return Outcome(keys, problems, {"steps": int(meta["steps"]), "losses": meta["losses"],
                                         "source": "checkpoint log_history" if from_log else "training_meta.json"})
 
@@ -535,6 +553,7 @@ class Scale:
     points: int
 
 
+STAGES = ("bootstrap", "train", "dpo", "grpo", "eval")
 FULL = Scale(tasks=8, attempts=2, train_steps=8, points=5)
 QUICK = Scale(tasks=6, attempts=2, train_steps=6, points=2)
 
@@ -567,37 +586,54 @@ def run_config(out: Path, world: Path, scale: Scale, seed: int, dataset: Path) -
     }
 
 
-def stage_command(stage: str, config: Path) -> Callable[[], list[str]]:
+def stage_command(stage: str, config: Path, overrides: Iterable[str] = ()) -> Callable[[], list[str]]:
     """The stage's real command; each run gets a free port (a server left by a killed run must not make the
     rerun fail on a busy port: the leftover is counted, not tripped over)."""
     def command() -> list[str]:
         from actune.serve.server import free_port
 
         extra = ["--no-progress"] if stage in ("bootstrap", "eval") else []
-        return [sys.executable, "-m", "actune", stage, str(config), f"serve.port={free_port()}", *extra]
+        return [sys.executable, "-m", "actune", stage, str(config), *overrides, f"serve.port={free_port()}", *extra]
 
     return command
+
+
+def objective_overrides(out: Path, objective: str) -> list[str]:
+    """``actune train`` as DPO (on the reference store's pairs) or GRPO (rollouts on the bootstrap section's
+    tasks, one rollout batch an optimizer step, so a checkpoint a step holds every rollout before it)."""
+    ours = [f"train.objective={objective}", f"train.output_dir={out / objective / 'adapter'}"]
+    if objective == "dpo":
+        return [*ours, f"train.dataset={out / 'pairs'}"]
+    return [*ours, "train.per_device_train_batch_size=4", "train.grpo.tasks_per_step=2",
+            "train.grpo.num_generations=2", "train.grpo.concurrency=4"]
 
 
 def make_stages(config: Path, cfg: dict[str, Any]) -> dict[str, Any]:
     boot_store = Path(cfg["bootstrap"]["store"])
     eval_out = Path(cfg["eval"]["out_dir"])
+    out = config.parent
+    objectives = {name: TrainStage(out / name / "adapter", stage_command("train", config,
+                                                                           objective_overrides(out, name)), name)
+                  for name in ("dpo", "grpo")}
     return {
         "bootstrap": CollectStage("bootstrap", boot_store, stage_command("bootstrap", config), [boot_store.parent]),
         "train": TrainStage(Path(cfg["train"]["output_dir"]), stage_command("train", config)),
         "eval": CollectStage("eval", eval_out / "prompted" / "trajectories.jsonl", stage_command("eval", config),
                              [eval_out]),
+        **objectives,
     }
 
 
-def export_training_set(out: Path, config: Path, store: Path) -> bool:
-    """The training set: the kept records of the bootstrap reference, exported by ``actune export``."""
-    log = out / "logs" / "export.log"
+def export_training_set(out: Path, config: Path, store: Path, overrides: Iterable[str] = (),
+                        what: str = "training set") -> bool:
+    """The training set (with ``train.objective=dpo``: the preference pairs) of the bootstrap reference's
+    records, exported by ``actune export``."""
+    log = out / "logs" / f"export {what}.log"
     with open(log, "wb") as f:
-        rc = subprocess.run([sys.executable, "-m", "actune", "export", str(config), f"store={store}"], cwd=REPO,
-                            stdout=f, stderr=subprocess.STDOUT).returncode
+        rc = subprocess.run([sys.executable, "-m", "actune", "export", str(config), f"store={store}", *overrides],
+                            cwd=REPO, stdout=f, stderr=subprocess.STDOUT).returncode
     if rc != 0:
-        _say(f"export failed (exit {rc}, log {log}): no training set for the train stage (pass --dataset)")
+        _say(f"export failed (exit {rc}, log {log}): no {what}")
     return rc == 0
 
 
@@ -613,14 +649,24 @@ def reference_store(out: Path, stages: dict[str, Any], s: Settings) -> Path:
     return path
 
 
+def _missing_training_set(name: str, out: Path, config: Path, stages: dict[str, Any], s: Settings,
+                          given: bool) -> str | None:
+    """Why ``name`` has nothing to train on (None: it has, or it trains on nothing exported: GRPO's rollouts)."""
+    if name == "train" and not given and not export_training_set(out, config, reference_store(out, stages, s)):
+        return "no training set: the bootstrap reference kept nothing to export"
+    if name == "dpo" and not export_training_set(out, config, reference_store(out, stages, s),
+                                                 ["train.objective=dpo", f"train.dataset={out / 'pairs'}"], "pairs"):
+        return "no preference pairs: no task of the bootstrap reference has a kept and a failed episode"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="runs/bench-faults", help="working folder (replaced)")
     ap.add_argument("--seed", type=int, default=0, help="kill points, world and sampling seed")
     ap.add_argument("--points", type=_positive, help="kill points per stage (default 5; --quick 2)")
     ap.add_argument("--quick", action="store_true", help="2 points a stage and fewer tasks and steps")
-    ap.add_argument("--stages", nargs="+", default=["bootstrap", "train", "eval"],
-                    choices=["bootstrap", "train", "eval"])
+    ap.add_argument("--stages", nargs="+", default=list(STAGES), choices=STAGES)
     ap.add_argument("--dataset", help="a training set for the train stage (default: the bootstrap reference, "
                                       "exported)")
     ap.add_argument("--grace", type=float, default=45.0,
@@ -647,14 +693,11 @@ def main(argv: list[str] | None = None) -> int:
     stages = make_stages(config, cfg)
 
     results: dict[str, Any] = {}
-    order = [name for name in ("bootstrap", "train", "eval") if name in args.stages]
+    order = [name for name in STAGES if name in args.stages]
     with exclusive_server_lock():
         for name in order:
-            if name == "train" and not args.dataset and not export_training_set(
-                    out, config, reference_store(out, stages, s)):
-                results[name] = _skipped("steps", "no training set: the bootstrap reference kept nothing to export")
-                continue
-            results[name] = bench_stage(stages[name], s)
+            missing = _missing_training_set(name, out, config, stages, s, bool(args.dataset))
+            results[name] = _skipped("steps", missing) if missing else bench_stage(stages[name], s)
 
     from actune.cpu_features import describe_cpu
 

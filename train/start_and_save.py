@@ -87,6 +87,8 @@ def save_adapter_folder(trainer: Any, start: Start, spec: PromptSpec, meta: dict
     from actune.train.run import MERGED_DIR, merge_adapter
 
     out, model_dir, tokenizer, dtype = start.out, start.model_dir, start.tokenizer, start.dtype
+    # one training loss a logged step, as SFT's meta has them (bench/faults.py counts the steps by them)
+    meta.setdefault("losses", [float(h["loss"]) for h in trainer.state.log_history if "loss" in h])
     tmp = out.parent / f".{out.name}.new"
     trainer.save_model(str(tmp))
     (tmp / "training_args.bin").unlink(missing_ok=True)

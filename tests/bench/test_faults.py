@@ -298,3 +298,23 @@ def test_the_run_config_is_a_valid_run_config(tmp_path):
     assert argv[1:5] == ["-m", "actune", "bootstrap", str(path)] and argv[-1] == "--no-progress"
     assert argv[5].startswith("serve.port=")
     assert "--no-progress" not in stages["train"].command()
+    dpo, grpo = stages["dpo"].command(), stages["grpo"].command()
+    assert dpo[3] == grpo[3] == "train" and stages["dpo"].output_dir == tmp_path / "dpo" / "adapter"
+    assert f"train.dataset={tmp_path / 'pairs'}" in dpo and "train.objective=dpo" in dpo
+    # GRPO's overrides make a valid run config: one rollout batch (2 tasks x 2 episodes) an optimizer step of 4
+    grpo_run = load_config(RunConfig, path, grpo[5:-1])
+    assert grpo_run.train.objective == "grpo" and grpo_run.train.output_dir == tmp_path / "grpo" / "adapter"
+    assert (grpo_run.train.grpo.tasks_per_step * grpo_run.train.grpo.num_generations
+            == grpo_run.train.per_device_train_batch_size)
+
+
+def test_an_episode_stored_twice_in_a_rollout_store_is_a_problem(tmp_path):
+    stage = faults.TrainStage(tmp_path / "grpo", lambda: [], "grpo")
+    stage.rollouts.mkdir()
+    line = lambda task, attempt: json.dumps({"task": {"id": task}, "method": "react", "attempt": attempt}) + "\n"
+    (stage.rollouts / "step-00001.jsonl").write_text(line("t1", 0) + line("t1", 1))
+    (stage.rollouts / "step-00002.jsonl").write_text(line("t1", 0) + line("t2", 0) + line("t2", 0))
+    assert faults.rollout_duplicates(stage.rollouts) == [f"{stage.rollouts / 'step-00002.jsonl'}: 1 episodes stored "
+                                                         "twice"]
+    stage.reset()
+    assert not stage.rollouts.exists()

@@ -66,7 +66,8 @@ def test_two_real_dpo_steps_on_the_embedded_model(tmp_path, embedded_model, prec
     assert (meta["steps"], meta["pairs"], meta["beta"], meta["objective"]) == (2, 2, 0.2, "dpo")
     assert (tmp_path / "dpo" / "adapter_model.safetensors").is_file()
     assert json.loads((tmp_path / "dpo" / "actune_prompt.json").read_text())["method"] == "react"
-    assert json.loads((tmp_path / "dpo" / "training_meta.json").read_text())["steps"] == 2
+    saved = json.loads((tmp_path / "dpo" / "training_meta.json").read_text())
+    assert saved["steps"] == 2 and len(saved["losses"]) == 2  # a loss a logged step
 
 
 def test_the_export_command_writes_pairs_when_the_run_trains_dpo(tmp_path, capsys):

@@ -105,7 +105,7 @@ def test_two_real_grpo_steps_with_rollouts_on_the_real_server(vllm_server, embed
     progress = [line for line in lines if line.startswith("grpo step")]
     assert len(progress) == 2 and all("reward" in p and "kept" in p and "tok/s" in p for p in progress)
     saved = json.loads((tmp_path / "grpo" / "training_meta.json").read_text())
-    assert saved["objective"] == "grpo" and saved["steps"] == 2
+    assert saved["objective"] == "grpo" and saved["steps"] == 2 and len(saved["losses"]) == 2
     assert (tmp_path / "grpo" / "adapter_model.safetensors").is_file()
     assert (tmp_path / "grpo" / "actune_prompt.json").is_file()
 
