@@ -117,7 +117,8 @@ class TrainConfig(StrictModel):
     per-step ``entropy`` or ``mean_token_accuracy`` is logged. ``trl``: TRL's fused LM head, which logs both;
     on a GPU it also projects only the trained positions (Triton), but on a CPU it sends every position of
     the batch through the vocabulary twice and computes both metrics over the whole vocabulary for each.
-    auto: ``trained`` on CPU, ``trl`` on GPU."""
+    auto: ``trained`` on CPU, ``trl`` on GPU. DPO and GRPO keep TRL's head, and on a CPU project only the
+    trained positions through it unless this is ``trl``."""
     dropout_masks: Literal["auto", "gaps", "torch"] = "auto"
     """How LoRA dropout draws its masks. ``gaps``: the positions of the dropped elements from the geometric gaps
     between them (about n*p random numbers for n elements): the same masks in distribution as ``nn.Dropout``

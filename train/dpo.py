@@ -10,7 +10,8 @@ strings and puts every completion token in the loss, observations included; actu
 itself (:func:`tokenize_pair`, by :func:`actune.train.masking.tokenize_segments`, as SFT does) and hands TRL the
 token ids with a loss flag per token (:class:`MaskedPreferenceCollator`). ``train.dpo`` holds any ``DPOConfig``
 field (``beta``, ``loss_type``...) on top of actune's. The dev slice (``eval_fraction``, by task) picks the
-checkpoint of the lowest dev loss; a rerun resumes from the last complete checkpoint.
+checkpoint of the lowest dev loss; a rerun resumes from the last complete checkpoint. On a CPU, TRL's fused LM head
+projects only the completion tokens (:func:`actune.train.speed.fused_head_on_trained_positions`).
 """
 
 from __future__ import annotations
@@ -132,6 +133,9 @@ def make_dpo_trainer(cfg: TrainConfig, args: Any, start: Start, train_ds: Any, d
     import torch
     from transformers import AutoModelForCausalLM
 
+    from actune.train.speed import fused_head_on_trained_positions
+
+    fused_head_on_trained_positions(cfg.loss_head != "trl")
     model = AutoModelForCausalLM.from_pretrained(start.model_dir, dtype=getattr(torch, start.dtype))
     tokenizer = start.tokenizer
     collator = _collator_class()(pad_token_id=tokenizer.pad_token_id, max_length=args.max_length,

@@ -88,6 +88,7 @@ def train_grpo(cfg: TrainConfig, spec: RolloutSpec, serve: ServeConfig, *, serve
     from actune.train.checkpoints import durable_checkpoints, train_resuming
     from actune.train.rollouts import RolloutSetup, make_rollout_func, rollout_reward
     from actune.train.run import TrainError
+    from actune.train.speed import fused_head_on_trained_positions
     from actune.train.start_and_save import open_start, save_adapter_folder, start_prompt_spec
 
     say = log or print
@@ -107,6 +108,7 @@ def train_grpo(cfg: TrainConfig, spec: RolloutSpec, serve: ServeConfig, *, serve
         setup = RolloutSetup(tasks={t.id: t for t in tasks}, env=spec.env, agent=agent, endpoints=server.endpoints,
                              store_dir=out.parent / f"{out.name}.rollouts", api_key=serve.api_key,
                              max_length=cfg.max_length)
+        fused_head_on_trained_positions(cfg.loss_head != "trl")
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype))
         prompts = Dataset.from_dict({"prompt": [t.id for t in tasks]})
         trainer = _trainer(model, args, prompts, tokenizer, cfg.lora.peft_config(),

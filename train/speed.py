@@ -58,8 +58,9 @@ from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 from trl import SFTTrainer
 
 __all__ = ["VARLEN_SDPA", "varlen_sdpa_attention", "register_varlen_sdpa", "padding_free_matches_padded",
-           "ActuneSFTTrainer", "cpu_threads", "set_torch_threads", "LOSS_HEADS", "DROPOUT_MASKS", "GapDropout",
-           "dropped_positions", "use_gap_dropout", "resolve_loss_head", "resolve_dropout_masks"]
+           "fused_head_on_trained_positions", "ActuneSFTTrainer", "cpu_threads", "set_torch_threads", "LOSS_HEADS",
+           "DROPOUT_MASKS", "GapDropout", "dropped_positions", "use_gap_dropout", "resolve_loss_head",
+           "resolve_dropout_masks"]
 
 VARLEN_SDPA = "actune_sdpa_varlen"
 """The ``attn_implementation`` name :func:`register_varlen_sdpa` registers."""
@@ -235,6 +236,31 @@ def resolve_loss_head(setting: str, device_type: str) -> str:
     """``trained`` or ``trl`` for a ``TrainConfig.loss_head`` setting; auto: ``trained`` on CPU (where TRL's
     head projects every position), ``trl`` elsewhere (its Triton kernel projects only the trained ones)."""
     return setting if setting != "auto" else "trained" if device_type == "cpu" else "trl"
+
+
+def fused_head_on_trained_positions(on: bool = True) -> bool:
+    """Make TRL's fused LM head (DPO's and GRPO's log-probabilities, ``add_fused_lm_head``) project only the
+    positions whose label is trained on a CPU too (``on``; False restores TRL's rule). TRL 1.16 compacts them
+    where Triton runs and scores every position elsewhere, to keep Neuron's tile shapes fixed; a CPU compiles
+    nothing, and the other positions' outputs are zero either way, so the log-probabilities are the same. TRL
+    has no setting for it: its private switch ``trl.trainer.utils._use_triton`` is wrapped. Returns whether the
+    compaction is on (False also when this TRL has no such switch)."""
+    import trl.trainer.utils as trl_utils
+
+    current = getattr(trl_utils, "_use_triton", None)
+    if current is None:
+        return False
+    original = getattr(current, "trl_rule", current)
+    if not on:
+        trl_utils._use_triton = original
+        return False
+
+    def compact(device: torch.device) -> bool:
+        return device.type == "cpu" or original(device)
+
+    compact.trl_rule = original  # type: ignore[attr-defined]
+    trl_utils._use_triton = compact
+    return True
 
 
 def resolve_dropout_masks(setting: str, device_type: str, compiled: bool = False) -> str:

@@ -232,6 +232,44 @@ def test_loss_head_auto():
     assert resolve_loss_head("trl", "cpu") == "trl" and resolve_loss_head("trained", "cuda") == "trained"
 
 
+def _fused_log_probs(compact: bool, labels: torch.Tensor, ids: torch.Tensor):
+    from trl.trainer.utils import add_fused_lm_head
+
+    from actune.train.speed import fused_head_on_trained_positions
+
+    assert fused_head_on_trained_positions(compact) is compact
+    model = tiny_model()
+    add_fused_lm_head(model)
+    out = model(input_ids=ids, labels=labels, fused_lm_head=True)
+    out.log_probs.sum().backward()
+    return out.log_probs.detach(), model.lm_head.weight.grad.clone()
+
+
+def test_the_fused_head_on_trained_positions_gives_trls_log_probs_and_gradients():
+    import trl.trainer.utils as trl_utils
+
+    from actune.train.speed import fused_head_on_trained_positions
+
+    torch.manual_seed(1)
+    ids = torch.randint(0, VOCAB, (2, 12))
+    labels = ids.clone()
+    labels[0, :5], labels[1, :8] = -100, -100  # prompts and observations are not trained
+    try:
+        every_position, every_grad = _fused_log_probs(False, labels, ids)
+        assert trl_utils._use_triton(torch.device("cpu")) is False  # TRL's own rule: every position on a CPU
+        trained_only, trained_grad = _fused_log_probs(True, labels, ids)
+        assert trl_utils._use_triton(torch.device("cpu")) is True
+        wrapped = trl_utils._use_triton
+        fused_head_on_trained_positions(True)
+        assert trl_utils._use_triton.trl_rule is wrapped.trl_rule  # a second call wraps TRL's rule, not the wrap
+    finally:
+        fused_head_on_trained_positions(False)
+    assert trl_utils._use_triton(torch.device("cpu")) is False
+    assert (trained_only[labels[:, 1:] == -100] == 0).all() and (trained_only[labels[:, 1:] != -100] < 0).all()
+    torch.testing.assert_close(trained_only, every_position, rtol=0, atol=1e-5)
+    torch.testing.assert_close(trained_grad, every_grad, rtol=0, atol=1e-5)
+
+
 @pytest.mark.parametrize("p, batch", [(0.05, 0), (0.05, 7), (0.3, 0)])  # batch 7: many draws to cover n
 def test_dropped_positions_drop_each_element_independently_with_probability_p(p, batch):
     n = 1_000_000
