@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     from actune.serve.server import Serving, StageServer
 
 __all__ = ["PlannedModel", "ServerGroup", "TRAINING_TASKS_FILE", "adapter_name", "base_models", "served_names",
-           "merged_model_folder", "plan_models", "group_by_base", "plan_groups", "group_serve_config",
+           "merged_model_folder", "plan_models", "group_by_base", "plan_groups", "group_serve_config", "server_for",
            "check_endpoints", "check_leakage", "endpoint_kind", "endpoint_note", "store_path", "run_eval",
            "ensure_adapters"]
 
@@ -225,6 +225,15 @@ def group_serve_config(group: ServerGroup, serve: ServeConfig, groups: int = 1) 
     keep = serve.adapters if groups == 1 or group.base == serve.model else {}
     return serve.model_copy(update={"model": group.base, "served_model_name": group.served_name,
                                     "adapters": {**keep, **group.adapters}})
+
+
+def server_for(cfg: EvalConfig, serve: ServeConfig, label: str) -> tuple[ServeConfig, str]:
+    """(serve section, the name its requests carry) of the server :func:`run_eval` would start for model ``label``.
+    A caller that starts it to run other episodes too (the quickstart's bootstrap rounds) hands it back to
+    :func:`run_eval` with ``served`` and ``labels``."""
+    plan = plan_models(cfg, serve, [label])[0]
+    group = group_by_base([plan])[0]
+    return group_serve_config(group, serve, len(base_models(cfg))), plan.request_model
 
 
 def check_endpoints(cfg: EvalConfig) -> None:

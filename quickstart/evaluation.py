@@ -64,12 +64,9 @@ def eval_config(run: RunContext, method: str) -> EvalConfig:
 def eval_serving(run: RunContext, method: str, label: str) -> tuple[ServeConfig, str]:
     """(serve section, request name) of a server for eval model ``label`` of ``method``, as the eval stage
     would start it: its base, served name and adapter."""
-    from actune.eval.run import base_models, group_by_base, group_serve_config, plan_models
+    from actune.eval.run import server_for
 
-    ecfg = eval_config(run, method)
-    plan = plan_models(ecfg, run.cfg.serve, [label])[0]
-    group = group_by_base([plan])[0]
-    return group_serve_config(group, run.cfg.serve, len(base_models(ecfg))), plan.request_model
+    return server_for(eval_config(run, method), run.cfg.serve, label)
 
 
 def eval_on(run: RunContext, served: Serving, method: str, labels: list[str], run_id: str) -> None:

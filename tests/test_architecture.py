@@ -7,7 +7,8 @@ Every ``import`` counts, those inside functions too. Module names come from ``py
 names code imports them by. The CLI parses commands and calls any layer: it is exempt from the flow, not from
 the cycle check.
 
-And no function in those packages is longer than a screen (:data:`MAX_FUNCTION_LINES`).
+And no function in those packages is longer than a screen (:data:`MAX_FUNCTION_LINES`); the benches (``bench/``)
+import only the names the tree makes public.
 """
 
 from __future__ import annotations
@@ -280,3 +281,48 @@ def test_the_check_finds_each_kind_of_edge(tmp_path: Path) -> None:
     ]
     assert cycles(tmp_path) == [["actune.envs.wiki", "actune.tasks.metrics"],
                                 ["actune.quickstart.pipeline", "actune.quickstart.report"]]
+
+
+def exported_names(path: Path) -> set[str] | None:
+    """A module's ``__all__`` (None: it declares none, and every name without a leading ``_`` is public)."""
+    for node in ast.parse(path.read_text(encoding="utf-8"), str(path)).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return None
+
+
+def private_uses(scripts: list[Path], repo: Path) -> list[str]:
+    """``script: module.name`` for each name a script imports from the tree that its module does not make public
+    (a leading ``_``, or missing from the module's ``__all__``); importing a submodule is fine."""
+    mods = modules(package_dirs(repo))
+    bad = []
+    for script in scripts:
+        for node in ast.walk(ast.parse(script.read_text(encoding="utf-8"), str(script))):
+            if not (isinstance(node, ast.ImportFrom) and not node.level and node.module in mods):
+                continue
+            public = exported_names(mods[node.module])
+            for alias in node.names:
+                name = alias.name
+                if f"{node.module}.{name}" not in mods and (
+                        name.startswith("_") or (public is not None and name not in public)):
+                    bad.append(f"{script.name}: {node.module}.{name}")
+    return bad
+
+
+def test_the_benches_use_only_public_names() -> None:
+    """bench/ measures what users run: through the names the tree makes public, so a bench never pins an
+    internal that a refactor may rename."""
+    assert private_uses(sorted((REPO / "bench").glob("*.py")), REPO) == []
+
+
+def test_the_public_name_check_catches_a_private_import(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.setuptools]\npackage-dir = { "actune" = "actune" }\n')
+    (tmp_path / "actune").mkdir()
+    (tmp_path / "actune/__init__.py").write_text("")
+    (tmp_path / "actune/eta.py").write_text('__all__ = ["RATES"]\nRATES = 1\nCOST = 2\n_SECRET = 3\n')
+    (tmp_path / "actune/open.py").write_text("A = 1\n_B = 2\n")
+    script = tmp_path / "b.py"
+    script.write_text("from actune.eta import RATES, COST, _SECRET\nfrom actune.open import A, _B\n"
+                      "from actune import eta\n")
+    assert private_uses([script], tmp_path) == ["b.py: actune.eta.COST", "b.py: actune.eta._SECRET",
+                                                "b.py: actune.open._B"]

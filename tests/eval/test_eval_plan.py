@@ -30,6 +30,7 @@ from actune.eval.run import (
     merged_model_folder,
     plan_groups,
     plan_models,
+    server_for,
     store_path,
 )
 from actune.judge import judge, record_verdict
@@ -162,6 +163,10 @@ def test_models_group_by_base_one_server_each(tmp_path: Path) -> None:
     assert [p.record.name for g in groups for p in g.models] == ["small", "small", "qwen2.5-0.5b", "qwen2.5-0.5b"]
     assert [(p.base, p.request_model) for p in plan_models(cfg, serve)] == [
         ("smollm2-135m", "small"), ("qwen2.5-0.5b", name_b), ("smollm2-135m", name_c), ("qwen2.5-0.5b", "qwen2.5-0.5b")]
+    # one model's server, as run_eval would start it: the group's serve section, the model's request name
+    assert server_for(cfg, serve, "b") == (qwen, name_b)
+    c_serve, c_request = server_for(cfg, serve, "c")
+    assert (c_serve.model, c_serve.adapters[name_c], c_request) == ("smollm2-135m", str(ad_c), name_c)
     check_endpoints(cfg)  # no endpoints: a server per base
     with pytest.raises(ConfigError, match=r"eval.endpoints: one endpoint serves one base model, but eval.models "
                                           r"name 2 \(smollm2-135m, qwen2.5-0.5b\)"):
