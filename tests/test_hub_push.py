@@ -133,7 +133,7 @@ def test_the_token_never_appears_in_output_or_errors(tmp_path, monkeypatch, caps
     folder = adapter_folder(tmp_path / "adapter")
     api = FakeHfApi(fail_with=f"401 Unauthorized: token {TOKEN} is invalid")
     args = build_parser().parse_args(["push", str(folder), "--repo", "org/name"])
-    assert args.func(args, api_factory=factory(api)) == 2
+    assert args.func(args, api_factory=factory(api)) == 1
     out, err = capsys.readouterr()
     assert "actune push: pushing" in err and "401 Unauthorized: token *** is invalid" in err
     assert TOKEN not in out + err

@@ -8,6 +8,7 @@ import os
 import re
 import sys
 
+from actune.cli.exit_codes import FAILED, INTERRUPTED, OK, USAGE
 from actune.config import ConfigError
 
 # Order is the order of `actune --help`. Modules import fast: heavy libraries load inside the commands.
@@ -69,26 +70,26 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
+        return USAGE
     try:
-        return int(args.func(args) or 0)
+        return int(args.func(args) or OK)
     except ConfigError as e:
         print(f"actune: config error: {e}", file=sys.stderr)
-        return 2
+        return USAGE
     except KeyboardInterrupt:
         print("actune: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except BrokenPipeError:
         # `actune ... | head`: the reader left; stop quietly like other Unix tools.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        return OK
     except OSError as e:
         # disk full, a file-size limit, a read-only folder: one line, not a traceback. Stores append whole lines
         # (a cut one is trimmed on reopening) and other files are replaced atomically, so what was written stays.
         where = f" ({e.filename})" if e.filename else ""
         print(f"actune: {e.strerror or e}{where}; everything written before it is kept: make room and rerun the "
               "same command to continue", file=sys.stderr)
-        return 1
+        return FAILED
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from actune.cli.exit_codes import FAILED
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("card", help="write the model card of an adapter or merged model folder (before a push)",
@@ -48,7 +50,7 @@ def _card(args: argparse.Namespace) -> int:
         path, replaced = write_folder_card(args.path, force=args.force, report=report)
     except (CardError, ReportError) as e:
         print(f"actune card: {e}", file=sys.stderr)
-        return 2
+        return FAILED
     print(f"wrote {path}" + ("" if replaced == "nothing" else f" (replacing {replaced})")
           + (f" with the eval table of {report}" if report is not None else ""))
     return 0

@@ -42,11 +42,12 @@ def _distill_errors(args: argparse.Namespace) -> int:
     import sys
 
     from actune.bootstrap.distill_errors import DistillConfig, DistillError, DistillSummary, distill_errors
+    from actune.cli.exit_codes import FAILED, USAGE
     from actune.llm import ClientConfig, LLMClient, LLMError
 
-    def fail(message: str) -> int:
+    def fail(message: str, code: int = USAGE) -> int:
         print(f"actune distill-errors: {message}", file=sys.stderr)
-        return 2
+        return code
 
     try:
         cfg = DistillConfig(diagnoser=args.diagnoser, max_pairs_per_task=args.max_pairs_per_task,
@@ -71,6 +72,6 @@ def _distill_errors(args: argparse.Namespace) -> int:
     try:
         summary = asyncio.run(run())
     except (DistillError, LLMError) as e:
-        return fail(str(e))
+        return fail(str(e), FAILED)
     print(summary.table())
     return 0

@@ -18,13 +18,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _prepare(args: argparse.Namespace) -> int:
+    from actune.cli.exit_codes import FAILED
     from actune.model_files import ModelError, prepare_model
 
     try:
         print(prepare_model(args.name, check=not args.no_check))
     except ModelError as e:
         print(f"actune: {e}", file=sys.stderr)
-        return 1
+        return FAILED
     return 0
 
 

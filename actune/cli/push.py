@@ -17,6 +17,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from actune.cli.exit_codes import FAILED
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("push", help="upload an export, an adapter or a merged model to the Hugging Face Hub",
@@ -37,7 +39,7 @@ def _push(args: argparse.Namespace, api_factory: Callable[[], Any] | None = None
                    api_factory=api_factory or make_api)
     except PushError as e:
         print(f"actune push: {e}", file=sys.stderr)
-        return 2
+        return FAILED
     print(f"pushed {res.kind} {args.path} to {res.repo_type} repo {res.repo_id}@{res.revision}: "
           f"{len(res.files)} files" + (f" ({res.commit_url})" if res.commit_url else ""))
     if res.hub_base_model:

@@ -54,6 +54,7 @@ def _quickstart(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
+    from actune.cli.exit_codes import FAILED
     from actune.cli.stage_command import COLLECT_ERRORS, EXPORT_ERRORS, TRAIN_ERRORS, stage_errors
     from actune.quickstart import pipeline
     from actune.quickstart.config import hardware_kind, load_quickstart
@@ -77,7 +78,7 @@ def _quickstart(args: argparse.Namespace) -> int:
     except caught as e:
         print(f"actune quickstart: {e}", file=sys.stderr)
         print(f"actune quickstart: rerun the same command to continue from {out}", file=sys.stderr)
-        return 2
+        return FAILED
     print(report.read_text(encoding="utf-8"))
     print(f"report: {report}")
     return 0

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from actune.agent.config import METHODS
+from actune.cli.exit_codes import FAILED
 
 DEFAULT_MODEL = "smollm2-135m"
 
@@ -273,7 +274,7 @@ def _run(args: argparse.Namespace) -> int:
                 traj = asyncio.run(_episode(args, cfg, server.base_url, adapter or server.model, record))
     except (ServeError, LLMError) as e:  # an LLMError: a refused key, say (its message never holds the key)
         print(f"actune run: {e}", file=sys.stderr)
-        return 2
+        return FAILED
     if args.json:
         print(traj.to_json())
     return 0

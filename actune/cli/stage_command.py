@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from actune.cli.exit_codes import FAILED, OK
 from actune.stop_signals import stop_signals_as_interrupt
 
 __all__ = ["register_stage", "stage_errors", "section_qualifier", "COLLECT_ERRORS", "EXPORT_ERRORS", "TRAIN_ERRORS"]
@@ -51,7 +52,8 @@ def register_stage(sub: argparse._SubParsersAction, name: str, *, doc: str, help
                    qualify: Callable[[list[str]], list[str]], errors: Sequence[str],
                    progress: bool = False) -> argparse.ArgumentParser:
     """Add the stage command ``name``: ``run(run_config, args)`` does the work; ``qualify`` expands the
-    stage's short override keys; ``errors`` (``"module:Class"``) are reported as one line, exit status 2."""
+    stage's short override keys; ``errors`` (``"module:Class"``) are reported as one line, exit status 1
+    (:mod:`actune.cli.exit_codes`)."""
     p = sub.add_parser(name, help=help, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("config", help=config_help)
     p.add_argument("overrides", nargs="*", help=f"key=value overrides, e.g. {example}")
@@ -69,8 +71,8 @@ def register_stage(sub: argparse._SubParsersAction, name: str, *, doc: str, help
                 run(config, args)
         except caught as e:
             print(f"actune {name}: {e}", file=sys.stderr)
-            return 2
-        return 0
+            return FAILED
+        return OK
 
     p.set_defaults(func=command)
     return p

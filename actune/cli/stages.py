@@ -177,23 +177,24 @@ def _run_eval(run: "RunConfig", args: argparse.Namespace) -> None:
 
 def _run_import(args: argparse.Namespace) -> int:
     from actune.bootstrap.importers import import_set
+    from actune.cli.exit_codes import FAILED, NOTHING_DONE, OK
 
     caught = stage_errors(["actune.bootstrap.importers:ImportSetError", "actune.store:StoreError"])
     try:
         summary = import_set(args.source, args.store, args.format, env=args.env, method=args.method, split=args.split)
     except caught as e:
         print(f"actune import: {e}", file=sys.stderr)
-        return 2
+        return FAILED
     print(summary.table())
     if summary.total == 0:
         print(f"actune import: {args.source} holds no records", file=sys.stderr)
-        return 1
+        return NOTHING_DONE
     if summary.imported == 0 and not summary.rejected.get("already_imported"):
         # nothing usable: most often the wrong --format for the file
         print(f"actune import: none of the {summary.total} records was imported (the reasons are above; is "
               f"--format {args.format} the file's layout?)", file=sys.stderr)
-        return 1
-    return 0
+        return NOTHING_DONE
+    return OK
 
 
 def _register_import(sub: argparse._SubParsersAction) -> None:

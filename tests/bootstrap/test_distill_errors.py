@@ -318,6 +318,6 @@ def test_cli_rules_writes_the_catalog_and_prints_the_summary(store, tmp_path, ca
     assert "--diagnoser llm needs --endpoint URL and --model NAME" in capsys.readouterr().err
     only_failed = tmp_path / "failed.jsonl"
     only_failed.write_text(path.read_text().splitlines()[-1] + "\n")
-    assert main(["distill-errors", str(only_failed), "--out", str(tmp_path / "x.json"), "--diagnoser", "rules"]) == 2
+    assert main(["distill-errors", str(only_failed), "--out", str(tmp_path / "x.json"), "--diagnoser", "rules"]) == 1
     assert "no task has both a kept and a failed episode" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()

@@ -138,7 +138,7 @@ def test_export_command_writes_the_chosen_format(tmp_path, capsys):
     assert main(["export", str(cfg)]) == 0  # the default is the datasets folder, as before
     assert (tmp_path / "ds" / "export_summary.json").is_file()
     cfg.write_text(f"bootstrap:\n  store: {tmp_path / 'none.jsonl'}\ntrain:\n  dataset: {tmp_path / 'ds'}\n")
-    assert main(["export", str(cfg), "--format", "sharegpt"]) == 2
+    assert main(["export", str(cfg), "--format", "sharegpt"]) == 1
     assert "store not found" in capsys.readouterr().err
 
 

@@ -307,7 +307,7 @@ def test_import_command_prints_counts_and_fails_in_one_line(tmp_path, capsys):
     assert f"{MULTI} (openai): 4 records, 3 imported, 1 rejected -> {store} (method react, env wiki)" in out
     assert "rejected      1  failed_episode" in out and f"e.g. {MULTI}:4:" in out
     assert len(kept_records(store)) == 3
-    assert main(["import", str(tmp_path / "none.jsonl"), "--format", "openai", "--store", str(store)]) == 2
+    assert main(["import", str(tmp_path / "none.jsonl"), "--format", "openai", "--store", str(store)]) == 1
     assert capsys.readouterr().err == f"actune import: {tmp_path / 'none.jsonl'}: file not found\n"
 
 
@@ -358,11 +358,11 @@ def test_a_lora_trains_on_an_imported_set(tmp_path, embedded_model):
 def test_the_import_command_exits_non_zero_when_nothing_could_be_imported(tmp_path: Path, capsys) -> None:
     openai_file = DATA / "fireact_gpt_hotpotqa.jsonl"
     # the wrong layout for the file: every record rejected, exit 1 with a hint
-    assert main(["import", str(openai_file), "--format", "alpaca", "--store", str(tmp_path / "a.jsonl")]) == 1
+    assert main(["import", str(openai_file), "--format", "alpaca", "--store", str(tmp_path / "a.jsonl")]) == 3
     assert "none of the 3 records was imported" in capsys.readouterr().err
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    assert main(["import", str(empty), "--format", "openai", "--store", str(tmp_path / "b.jsonl")]) == 1
+    assert main(["import", str(empty), "--format", "openai", "--store", str(tmp_path / "b.jsonl")]) == 3
     assert "holds no records" in capsys.readouterr().err
     assert not (tmp_path / "b.jsonl").exists()  # no empty store is left behind
     # the right one: 0; again: nothing new but nothing wrong, 0

@@ -85,3 +85,21 @@ def test_model_prepare_prints_ready_folder(embedded_model):
     out = actune("model", "prepare", "smollm2-135m")
     assert out.returncode == 0, out.stderr
     assert Path(out.stdout.strip()) == embedded_model
+
+
+def test_each_exit_code_means_one_thing(tmp_path, capsys):
+    """A config error, a stage that failed and a run that did nothing exit differently (actune.cli.exit_codes)."""
+    from actune.cli import exit_codes, main
+
+    codes = [exit_codes.OK, exit_codes.FAILED, exit_codes.USAGE, exit_codes.NOTHING_DONE, exit_codes.INTERRUPTED]
+    assert len(set(codes)) == len(codes)
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(f"bootstrap:\n  store: {tmp_path / 'none.jsonl'}\ntrain:\n  dataset: {tmp_path / 'ds'}\n")
+    assert main(["export", str(cfg), "bootstrap.concurency=3"]) == exit_codes.USAGE  # found before anything ran
+    assert main(["export", str(cfg)]) == exit_codes.FAILED  # ran: its store is missing
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["import", str(empty), "--format", "openai", "--store", str(tmp_path / "s.jsonl")]) \
+        == exit_codes.NOTHING_DONE
+    err = capsys.readouterr().err
+    assert "concurency" in err and "store not found" in err and "holds no records" in err

@@ -60,7 +60,7 @@ def test_a_failing_stage_exits_with_the_way_to_continue(tmp_path: Path, capsys) 
     # the real run: the tasks stage finds no HotpotQA files, before any server starts
     out = tmp_path / "run"
     assert main(["quickstart", "--preset", "hotpotqa", "--out", str(out), "--no-progress",
-                 f"hotpotqa.data_dir={tmp_path / 'nodata'}", "imports=[]"]) == 2
+                 f"hotpotqa.data_dir={tmp_path / 'nodata'}", "imports=[]"]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err[-2] == (f"actune quickstart: hotpotqa.data_dir: {tmp_path / 'nodata' / 'train_with_context.jsonl'} "
                        "not found (the module actune.hotpotqa_source says where these files come from)")

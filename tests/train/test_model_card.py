@@ -172,19 +172,19 @@ def test_a_card_is_not_written_over_someone_elses_or_without_a_spec(tmp_path, ca
     folder = adapter(tmp_path)
     mine = "---\nlicense: mit\n---\n\n# My adapter\n"
     (folder / "README.md").write_text(mine)
-    assert main(["card", str(folder)]) == 2
+    assert main(["card", str(folder)]) == 1
     assert capsys.readouterr().err == (f"actune card: {folder / 'README.md'}: a card that is neither actune's nor "
                                        "PEFT's template is there; --force replaces it\n")
     assert (folder / "README.md").read_text() == mine
     assert main(["card", str(folder), "--force"]) == 0
     assert capsys.readouterr().out == f"wrote {folder / 'README.md'} (replacing a card of its own)\n"
     (folder / "actune_prompt.json").unlink()
-    assert main(["card", str(folder)]) == 2
+    assert main(["card", str(folder)]) == 1
     assert f"actune card: {folder}: no actune_prompt.json, so the card cannot say how" in capsys.readouterr().err
     (folder / "merged" / "training_meta.json").unlink()
     with pytest.raises(CardError, match=r"merged: no training_meta.json: the merged model's card is written from"):
         write_folder_card(folder / "merged")
-    assert main(["card", str(tmp_path / "missing")]) == 2
+    assert main(["card", str(tmp_path / "missing")]) == 1
     assert "neither an adapter folder (adapter_config.json) nor a model folder" in capsys.readouterr().err
 
 
@@ -222,7 +222,7 @@ def test_actune_card_report_puts_the_eval_table_in_the_card(tmp_path, monkeypatc
             "0.375 [0.275, 0.475] | +0.275 [+0.175, +0.375] | 0.001235 | 40 |") in text
     assert text.index("## Training") < text.index("## Evaluation") < text.index("## Prompt")
     before = (elsewhere / "README.md").read_text()
-    assert main(["card", str(elsewhere), "--report", str(path)]) == 2  # the report is about other adapters
+    assert main(["card", str(elsewhere), "--report", str(path)]) == 1  # the report is about other adapters
     assert capsys.readouterr().err == (
         f"actune card: {path}: the eval report does not evaluate {elsewhere} (nor its adapter or merged folder); it "
         "evaluates prompted: model smollm2-135m; tuned: adapter out/react/round1/adapter; tuned-merged: model "
