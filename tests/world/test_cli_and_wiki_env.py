@@ -23,9 +23,8 @@ def _run(argv: list[str]) -> int:
 
 
 def test_cli_generate_writes_the_same_world_as_the_library(tmp_path: Path, capsys) -> None:
-    sizes = ["--n-people", "20", "--n-companies", "12", "--n-cities", "8", "--n-train", "20", "--n-dev", "10",
-             "--n-test", "10"]
-    assert _run(["world", "generate", "--seed", "5", "--out", str(tmp_path / "cli"), *sizes]) == 0
+    sizes = ["n_people=20", "n_companies=12", "n_cities=8", "n_train=20", "n_dev=10", "n_test=10"]
+    assert _run(["world", "generate", *sizes, "--seed", "5", "--out", str(tmp_path / "cli")]) == 0
     assert "40 pages (20 people, 12 companies, 8 cities)" in capsys.readouterr().out
     write_world(WorldConfig(seed=5, n_people=20, n_companies=12, n_cities=8, n_train=20, n_dev=10, n_test=10),
                 tmp_path / "lib")
@@ -33,8 +32,9 @@ def test_cli_generate_writes_the_same_world_as_the_library(tmp_path: Path, capsy
         assert (tmp_path / "cli" / name).read_bytes() == (tmp_path / "lib" / name).read_bytes()
     manifest = json.loads((tmp_path / "cli" / "world.json").read_text())
     assert manifest["config"]["mix"] == {"single": 0.4, "bridge": 0.4, "comparison": 0.2}
-    assert _run(["world", "generate", "--seed", "5", "--out", str(tmp_path / "fam"), "--phrasings", "families",
-                 *sizes]) == 0
+    config = tmp_path / "fam.yaml"
+    config.write_text("phrasings: families\nseed: 5\n")
+    assert _run(["world", "generate", str(config), *sizes, "--out", str(tmp_path / "fam")]) == 0
     write_world(WorldConfig(seed=5, n_people=20, n_companies=12, n_cities=8, n_train=20, n_dev=10, n_test=10,
                             phrasings="families"), tmp_path / "fam-lib")
     assert (tmp_path / "fam" / "test.jsonl").read_bytes() == (tmp_path / "fam-lib" / "test.jsonl").read_bytes()
@@ -43,14 +43,15 @@ def test_cli_generate_writes_the_same_world_as_the_library(tmp_path: Path, capsy
         "new_phrasing": 5, "seen": 5}
 
 
-def test_cli_bad_mix_and_too_small_world_are_config_errors(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="three fractions"):
-        _run(["world", "generate", "--out", str(tmp_path), "--mix", "0.5,0.5"])
+def test_cli_bad_keys_mix_and_too_small_world_are_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="n_peple: unknown key"):
+        _run(["world", "generate", "n_peple=3", "--out", str(tmp_path)])
     with pytest.raises(ConfigError, match="add up to 1"):
-        _run(["world", "generate", "--out", str(tmp_path), "--mix", "0.5,0.5,0.5"])
+        _run(["world", "generate", "mix.single=0.5", "mix.bridge=0.5", "mix.comparison=0.5", "--out", str(tmp_path)])
+    with pytest.raises(ConfigError, match="nope.yaml: no such config file"):
+        _run(["world", "generate", str(tmp_path / "nope.yaml"), "--out", str(tmp_path)])
     with pytest.raises(ConfigError, match="too small"):
-        _run(["world", "generate", "--out", str(tmp_path / "x"), "--n-people", "3", "--n-companies", "2",
-              "--n-cities", "2"])
+        _run(["world", "generate", "n_people=3", "n_companies=2", "n_cities=2", "--out", str(tmp_path / "x")])
     assert not (tmp_path / "x" / "world.json").exists()
 
 
