@@ -1,12 +1,15 @@
 """``actune run``: one agent episode on one question, shown live (or printed as a JSON record).
 
-    actune run --env wiki --method react --model smollm2-135m --corpus corpus.jsonl --question "..."
+    actune run [AGENT_CONFIG] [key=value ...] --env wiki --corpus corpus.jsonl --question "..."
+    actune run temperature=0.4 exemplar_set=world --method react --corpus corpus.jsonl --question "..."
 
 Without ``--endpoint`` it starts a vLLM server for ``--model`` (and stops it afterwards); ``--endpoint URL
 --model NAME --api-key-env VAR`` runs against a hosted API, its key read from the variable VAR names. With
 ``--adapter FOLDER`` the LoRA adapter is served too and requested, and the loop is configured from the
 folder's ``actune_prompt.json`` (the method, regime and wire format it was trained with); explicit
-``--method/--regime/--wire/--set`` still win. The command takes no machine-wide lock: two may run at once.
+``--method/--regime/--wire`` and ``key=value`` overrides still win. The config is an agent config (AgentConfig
+fields); ``--config FILE`` and ``--set KEY=VALUE`` are the older spelling of the same. The command takes no
+machine-wide lock: two may run at once.
 
 The live view streams: thoughts, reflections, actions and answers appear token by token as the server sends
 them, observations as the environment answers (``AgentConfig.stream_events``, LLARS' event stream);
@@ -35,6 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Run one episode of an agent method against an environment and show thoughts, actions "
         "and observations as they happen. Without --endpoint a vLLM server is started for --model.",
     )
+    p.add_argument("items", nargs="*", metavar="[AGENT_CONFIG] [key=value ...]",
+                   help="a YAML file of AgentConfig fields (optional), then AgentConfig overrides, "
+                   "e.g. temperature=0.4")
     p.add_argument("--env", default="wiki", choices=("wiki", "fever", "docqa", "alfworld"), help="environment")
     p.add_argument("--method", choices=METHODS,
                    help="prompting method (default: the adapter's prompt spec, else react)")
@@ -58,9 +64,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--wire", choices=("text", "chat"), help="wire format (default: the prompt spec's, else text)")
     p.add_argument("--prompt-spec", help="a folder holding actune_prompt.json, or the file itself "
                    "(default: the --adapter folder's)")
-    p.add_argument("--config", help="YAML file of AgentConfig fields")
+    p.add_argument("--config", help="YAML file of AgentConfig fields (the same as AGENT_CONFIG)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="AgentConfig override, e.g. --set temperature=0.4 (repeatable)")
+                   help="AgentConfig override (the same as a key=value item; repeatable)")
     p.add_argument("--json", action="store_true", help="print the trajectory record as JSON instead of the live view")
     p.add_argument("--no-stream", action="store_true",
                    help="live view without token streaming: print each step whole once the model has written it")
@@ -70,29 +76,56 @@ def register(sub: argparse._SubParsersAction) -> None:
 def resolve_agent_config(args: argparse.Namespace) -> tuple[Any, str | None]:
     """The AgentConfig for this run and a line saying which prompt spec was applied (None: none).
 
-    Precedence, lowest first: AgentConfig defaults, --config file, the prompt spec (--prompt-spec, else
-    the --adapter folder's actune_prompt.json), then --method/--regime/--wire and --set."""
+    Precedence, lowest first: AgentConfig defaults, the config file, the prompt spec (--prompt-spec, else
+    the --adapter folder's actune_prompt.json), then --method/--regime/--wire and the key=value overrides."""
     from actune.agent.config import AgentConfig
     from actune.agent.prompt_spec import PROMPT_SPEC_FILE, find_prompt_spec, load_prompt_spec
     from actune.config import load_config
 
+    config, overrides = _agent_config_items(args)
     spec_path = args.prompt_spec or (find_prompt_spec(args.adapter) if args.adapter else None)
-    explicit = [f"{k}={v}" for k in ("method", "regime", "wire") if (v := getattr(args, k))]
-    overrides = explicit + list(args.overrides)
+    overrides = [f"{k}={v}" for k in ("method", "regime", "wire") if (v := getattr(args, k))] + overrides
     note = None
     if spec_path is not None:
         spec = load_prompt_spec(spec_path)
-        cfg = load_config(AgentConfig, args.config, spec.as_overrides() + overrides)
+        cfg = load_config(AgentConfig, config, spec.as_overrides() + overrides)
         spec_keys = set(spec.model_dump(exclude={"format_version"}))
         won = [o for o in overrides if o.split("=", 1)[0].strip() in spec_keys]
         note = (f"applied prompt spec {spec_path}: method={spec.method} regime={spec.regime} wire={spec.wire}"
                 + (f" (overridden by {' '.join(won)})" if won else ""))
     else:
-        cfg = load_config(AgentConfig, args.config, overrides)
+        cfg = load_config(AgentConfig, config, overrides)
         if args.adapter:
             note = (f"no {PROMPT_SPEC_FILE} in {args.adapter}: running {cfg.method} {cfg.regime} {cfg.wire}; "
                     "the adapter may expect another format")
     return cfg, note
+
+
+RUN_CONFIG_SECTIONS = ("serve", "bootstrap", "train", "eval")
+
+
+def _agent_config_items(args: argparse.Namespace) -> tuple[str | None, list[str]]:
+    """The agent config file (AGENT_CONFIG or --config, not both) and the overrides (items, then --set)."""
+    import yaml
+
+    from actune.cli.config_items import config_and_overrides
+    from actune.config import ConfigError
+
+    config, overrides = config_and_overrides(list(args.items), "an agent config (AgentConfig fields)")
+    if config and args.config:
+        raise ConfigError(f"two agent configs ({config} and --config {args.config}): give one")
+    config = config or args.config
+    if config:
+        try:
+            top = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError):
+            top = None  # load_config reports it, with the line
+        sections = sorted(set(top) & set(RUN_CONFIG_SECTIONS)) if isinstance(top, dict) else []
+        if sections:
+            raise ConfigError(f"{config}: a run config (sections {', '.join(sections)}); actune run takes an agent "
+                              "config: AgentConfig fields at the top level, as in a run config's bootstrap.agent "
+                              "or eval.agent section")
+    return config, overrides + list(args.overrides)
 
 
 def adapter_served_name(path: str | Path) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,20 +24,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     gen.set_defaults(func=_generate)
 
 
-def config_and_overrides(items: list[str]) -> tuple[str | None, list[str]]:
-    """The optional config file (the first item, when it is not a ``key=value``) and the overrides."""
-    if items and "=" not in items[0]:
-        return items[0], items[1:]
-    return None, items
-
-
 def _generate(args: argparse.Namespace) -> int:
+    from actune.cli.config_items import config_and_overrides
     from actune.config import ConfigError, load_config
     from actune.world import WorldConfig, write_world
 
-    config, overrides = config_and_overrides(list(args.items))
-    if config is not None and not Path(config).is_file():
-        raise ConfigError(f"{config}: no such config file (give a WorldConfig YAML file, or key=value overrides)")
+    config, overrides = config_and_overrides(list(args.items), "a WorldConfig YAML file")
     if args.seed is not None:
         overrides.append(f"seed={args.seed}")
     cfg = load_config(WorldConfig, config, overrides)

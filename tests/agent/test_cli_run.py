@@ -13,6 +13,7 @@ import pytest
 from actune.agent import PromptSpec, save_prompt_spec
 from actune.cli import build_parser, main
 from actune.cli import run as cli_run
+from actune.config import ConfigError
 
 
 def parse(*argv: str):
@@ -198,3 +199,26 @@ def test_live_view_prints_deltas_on_one_line():
     assert view.console.export_text() == ("Reflection: A long reflection [with] brackets that wraps past forty "
                                           "columns.\nAction: search[Sony]\nObservation: Sony [1] was founded in "
                                           "1946.\n— step 2/7\nAnswer: 1946 [1]\n")
+
+
+def test_the_agent_config_and_overrides_take_the_clis_one_shape(tmp_path):
+    config = tmp_path / "agent.yaml"
+    config.write_text("episode_steps: 4\ntemperature: 0.2\n")
+    cfg, _ = cli_run.resolve_agent_config(parse(str(config), "temperature=0.4", "--set", "chat_prefill=true"))
+    assert (cfg.episode_steps, cfg.temperature, cfg.chat_prefill) == (4, 0.4, True)
+    cfg, _ = cli_run.resolve_agent_config(parse("temperature=0.5", "--config", str(config)))
+    assert (cfg.episode_steps, cfg.temperature) == (4, 0.5)  # --config: the older spelling
+
+
+def test_a_run_config_or_two_configs_are_refused_with_what_to_give(tmp_path):
+    run_config = tmp_path / "run.yaml"
+    run_config.write_text("serve:\n  model: smollm2-135m\neval:\n  agent:\n    temperature: 0.0\n")
+    with pytest.raises(ConfigError, match=r"run.yaml: a run config \(sections eval, serve\); actune run takes an "
+                                          r"agent config"):
+        cli_run.resolve_agent_config(parse(str(run_config)))
+    agent = tmp_path / "agent.yaml"
+    agent.write_text("temperature: 0.2\n")
+    with pytest.raises(ConfigError, match="two agent configs"):
+        cli_run.resolve_agent_config(parse(str(agent), "--config", str(agent)))
+    with pytest.raises(ConfigError, match="nope.yaml: no such config file"):
+        cli_run.resolve_agent_config(parse(str(tmp_path / "nope.yaml")))

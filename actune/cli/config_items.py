@@ -1,0 +1,20 @@
+"""The CLI's one shape for what configures a command: ``[CONFIG] [key=value ...]``, a YAML file first (optional
+where the command has defaults for everything) and overrides after it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from actune.config import ConfigError
+
+__all__ = ["config_and_overrides"]
+
+
+def config_and_overrides(items: list[str], what: str) -> tuple[str | None, list[str]]:
+    """The config file (the first item, when it is not a ``key=value``) and the overrides; ``what`` names the
+    file's kind in the error for a file that is not there."""
+    if not items or "=" in items[0]:
+        return None, list(items)
+    if not Path(items[0]).is_file():
+        raise ConfigError(f"{items[0]}: no such config file (give {what}, or key=value overrides)")
+    return items[0], list(items[1:])
