@@ -24,6 +24,7 @@ import yaml
 from actune.bootstrap.config import ExportConfig
 from actune.bootstrap.export import ExportSummary, kept_records
 from actune.judge import verdict_of
+from actune.provenance import provenance, provenance_markdown
 
 __all__ = ["CARD_FILE", "card_settings", "dataset_card", "judge_counts", "size_category"]
 
@@ -215,5 +216,5 @@ def dataset_card(summary: ExportSummary, rows: Sequence[dict[str, Any]], *, fmt:
     ]
     if fmt == "actune":
         lines += ["", f"Metadata columns: {_COLUMNS}."]
-    lines += ["", "## Load it", "", _load_section(fmt, data_files), ""]
+    lines += ["", "## Load it", "", _load_section(fmt, data_files), "", *provenance_markdown(provenance())]
     return "\n".join(lines)

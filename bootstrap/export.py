@@ -67,6 +67,7 @@ from actune.agent.render import (
 from actune.atomic_write import recover_folder, replace_folder
 from actune.bootstrap.config import ExportConfig
 from actune.judge import Verdict, verdict_of
+from actune.provenance import provenance
 from actune.trajectory import Step, Trajectory, read_trajectory_lines
 
 __all__ = ["ExportError", "ExportSummary", "MethodCounts", "SUMMARY_FILE", "WIRE_FORMATS", "chat_example",
@@ -609,7 +610,8 @@ def export_dataset(
     try:
         ds.save_to_disk(str(tmp))
         # inside the folder before the swap: the dataset and its summary appear together or not at all
-        (tmp / SUMMARY_FILE).write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
+        written = {**summary.to_dict(), "provenance": provenance()}
+        (tmp / SUMMARY_FILE).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
         card = dataset_card(summary, rows, fmt="actune", data_files="data-*.arrow", judge=judge_counts(summary.stores),
                             settings=card_settings(config))
         (tmp / CARD_FILE).write_text(card, encoding="utf-8")

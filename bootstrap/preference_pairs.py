@@ -32,6 +32,7 @@ from typing import Any
 from actune.agent.render import episode_segments
 from actune.atomic_write import recover_folder, replace_folder
 from actune.bootstrap.export import ExportError, judged_lines
+from actune.provenance import provenance
 from actune.trajectory import Step, Trajectory
 
 __all__ = ["PAIRS_SUMMARY_FILE", "PairSummary", "export_pairs", "pair_example", "pair_rows", "shared_steps"]
@@ -138,7 +139,8 @@ def export_pairs(stores: str | Path | Sequence[str | Path], out_dir: str | Path,
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         Dataset.from_list(rows).save_to_disk(str(tmp))
-        (tmp / PAIRS_SUMMARY_FILE).write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
+        written = {**summary.to_dict(), "provenance": provenance()}
+        (tmp / PAIRS_SUMMARY_FILE).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
         replace_folder(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -42,7 +42,9 @@ from actune.bootstrap.config import BootstrapConfig
 from actune.bootstrap.summary import format_summary, summarize, summary_path, write_summary
 from actune.collect import collect, load_unique_tasks, make_run_id, pending_episodes, producer_fingerprint, task_file_id
 from actune.progress import Progress
+from actune.provenance import provenance
 from actune.serve.config import ServeConfig
+from actune.serve.hardware import served_dtype
 from actune.store import TrajectoryStore
 from actune.task_record import Task
 from actune.trajectory import ModelRecord
@@ -96,6 +98,8 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
     summary = summarize(cfg.store, tasks=len(tasks), attempts_per_task=cfg.attempts_per_task,
                         target_correct=cfg.target_correct, run_id=run_id, interrupted=interrupted)
     summary["server_restarts"] = restarts
+    # the dtype of a server started here or handed over by the caller; an endpoint of its own runs in its own
+    summary["provenance"] = provenance(served_dtype(serve) if served is not None or not cfg.endpoints else None)
     if restarts:
         print(f"bootstrap: the model server died and was restarted {restarts} time(s) during this run",
               file=sys.stderr)

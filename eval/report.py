@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 from actune.atomic_write import atomic_write_bytes, atomic_write_text
 from actune.eval.failures import FAILURE_MODES, failure_counts
 from actune.eval.stats import HEADLINE, PAIRED_METRICS, cost_per_episode, metric_names, model_stats, paired_comparison
+from actune.provenance import provenance_markdown
 from actune.trajectory import Trajectory
 from actune.world.phrasings import PHRASING_GROUPS, phrasing_group
 
@@ -272,6 +273,8 @@ def format_markdown(report: dict[str, Any]) -> str:
                 c = ref[metric]
                 lines.append(f"| {m['label']} | {ref['label']} | {metric} | {c['tasks']} | {_signed(c['diff'])} | "
                              f"{c['b']} | {c['c']} | {c['p_value']:.4g} |")
+    if report.get("provenance"):
+        lines += ["", *provenance_markdown(report["provenance"])]
     return "\n".join(lines) + "\n"
 
 

@@ -547,13 +547,23 @@ def _report(run: _EvalRun, name: str, interrupted: bool, restarts: int) -> dict[
     ]
     report = build_report(results, samples=cfg.bootstrap_samples, confidence=cfg.confidence, seed=cfg.seed,
                           title=name, extra={"run_id": run.run_id, "tasks": len(tasks), "attempts": cfg.attempts,
-                                             "interrupted": interrupted, "server_restarts": restarts})
+                                             "interrupted": interrupted, "server_restarts": restarts,
+                                             "provenance": _provenance(run)})
     paths = write_report(report, cfg.out_dir)
     for m in report["models"]:
         scores = "  ".join(f"{k} {_score_line(m['metrics'][k])}" for k in (HEADLINE, "correct"))
         print(f"{m['label']:<16} episodes {m['episodes']:>5}  {scores}")
     print(f"eval: report in {paths['md']}, {paths['json']}, {paths['png']}", file=sys.stderr)
     return report
+
+
+def _provenance(run: _EvalRun) -> dict[str, Any]:
+    """The provenance block; the dtype is the local servers' (models on their own endpoints run in theirs)."""
+    from actune.provenance import provenance
+    from actune.serve.hardware import served_dtype
+
+    local = any(not g.endpoints for g in run.groups) and not run.cfg.endpoints
+    return provenance(served_dtype(run.serve) if local else None)
 
 
 def _score_line(est: dict[str, Any]) -> str:

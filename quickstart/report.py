@@ -19,9 +19,11 @@ from typing import Any
 
 from actune.atomic_write import atomic_write_bytes, atomic_write_text
 from actune.config import public_dump
+from actune.provenance import provenance, provenance_markdown
 from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.layout import Layout
 from actune.quickstart.round_inputs import round_epochs, trains_on_previous
+from actune.serve.hardware import served_dtype
 
 __all__ = ["HEADLINE", "BAR", "headline_rows", "training_rows", "write_quickstart_report"]
 
@@ -263,10 +265,11 @@ def write_quickstart_report(cfg: QuickstartConfig, layout: Layout) -> dict[str, 
     title = f"Quickstart {cfg.name}, seed {cfg.seed}"
     paths = {"md": layout.out / "report.md", "json": layout.out / "report.json", "png": layout.out / "scores.png"}
     training = training_rows(cfg, layout)
+    block = provenance(served_dtype(cfg.serve))
     atomic_write_text(paths["json"], json.dumps({"title": title, "headline": HEADLINE, "bar": BAR, "rows": rows,
                                                  "training": training, "stages": stages,
-                                                 "config": public_dump(cfg)}, indent=2) + "\n")
-    atomic_write_text(paths["md"], _markdown(title, rows, stages, public_dump(cfg), training,
-                                             state.get("command")))
+                                                 "config": public_dump(cfg), "provenance": block}, indent=2) + "\n")
+    markdown = _markdown(title, rows, stages, public_dump(cfg), training, state.get("command"))
+    atomic_write_text(paths["md"], markdown + "\n" + "\n".join(provenance_markdown(block)))
     _plot(rows, paths["png"], title)
     return paths

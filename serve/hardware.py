@@ -94,6 +94,11 @@ def build_argv(cfg: ServeConfig, model_path: str, device: Device, python: str = 
     return argv
 
 
+def served_dtype(cfg: ServeConfig) -> str:
+    """The dtype a server of ``cfg`` runs in on this machine (its device found as the server would find it)."""
+    return serve_dtype(cfg, detect_device() if cfg.device == "auto" else cfg.device)
+
+
 def serve_dtype(cfg: ServeConfig, device: Device) -> str:
     """The ``--dtype`` for vLLM: ``cfg.dtype``, except that ``auto`` on CPU is resolved here.
 

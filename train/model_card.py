@@ -27,6 +27,7 @@ import yaml
 from actune.agent.prompt_spec import PROMPT_SPEC_FILE, PromptSpec, load_prompt_spec
 from actune.atomic_write import atomic_write_text
 from actune.model_files import KNOWN_MODELS, MANIFEST
+from actune.provenance import provenance_markdown
 from actune.train.card_eval import eval_section, model_index
 
 __all__ = ["CARD_FILE", "CardError", "hub_base_model", "model_card", "write_folder_card", "write_model_card"]
@@ -190,6 +191,8 @@ def model_card(folder: Path, *, merged: bool = False, report: str | Path | None 
         "## Serve it", "",
         f"Replace `{repo}` with this repo's id.", "",
         *_serve_lines(repo, base_id, base_name, int(cfg.get("lora", {}).get("r") or 16), merged), "",
+        *(provenance_markdown(meta["provenance"]) if meta.get("provenance") else
+          ["## Provenance", "", "Not recorded: trained before actune wrote it into training_meta.json.", ""]),
     ]
     return "\n".join(lines)
 

@@ -64,6 +64,7 @@ from actune import cpu_features
 from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
 from actune.atomic_write import atomic_write_text, recover_folder, replace_folder
 from actune.config import ConfigError, public_dump
+from actune.provenance import provenance
 from actune.train.checkpoints import durable_checkpoints, train_resuming
 from actune.train.config import TrainConfig
 from actune.train.model_card import write_model_card
@@ -734,6 +735,7 @@ def training_meta(run: Prepared, fitted: Fitted, merged_dtype: str | None) -> di
         "dtype": run.dtype,
         "speed": {**fitted.speed, "torch_threads": run.threads},
         "hardware": cpu_features.describe_cpu(),
+        "provenance": provenance(run.dtype),
         "processes": run.args.world_size,
         "examples": res.examples,
         "train_examples": res.train_examples,

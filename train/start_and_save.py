@@ -18,6 +18,7 @@ from typing import Any
 
 from actune.agent.prompt_spec import PromptSpec, find_prompt_spec, load_prompt_spec, save_prompt_spec
 from actune.atomic_write import recover_folder, replace_folder
+from actune.provenance import provenance
 from actune.train.config import TrainConfig
 
 __all__ = ["Start", "open_start", "recipe_args", "save_adapter_folder", "start_prompt_spec", "trl_args"]
@@ -89,6 +90,7 @@ def save_adapter_folder(trainer: Any, start: Start, spec: PromptSpec, meta: dict
     out, model_dir, tokenizer, dtype = start.out, start.model_dir, start.tokenizer, start.dtype
     # one training loss a logged step, as SFT's meta has them (bench/faults.py counts the steps by them)
     meta.setdefault("losses", [float(h["loss"]) for h in trainer.state.log_history if "loss" in h])
+    meta.setdefault("provenance", provenance(dtype))
     tmp = out.parent / f".{out.name}.new"
     trainer.save_model(str(tmp))
     (tmp / "training_args.bin").unlink(missing_ok=True)

@@ -1,8 +1,8 @@
 """The one shape of the stage commands (``actune bootstrap|export|train|eval CONFIG [key=value ...]``).
 
 Each reads a run config with overrides, hands its stage the sections it needs, and turns the stage's own
-errors into one line on stderr and exit status 2 (a config error is the same everywhere, in
-:func:`actune.cli.main`).
+errors into one line on stderr and exit status 1 (a config error, found before the stage runs, is exit status 2
+everywhere, in :func:`actune.cli.main`; :mod:`actune.cli.exit_codes`).
 """
 
 from __future__ import annotations

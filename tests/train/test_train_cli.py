@@ -28,7 +28,7 @@ def test_export_command_reads_the_run_config(tmp_path, capsys):
     assert set(load_from_disk(str(tmp_path / "ds"))["wire"]) == {"text"}
     assert run_cli(stages, ["export", str(cfg), "wire_format=chat", f"dataset={tmp_path / 'chat'}"]) == 0
     assert set(load_from_disk(str(tmp_path / "chat"))["wire"]) == {"chat"}
-    assert run_cli(stages, ["export", str(cfg), f"store={tmp_path / 'none.jsonl'}"]) == 2
+    assert run_cli(stages, ["export", str(cfg), f"store={tmp_path / 'none.jsonl'}"]) == 1
     assert "none.jsonl: store not found" in capsys.readouterr().err
 
 
@@ -44,7 +44,7 @@ def test_overrides_are_qualified():
 def test_train_command_reports_a_missing_dataset(tmp_path, capsys):
     cfg = tmp_path / "run.yaml"
     cfg.write_text(f"train:\n  dataset: {tmp_path / 'nothing'}\n  output_dir: {tmp_path / 'adapter'}\n")
-    assert run_cli(stages, ["train", str(cfg), "max_steps=2"]) == 2
+    assert run_cli(stages, ["train", str(cfg), "max_steps=2"]) == 1
     assert "dataset not found (run `actune export` first)" in capsys.readouterr().err
     assert not (tmp_path / "adapter").exists()
 
@@ -62,5 +62,5 @@ def test_export_of_stores_named_only_in_export_stores(tmp_path, monkeypatch, cap
     assert f"from {imported} to" in capsys.readouterr().out
     assert len(load_from_disk(str(tmp_path / "ds"))) == 4
     # named explicitly, a missing bootstrap.store is still an error
-    assert run_cli(stages, ["export", str(cfg), f"store={tmp_path / 'none.jsonl'}"]) == 2
+    assert run_cli(stages, ["export", str(cfg), f"store={tmp_path / 'none.jsonl'}"]) == 1
     assert "none.jsonl: store not found" in capsys.readouterr().err
