@@ -50,8 +50,8 @@ from actune.judge import Verdict, titles_read, verdict_of
 from actune.llm import Completion, Sampling
 from actune.trajectory import Trajectory, TrajectoryFormatError, read_trajectory_lines
 
-__all__ = ["DistillConfig", "DistillError", "DistillSummary", "Diagnosis", "EpisodeRef", "StoredEpisode",
-           "Pair", "read_episodes", "mixed_pairs", "rule_diagnosis", "parse_diagnosis", "parse_merge",
+__all__ = ["DistillConfig", "DistillError", "NothingToDistill", "DistillSummary", "Diagnosis", "EpisodeRef",
+           "StoredEpisode", "Pair", "read_episodes", "mixed_pairs", "rule_diagnosis", "parse_diagnosis", "parse_merge",
            "diagnose_with_llm", "merge_with_llm", "distill_errors", "DIAGNOSE_INSTRUCTION", "MERGE_INSTRUCTION",
            "INFRA_FINISH_REASONS", "FAILED_RESULT_PREFIXES"]
 
@@ -71,6 +71,11 @@ _NAME_CHARS = 80
 
 class DistillError(RuntimeError):
     """The stores cannot be read (the message names ``file:line``) or nothing could be distilled."""
+
+
+class NothingToDistill(DistillError):
+    """The stores were read, and held nothing to distill: no task with a kept and a failed episode, no diagnosis
+    naming a planning error, no category with enough support. No catalog is written."""
 
 
 class ChatModel(Protocol):
@@ -573,7 +578,7 @@ async def distill_errors(stores: Sequence[str | Path], out: str | Path, cfg: Dis
     log(f"read {len(episodes)} episodes of {summary.tasks} tasks; {summary.mixed_tasks} tasks have both kept and "
         f"failed episodes: {len(pairs)} contrasts to diagnose ({cfg.diagnoser})")
     if not pairs:
-        raise DistillError("no task has both a kept and a failed episode: nothing to contrast (bootstrap keeps "
+        raise NothingToDistill("no task has both a kept and a failed episode: nothing to contrast (bootstrap keeps "
                            "failed episodes; sample more attempts per task, at a temperature above 0)")
     if cfg.diagnoser == "rules":
         diagnoses = [_rules_diagnosis(p) for p in pairs]
@@ -585,7 +590,7 @@ async def distill_errors(stores: Sequence[str | Path], out: str | Path, cfg: Dis
     summary.diagnoses, summary.planning, summary.unparseable = len(diagnoses), len(planning), len(unreadable)
     summary.not_planning = len(diagnoses) - len(planning) - len(unreadable)
     if not planning:
-        raise DistillError(f"none of the {len(diagnoses)} diagnoses named a planning error "
+        raise NothingToDistill(f"none of the {len(diagnoses)} diagnoses named a planning error "
                            f"({len(unreadable)} unparseable): no catalog written")
     if cfg.diagnoser == "rules":
         cats, dropped, summary.merge = _by_name(planning, load_catalog()), [], "by type (rules)"
@@ -608,7 +613,7 @@ async def distill_errors(stores: Sequence[str | Path], out: str | Path, cfg: Dis
     summary.categories_kept = [f"{c.name} ({len(c.members)})" for c in kept]
     summary.categories_discarded = [f"{c.name} ({len(c.members)})" for c in discarded]
     if not kept:
-        raise DistillError(f"no category has {cfg.min_support} diagnoses (largest: "
+        raise NothingToDistill(f"no category has {cfg.min_support} diagnoses (largest: "
                            f"{len(cats[0].members) if cats else 0}): no catalog written; lower --min-support")
     support = sum(len(c.members) for c in kept)
     catalog = {

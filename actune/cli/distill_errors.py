@@ -41,8 +41,14 @@ def _distill_errors(args: argparse.Namespace) -> int:
     import asyncio
     import sys
 
-    from actune.bootstrap.distill_errors import DistillConfig, DistillError, DistillSummary, distill_errors
-    from actune.cli.exit_codes import FAILED, USAGE
+    from actune.bootstrap.distill_errors import (
+        DistillConfig,
+        DistillError,
+        DistillSummary,
+        NothingToDistill,
+        distill_errors,
+    )
+    from actune.cli.exit_codes import FAILED, NOTHING_DONE, USAGE
     from actune.llm import ClientConfig, LLMClient, LLMError
 
     def fail(message: str, code: int = USAGE) -> int:
@@ -71,6 +77,8 @@ def _distill_errors(args: argparse.Namespace) -> int:
 
     try:
         summary = asyncio.run(run())
+    except NothingToDistill as e:
+        return fail(str(e), NOTHING_DONE)
     except (DistillError, LLMError) as e:
         return fail(str(e), FAILED)
     print(summary.table())

@@ -318,6 +318,29 @@ def test_cli_rules_writes_the_catalog_and_prints_the_summary(store, tmp_path, ca
     assert "--diagnoser llm needs --endpoint URL and --model NAME" in capsys.readouterr().err
     only_failed = tmp_path / "failed.jsonl"
     only_failed.write_text(path.read_text().splitlines()[-1] + "\n")
-    assert main(["distill-errors", str(only_failed), "--out", str(tmp_path / "x.json"), "--diagnoser", "rules"]) == 1
+    assert main(["distill-errors", str(only_failed), "--out", str(tmp_path / "x.json"), "--diagnoser", "rules"]) == 3
     assert "no task has both a kept and a failed episode" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.server
+def test_the_llm_diagnoser_on_the_real_server_counts_what_it_cannot_read(store, tmp_path, vllm_server, capsys):
+    """The default diagnoser against the real server and model (the 135M model rarely writes the JSON asked
+    for): every contrast ends as a planning error, not one, or an unparseable diagnosis, counted in the printed
+    summary; with no planning error named the command says so, writes no catalog and exits 3 (nothing done)."""
+    path, _ = store
+    out = tmp_path / "catalog.json"
+    code = main(["distill-errors", str(path), "--out", str(out), "--endpoint", vllm_server.base_url,
+                 "--model", vllm_server.model, "--min-support", "1"])
+    printed, err = capsys.readouterr()
+    assert printed.splitlines()[0].startswith("read 10 episodes of 4 tasks; 3 tasks have both")
+    if code == 3:  # nothing named: the counts are in the one-line reason
+        assert not out.exists()
+        assert err.startswith("actune distill-errors: none of the 5 diagnoses named a planning error (")
+        assert "unparseable): no catalog written" in err
+        return
+    assert code == 0, err
+    data = json.loads(out.read_text())
+    s = data["summary"]
+    assert s["diagnoses"] == 5 and s["planning"] + s["not_planning"] + s["unparseable"] == 5
+    assert len(data["unparseable"]) == s["unparseable"] and all(u["error"] for u in data["unparseable"])
