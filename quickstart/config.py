@@ -92,6 +92,9 @@ class QuickstartConfig(StrictModel):
 
     name: str = "quickstart"
     """Run name (in run ids and report titles)."""
+    scale_note: str | None = None
+    """What this run's scale can and cannot show, said at the top of its report (the smoke preset: that its
+    scores are not a result)."""
     model: str | None = None
     """The model served, tuned and evaluated, named once: fills ``serve.model`` and ``train.base_model``
     where the preset leaves them unset (None: their own defaults)."""

@@ -176,7 +176,7 @@ def _signed(est: dict[str, Any]) -> str:
 def _markdown(title: str, rows: list[dict[str, Any]], stages: dict[str, Any], cfg: dict[str, Any],
               training: list[dict[str, Any]], command: str | None = None) -> str:
     split = "test questions" if cfg.get("eval_split", "test") == "test" else "dev questions (a pilot: not a result)"
-    lines = [f"# {title}", "",
+    lines = [f"# {title}", "", *([f"**{cfg['scale_note']}**", ""] if cfg.get("scale_note") else []),
              f"Headline: `{HEADLINE}` — the answer is right AND every page it rests on was read (a comparison "
              f"answered by luck does not count). Means over held-out {split} with 95% bootstrap "
              "intervals; tuned models are paired against `prompted` (the generic few-shot prompt) with an exact "

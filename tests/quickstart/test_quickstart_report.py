@@ -48,8 +48,15 @@ def test_report_json_is_written_with_rows(tmp_path: Path) -> None:
     paths = write_quickstart_report(cfg, layout)
     data = json.loads(paths["json"].read_text())
     assert [r["label"] for r in data["rows"]] == ["prompted", "tuned-r1"]
-    assert "| tuned-r1 | 0.300 [0.200, 0.400] |" in paths["md"].read_text()
+    md = paths["md"].read_text()
+    assert "| tuned-r1 | 0.300 [0.200, 0.400] |" in md
     assert paths["png"].read_bytes()[:4] == b"\x89PNG"
+    # the smoke preset says what its scale can show, before any score; the report ends with where it came from
+    assert md.splitlines()[2].startswith("**Smoke scale: every stage ran for real") and "not a result" not in md[:60]
+    assert "it cannot show whether\ntuning helps" not in md and "it cannot show whether tuning helps" in md
+    assert data["provenance"]["packages"]["trl"] and md.rstrip().splitlines()[-1].startswith("- dtype: ")
+    full = write_quickstart_report(load_quickstart("full", ["methods=[react]"]), layout)
+    assert "Smoke scale" not in full["md"].read_text()
 
 
 def test_report_says_what_each_tuned_model_learnt_from(tmp_path: Path) -> None:
