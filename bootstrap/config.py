@@ -11,6 +11,7 @@ from actune.config import StrictModel
 from actune.envs.config import EnvConfig
 from actune.llm import EnvVarName, RetryPolicy
 from actune.tasks.config import TaskConfig
+from actune.trackers import Tracker
 
 #: Methods whose records can never be in a ReAct or ReflAct step format (Act has no thoughts, PreFlect
 #: plans and re-plans); the hybrids are decided per record, from the phase that answered.
@@ -106,6 +107,10 @@ class BootstrapConfig(StrictModel):
     """Name of the environment variable holding the API key of ``endpoints`` (a hosted teacher's), sent as
     ``Authorization: Bearer``; the key itself never goes in a config. Needs ``endpoints`` and ``model``. Unset:
     requests carry ``serve.api_key`` (a keyed server of your own), or no key."""
+    report_to: list[Tracker] = Field(default_factory=list)
+    """Experiment trackers that get this stage's figures once it ends (the summary's counts, per task kind), as
+    ``train.sft.report_to`` sends training's: tensorboard (event files in ``<store folder>/runs/<run id>``),
+    trackio, wandb, mlflow; each must be installed (checked before any episode runs)."""
     retries: RetryPolicy = Field(default_factory=RetryPolicy)
     """How a request the server did not answer (5xx, connection, a hosted API's 429) is retried: ``max_retries``,
     ``backoff_s``, ``max_backoff_s``. For a hosted teacher's long rate-limit window raise both, e.g.

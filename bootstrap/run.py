@@ -41,12 +41,14 @@ from typing import TYPE_CHECKING, Any
 from actune.bootstrap.config import BootstrapConfig
 from actune.bootstrap.summary import format_summary, summarize, summary_path, write_summary
 from actune.collect import collect, load_unique_tasks, make_run_id, pending_episodes, producer_fingerprint, task_file_id
+from actune.config import public_dump
 from actune.progress import Progress
 from actune.provenance import provenance
 from actune.serve.config import ServeConfig
 from actune.serve.hardware import served_dtype
 from actune.store import TrajectoryStore
 from actune.task_record import Task
+from actune.trackers import bootstrap_metrics, check_trackers, log_to_trackers
 from actune.trajectory import ModelRecord
 
 if TYPE_CHECKING:
@@ -76,6 +78,7 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
     caller started for several runs (the quickstart's passes share one), used as it is and restarted in
     place when it dies, as one started here would be."""
     run_id = run_id or make_run_id(name)
+    check_trackers(cfg.report_to, "bootstrap.report_to")
 
     # 1. tasks and the store
     tasks = load_unique_tasks(cfg.tasks, "bootstrap")
@@ -104,6 +107,8 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
         print(f"bootstrap: the model server died and was restarted {restarts} time(s) during this run",
               file=sys.stderr)
     path = write_summary(summary, summary_path(cfg.store))
+    log_to_trackers(cfg.report_to, run_name=run_id, stage="bootstrap", metrics=bootstrap_metrics(summary),
+                    config=public_dump(cfg), log_dir=path.parent / "runs")
     print(format_summary(summary))
     print(f"bootstrap: summary written to {path}", file=sys.stderr)
     if interrupted:

@@ -13,6 +13,7 @@ from actune.config import StrictModel
 from actune.envs.config import EnvConfig
 from actune.llm import EnvVarName, RetryPolicy
 from actune.tasks.config import TaskConfig
+from actune.trackers import Tracker
 
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -111,6 +112,11 @@ class EvalConfig(StrictModel):
     """Resamples for confidence intervals and paired tests."""
     seed: int = 0
     """Seed of the bootstrap resampling (the same seed gives the same intervals)."""
+    report_to: list[Tracker] = Field(default_factory=list)
+    """Experiment trackers that get this stage's figures once it ends (every model's scores with their intervals
+    and paired p-values), as ``train.sft.report_to`` sends training's: tensorboard (event files in
+    ``<out_dir>/runs/<run id>``), trackio, wandb, mlflow; each must be installed (checked before any episode
+    runs)."""
     max_failed_episodes: int = Field(20, ge=0)
     """Episodes that raise (a bug, a refused request; not a wrong answer) are logged and skipped, and a rerun
     retries them; more failures than this (per model) abort the run."""

@@ -50,7 +50,7 @@ from urllib.parse import urlsplit, urlunsplit
 from actune.agent.config import AgentConfig
 from actune.agent.prompt_spec import PROMPT_SPEC_FILE, find_prompt_spec, load_prompt_spec
 from actune.collect import collect, load_unique_tasks, make_run_id, pending_episodes, producer_fingerprint, task_file_id
-from actune.config import ConfigError
+from actune.config import ConfigError, public_dump
 from actune.eval.config import EvalConfig, EvalModel, model_agent
 from actune.eval.report import ModelResult, build_report, write_report
 from actune.eval.stats import HEADLINE
@@ -61,6 +61,7 @@ from actune.serve.config import ServeConfig
 from actune.store import StoreState, TrajectoryStore, read_state
 from actune.task_record import Task
 from actune.text import normalise_question
+from actune.trackers import check_trackers, eval_metrics, log_to_trackers
 from actune.training_tasks import TRAINING_TASKS_FILE, read_training_tasks
 from actune.trajectory import ModelRecord, Trajectory, read_trajectories
 
@@ -405,6 +406,7 @@ def _prepare_eval(cfg: EvalConfig, serve: ServeConfig, run_id: str, served: Serv
     from actune.llm import read_api_key
 
     check_endpoints(cfg)
+    check_trackers(cfg.report_to, "eval.report_to")
     tasks = load_unique_tasks(cfg.tasks, "eval")
     plans = plan_models(cfg, serve, labels)
     groups = group_by_base(plans)
@@ -550,6 +552,8 @@ def _report(run: _EvalRun, name: str, interrupted: bool, restarts: int) -> dict[
                                              "interrupted": interrupted, "server_restarts": restarts,
                                              "provenance": _provenance(run)})
     paths = write_report(report, cfg.out_dir)
+    log_to_trackers(cfg.report_to, run_name=run.run_id, stage="eval", metrics=eval_metrics(report),
+                    config=public_dump(cfg), log_dir=Path(cfg.out_dir) / "runs")
     for m in report["models"]:
         scores = "  ".join(f"{k} {_score_line(m['metrics'][k])}" for k in (HEADLINE, "correct"))
         print(f"{m['label']:<16} episodes {m['episodes']:>5}  {scores}")

@@ -105,3 +105,16 @@ def test_bootstrap_retries_reach_the_client(teacher, monkeypatch, tmp_path: Path
     assert summary["episodes"] == 4 and len(fake.sent("api.teacher.example")) == 2 + 8
     assert [(c.max_retries, c.backoff_s, c.max_backoff_s, c.api_key_env) for c in configs] == [
         (9, 0.5, 0.01, "TEACHER_API_KEY")]
+
+
+def test_the_summary_reaches_the_trackers_without_the_key(teacher) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    cfg, _ = teacher
+    summary = run_bootstrap(cfg.model_copy(update={"report_to": ["tensorboard"]}), ServeConfig(),
+                            show_progress=False, run_id="boot-1")
+    events = EventAccumulator(str(cfg.store.parent / "runs" / "boot-1"))
+    events.Reload()
+    assert events.Scalars("bootstrap/episodes")[0].value == summary["episodes"] == 4
+    assert events.Scalars("bootstrap/kept")[0].value == summary["kept"]
+    assert not [p for p in cfg.store.parent.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
