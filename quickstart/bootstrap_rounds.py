@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from actune.atomic_write import atomic_write_text
 from actune.bootstrap.config import BootstrapConfig
 from actune.quickstart.context import RunContext
-from actune.quickstart.evaluation import eval_on, eval_serving, prompted_labels, tuned_label
+from actune.quickstart.evaluation import eval_on, eval_serving, prompted_labels, round_model_label
 from actune.serve.config import ServeConfig
 from actune.tasks.config import TaskConfig
 
@@ -127,7 +127,7 @@ def bootstrap_later_round(run: RunContext, r: int) -> None:
         model, adapter = run.tuned_model(method, r - 1)
         spec = load_prompt_spec(adapter or Path(model))
         # served and asked for as the eval stage names it, so its eval episodes run on this server too
-        serve, request_model = eval_serving(run, method, tuned_label(r - 1))
+        serve, request_model = eval_serving(run, method, round_model_label(run, method, r - 1))
         agent = spec.apply(run.agent(cfg.bootstrap.agent, method, temperature=cfg.round_temperature))
         run.log(f"bootstrap {method} round {r}: {n_tasks} unsolved training tasks x {cfg.round_attempts} "
                 f"attempts with the round-{r - 1} model ({spec.regime}, {spec.wire})")
@@ -139,4 +139,4 @@ def bootstrap_later_round(run: RunContext, r: int) -> None:
                 "tasks": TaskConfig(format="custom", path=str(tasks_file), split="train"), "agent": agent,
             })
             _run_bootstrap(run, boot, serve, run_id, served)
-            eval_on(run, served, method, [tuned_label(r - 1)], run_id)
+            eval_on(run, served, method, [round_model_label(run, method, r - 1)], run_id)

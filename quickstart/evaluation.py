@@ -21,13 +21,19 @@ from actune.serve.config import ServeConfig
 if TYPE_CHECKING:
     from actune.serve.server import Serving
 
-__all__ = ["tuned_label", "objective_label", "prompted_labels", "eval_config", "eval_serving", "eval_on",
-           "run_method_eval"]
+__all__ = ["tuned_label", "round_model_label", "objective_label", "prompted_labels", "eval_config", "eval_serving",
+           "eval_on", "run_method_eval"]
 
 
 def tuned_label(r: int) -> str:
     """The eval label of round ``r``'s SFT model."""
     return f"tuned-r{r}"
+
+
+def round_model_label(run: RunContext, method: str, r: int) -> str:
+    """The eval label of the model round ``r`` of ``method`` has: its own, or that of the round it is the same as
+    (a round that added no training data was not trained)."""
+    return tuned_label(run.layout.trained_round(method, r))
 
 
 def objective_label(objective: str) -> str:
@@ -49,12 +55,14 @@ def eval_config(run: RunContext, method: str) -> EvalConfig:
     if cfg.oracle_baseline:
         models.append(EvalModel(label="prompted-oracle", model=base, agent={"exemplar_kinds": ["task"]}))
     for r in range(1, cfg.rounds + 1):
+        if run.layout.trained_round(method, r) != r:
+            continue  # not trained: its model is an earlier round's, evaluated once under that round's label
         model, adapter = run.tuned_model(method, r)
         models.append(EvalModel(label=tuned_label(r), model=model, adapter=adapter))
     for objective in cfg.after_sft:  # each paired against the SFT model it started from too
         model, adapter = served_tuned_model(run.layout.objective_adapter(method, objective), cfg.serve.model)
         models.append(EvalModel(label=objective_label(objective), model=model, adapter=adapter,
-                                compare_to=tuned_label(cfg.rounds)))
+                                compare_to=round_model_label(run, method, cfg.rounds)))
     return cfg.eval.model_copy(update={
         "out_dir": run.layout.eval_dir(method), "models": models, "env": run.env(cfg.eval.env),
         "tasks": run.tasks(cfg.eval_split), "agent": run.agent(cfg.eval.agent, method), "endpoints": [],

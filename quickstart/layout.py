@@ -4,6 +4,7 @@
     <method>/round<r>/trajectories.jsonl the round's bootstrap store (round >= 2: tasks.jsonl, the unsolved ones)
     <method>/round<r>/dataset/           the exported training set
     <method>/round<r>/adapter/           the adapter (+ merged/ when train.merge)
+    <method>/round<r>/same_as_round.json a round that added no training data: not trained, its model is that round's
     <method>/dpo/, <method>/grpo/        after_sft: exploration store, pairs, adapter (+ adapter.rollouts/)
     imports/<i>/, gold_paths/            outside trajectories, imported into stores of the run
     eval/<method>/                       report.md/json, scores.png, per-model stores
@@ -13,12 +14,15 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["STATE_FILE", "Layout", "served_tuned_model"]
+__all__ = ["STATE_FILE", "SAME_AS_FILE", "Layout", "served_tuned_model"]
 
 STATE_FILE = "quickstart-state.json"
+SAME_AS_FILE = "same_as_round.json"
+"""In a round's folder when the round added no training data: ``{"round": k, "why": ...}``, round k's model is its."""
 
 
 @dataclass(frozen=True)
@@ -55,8 +59,17 @@ class Layout:
     def dataset(self, method: str, r: int) -> Path:
         return self.round_dir(method, r) / "dataset"
 
+    def trained_round(self, method: str, r: int) -> int:
+        """The round whose model is round ``r``'s: ``r``, or an earlier one when round ``r`` added no training data
+        and was not trained (:data:`SAME_AS_FILE`)."""
+        marker = self.round_dir(method, r) / SAME_AS_FILE
+        if r > 1 and marker.is_file():
+            return self.trained_round(method, int(json.loads(marker.read_text(encoding="utf-8"))["round"]))
+        return r
+
     def adapter(self, method: str, r: int) -> Path:
-        return self.round_dir(method, r) / "adapter"
+        """Round ``r``'s adapter folder (the trained round's, for a round that added no data)."""
+        return self.round_dir(method, self.trained_round(method, r)) / "adapter"
 
     def objective_dir(self, method: str, objective: str) -> Path:
         """What ``objective`` (``after_sft``) trains for ``method``: ``<method>/<objective>/``."""

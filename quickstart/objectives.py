@@ -17,7 +17,7 @@ from pathlib import Path
 
 from actune.quickstart.context import RunContext
 from actune.quickstart.estimate import StageEstimate
-from actune.quickstart.evaluation import eval_on, eval_serving, tuned_label
+from actune.quickstart.evaluation import eval_on, eval_serving, round_model_label
 from actune.quickstart.stage import Stage
 from actune.quickstart.train_child import train_in_child_process
 from actune.train.config import TrainConfig
@@ -55,7 +55,7 @@ def explore(run: RunContext, method: str) -> None:
 
     cfg, ex = run.cfg, run.cfg.explore
     spec = load_prompt_spec(_sft_folder(run, method))
-    sft = tuned_label(cfg.rounds)  # the SFT model the objectives start from: the last round's
+    sft = round_model_label(run, method, cfg.rounds)  # the SFT model the objectives start from: the last round's
     serve, request_model = eval_serving(run, method, sft)
     agent = spec.apply(run.agent(cfg.bootstrap.agent, method, temperature=ex.temperature))
     run_id = make_run_id(f"{cfg.name}-explore")

@@ -87,6 +87,9 @@ def training_rows(cfg: QuickstartConfig, layout: Layout) -> list[dict[str, Any]]
     rows = []
     for method in cfg.methods:
         for r in range(1, cfg.rounds + 1):
+            if layout.trained_round(method, r) != r:  # added no data: not trained, its model an earlier round's
+                rows.append({"method": method, "round": r, "same_as": layout.trained_round(method, r)})
+                continue
             summary_path = layout.dataset(method, r) / SUMMARY_FILE
             meta_path = layout.adapter(method, r) / TRAINING_META_FILE
             if not (summary_path.is_file() and meta_path.is_file()):
@@ -120,6 +123,10 @@ def _training_markdown(rows: list[dict[str, Any]]) -> list[str]:
              "| trained / dev slice | steps (dev-picked) | epochs | LoRA r |",
              "|---|---|---|---|---:|---|---|---:|---:|"]
     for t in rows:
+        if "same_as" in t:
+            lines.append(f"| {t['method']} tuned-r{t['round']} | not trained: the round added no training data; its "
+                         f"model is tuned-r{t['same_as']}, evaluated once under that name | | | | | | | |")
+            continue
         sources = ", ".join(f"{m} {n}" for m, n in t["by_source"].items())
         stores = ", ".join(f"{s} {n}" for s, n in (t.get("by_store") or {}).items()) or "–"
         lines.append(f"| {t['method']} tuned-r{t['round']} | {t['trained_on']} | {t['exported']} ({sources}) | "

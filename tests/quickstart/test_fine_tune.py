@@ -77,3 +77,39 @@ def test_mix_methods_feeds_reflact_episodes_to_the_react_adapter_only(tmp_path: 
         assert got == [("t1", "react")]
     reflact_rows = load_from_disk(str(layout.dataset("reflact", 1)))
     assert sorted((r["task_id"], r["source_method"]) for r in reflact_rows) == [("t1", "reflact"), ("t2", "reflact")]
+
+
+def test_a_round_that_adds_no_data_is_not_trained_and_uses_the_earlier_model(tmp_path: Path, monkeypatch) -> None:
+    """Round 2 kept nothing new: its export is round 1's, so it trains nothing and is round 1's model everywhere
+    (adapter, eval label, report); a round that adds data trains."""
+    import json
+
+    import actune.quickstart.fine_tune as fine_tune
+    from actune.quickstart.evaluation import eval_config, round_model_label
+    from actune.quickstart.report import training_rows
+
+    trained = []
+    monkeypatch.setattr(fine_tune, "train_in_child_process", lambda cfg: trained.append(cfg.output_dir))
+    cfg = load_quickstart("smoke", ["methods=[react]", "rounds=3", "oracle_baseline=false"])
+    layout = Layout(tmp_path)
+    logs: list[str] = []
+    run = RunContext(cfg, layout, show_progress=False, log=logs.append)
+    _write_round1_stores(layout)
+    layout.store("react", 2).parent.mkdir(parents=True)
+    layout.store("react", 2).write_text("")  # round 2 kept nothing
+    for r in (1, 2):
+        export_method_round(run, "react", r)
+        fine_tune.train_method_round(run, "react", r)
+    assert trained == [layout.round_dir("react", 1) / "adapter"]  # round 2 was not trained
+    assert json.loads((layout.round_dir("react", 2) / "same_as_round.json").read_text())["round"] == 1
+    assert logs[-1].startswith("train react round 2: skipped, the round added no training data") and \
+        logs[-1].endswith("its model is round 1's (tuned-r1)")
+    assert layout.trained_round("react", 2) == 1 and layout.adapter("react", 2) == layout.adapter("react", 1)
+    assert round_model_label(run, "react", 2) == "tuned-r1"
+    # a round whose training set differs trains, on its own adapter (what differs is the export's to test)
+    monkeypatch.setattr(fine_tune, "adds_no_data", lambda *a: False)
+    fine_tune.train_method_round(run, "react", 3)
+    assert trained[-1] == layout.round_dir("react", 3) / "adapter" and layout.trained_round("react", 3) == 3
+    # eval: round 1's model once, round 2 under no name of its own
+    assert [m.label for m in eval_config(run, "react").models] == ["prompted", "tuned-r1", "tuned-r3"]
+    assert {"method": "react", "round": 2, "same_as": 1} in training_rows(cfg, layout)
