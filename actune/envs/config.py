@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from actune.config import StrictModel
+from actune.envs.registry import EnvName, is_builtin_env
 
 __all__ = ["EnvConfig"]
 
@@ -14,9 +15,16 @@ __all__ = ["EnvConfig"]
 class EnvConfig(StrictModel):
     """Which environment to run and where its data is."""
 
-    name: Literal["wiki", "fever", "docqa", "alfworld"] = "wiki"
+    name: EnvName = "wiki"
     """Environment: ``wiki`` (HotpotQA-style search/lookup/finish), ``fever`` (same actions; finish takes a
-    label), ``docqa`` (questions over a folder of documents), ``alfworld`` (TextWorld household games)."""
+    label), ``docqa`` (questions over a folder of documents), ``alfworld`` (TextWorld household games); or your
+    own: ``module:function`` (e.g. ``examples.inventory.inventory_env:make_env``; a module that is not installed
+    is imported from the current directory) or the name of an ``actune.envs`` entry point. The function is
+    called with this config and returns the environment (:mod:`actune.envs.registry`)."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Settings of your own environment (``name: module:function`` or an entry point), read by its factory from
+    this config (``cfg.options``), e.g. ``{data: examples/inventory/inventory.jsonl}``. The built-ins take none:
+    their settings are the keys below."""
 
     # --- wiki / fever ---
     backend: Literal["local", "mediawiki"] = "local"
@@ -61,3 +69,10 @@ class EnvConfig(StrictModel):
     # --- all ---
     max_observation_chars: int | None = Field(2000, ge=1)
     """Observations longer than this are cut (with a note saying so); null keeps them whole."""
+
+    @model_validator(mode="after")
+    def _options_are_a_custom_envs(self) -> "EnvConfig":
+        if self.options and is_builtin_env(self.name):
+            raise ValueError(f"options: are a custom environment's settings; the built-in {self.name!r} takes "
+                             "its settings from this section's own keys")
+        return self

@@ -1,28 +1,38 @@
-"""``make_env(cfg)``: import the environment's module only when it is used (ALFWorld pulls TextWorld)."""
+"""``make_env(cfg)``: build the environment ``cfg.name`` names (:mod:`actune.envs.registry`) and check it is one."""
 
 from __future__ import annotations
 
-import importlib
-
+from actune.config import ConfigError
 from actune.envs.base import Environment
 from actune.envs.config import EnvConfig
+from actune.envs.registry import ENV_MODULES, env_factory, is_builtin_env
+from actune.plugins import PluginError
 
-__all__ = ["make_env", "ENV_MODULES"]
+__all__ = ["make_env", "ENV_MODULES", "INTERFACE"]
 
-#: env name -> module under actune.envs exposing ``from_config(cfg) -> Environment``
-ENV_MODULES = {
-    "wiki": "wiki_env",
-    "fever": "fever_env",
-    "docqa": "docqa_env",
-    "alfworld": "alfworld_env",
-}
+#: What the agent loop uses of an environment (:class:`actune.envs.base.Environment`).
+INTERFACE = ("name", "action_names", "finish_action", "reset", "step", "astep", "describe_actions")
 
 
 def make_env(cfg: EnvConfig) -> Environment:
-    """Build the environment ``cfg.name`` names."""
+    """Build the environment ``cfg.name`` names. An unknown name, or a custom factory that returns no
+    environment, is a :class:`ConfigError` naming ``env.name``."""
     try:
-        module_name = ENV_MODULES[cfg.name]
-    except KeyError:
-        raise ValueError(f"unknown environment {cfg.name!r}; known: {', '.join(ENV_MODULES)}") from None
-    module = importlib.import_module(f"actune.envs.{module_name}")
-    return module.from_config(cfg)
+        factory = env_factory(cfg.name)
+    except PluginError as e:
+        raise ConfigError(f"env.name: {e}") from None
+    env = factory(cfg)
+    return env if is_builtin_env(cfg.name) else checked_env(env, cfg.name)
+
+
+def checked_env(env: object, name: str) -> Environment:
+    """``env`` when it has what the loop uses, else a :class:`ConfigError` saying what it lacks."""
+    missing = [a for a in INTERFACE if not hasattr(env, a)]
+    if missing:
+        raise ConfigError(f"env.name: {name!r} returned a {type(env).__name__} without {', '.join(missing)}: an "
+                          "environment subclasses actune.envs.base.Environment (or actune.envs.actions."
+                          "ToolEnvironment, whose actions are declared once)")
+    names = env.action_names  # type: ignore[attr-defined]
+    if not isinstance(env.name, str) or not all(isinstance(a, str) for a in names):  # type: ignore[attr-defined]
+        raise ConfigError(f"env.name: {name!r} returned an environment whose name and action_names are not strings")
+    return env  # type: ignore[return-value]
