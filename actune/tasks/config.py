@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, model_validator
 
 from actune.config import StrictModel
+from actune.tasks.formats import BUILTIN_FORMATS, TaskFormat
 
 __all__ = ["TaskConfig"]
 
@@ -14,11 +15,16 @@ __all__ = ["TaskConfig"]
 class TaskConfig(StrictModel):
     """A task set: its format, where it is, and which part of it to use."""
 
-    format: Literal["hotpotqa", "fever", "custom", "alfworld"] = "hotpotqa"
+    format: TaskFormat = "hotpotqa"
     """``hotpotqa`` (official JSON list, JSONL with context, or the Hugging Face ``hotpot_qa`` columns),
     ``fever`` (claims with SUPPORTS/REFUTES/NOT ENOUGH INFO labels), ``custom`` (JSONL lines with
     ``question``, ``answer`` and optional ``aliases``, ``id``, ``meta``), ``alfworld`` (``path`` is a folder
-    of ALFWorld games; one task per ``game.tw-pddl``)."""
+    of ALFWorld games; one task per ``game.tw-pddl``); or your own loader: ``module:function`` (a module that is
+    not installed is imported from the current directory) or the name of an ``actune.tasks`` entry point, called
+    with this config and returning the tasks (:mod:`actune.tasks.formats`)."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Settings of your own loader (``format: module:function`` or an entry point), read from this config
+    (``cfg.options``). The built-in formats take none."""
     path: str | None = None
     """A ``.json`` list or ``.jsonl`` file; or a folder: one written by ``datasets.save_to_disk`` or one of
     data files ``datasets.load_dataset`` reads (json/jsonl/parquet/csv, split by file name)."""
@@ -52,6 +58,9 @@ class TaskConfig(StrictModel):
         # Neither is fine here (a stage config holds a default TaskConfig); load_tasks requires one.
         if self.react_subset and self.exclude_react_subset:
             raise ValueError("react_subset and exclude_react_subset: choose one (they select complementary sets)")
+        if self.options and self.format in BUILTIN_FORMATS:
+            raise ValueError(f"options: are a custom task loader's settings; the built-in format {self.format!r} "
+                             "takes none")
         if self.path is not None and self.hf_dataset is not None:
             raise ValueError("give exactly one of 'path' (file or folder) and 'hf_dataset', not both")
         return self

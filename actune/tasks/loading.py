@@ -10,6 +10,7 @@ from actune.task_record import Task
 from actune.tasks.config import TaskConfig
 from actune.tasks.custom import custom_task
 from actune.tasks.fever import fever_task
+from actune.tasks.formats import task_loader
 from actune.tasks.hotpotqa import REACT_DEV_SIZE, hotpotqa_task, react_subset_indices
 from actune.tasks.sources import TaskFileError, iter_hf_records, iter_json_records
 
@@ -44,6 +45,28 @@ def _react_subset(tasks: list[Task], source: str) -> list[Task]:
     return [tasks[i] for i in order]
 
 
+def _record_task(cfg: TaskConfig, where: str, index: int, rec: dict[str, Any]) -> Task:
+    """One record of a built-in file format as a task."""
+    if cfg.format == "hotpotqa":
+        return hotpotqa_task(rec, where, index, cfg.split, cfg.env or "wiki", cfg.keep_context)
+    if cfg.format == "fever":
+        return fever_task(rec, where, index, cfg.split, cfg.env or "fever")
+    return custom_task(rec, where, index, cfg.split, cfg.env)
+
+
+def _custom_loader_tasks(cfg: TaskConfig) -> list[Task] | None:
+    """The tasks of ``cfg.format``'s own loader (:mod:`actune.tasks.formats`); None for a built-in format."""
+    loader = task_loader(cfg.format)
+    if loader is None:
+        return None
+    tasks = list(loader(cfg) or [])
+    wrong = next((t for t in tasks if not isinstance(t, Task)), None)
+    if wrong is not None:
+        raise TaskFileError(f"tasks.format {cfg.format!r}: the loader returned a {type(wrong).__name__}, not an "
+                            "actune.task_record.Task")
+    return tasks
+
+
 def load_tasks(cfg: TaskConfig) -> list[Task]:
     """The tasks ``cfg`` describes; a malformed record raises :class:`TaskFileError` naming file and line."""
     if cfg.format == "alfworld":
@@ -54,14 +77,9 @@ def load_tasks(cfg: TaskConfig) -> list[Task]:
         except FileNotFoundError as e:
             raise TaskFileError(str(e)) from None
         return _select(tasks, cfg)
-    tasks: list[Task] = []
-    for index, (where, rec) in enumerate(_records(cfg)):
-        if cfg.format == "hotpotqa":
-            tasks.append(hotpotqa_task(rec, where, index, cfg.split, cfg.env or "wiki", cfg.keep_context))
-        elif cfg.format == "fever":
-            tasks.append(fever_task(rec, where, index, cfg.split, cfg.env or "fever"))
-        else:
-            tasks.append(custom_task(rec, where, index, cfg.split, cfg.env))
+    tasks = _custom_loader_tasks(cfg)
+    if tasks is None:
+        tasks = [_record_task(cfg, where, index, rec) for index, (where, rec) in enumerate(_records(cfg))]
     if cfg.react_subset:
         tasks = _react_subset(tasks, cfg.path or cfg.hf_dataset or "")
     elif cfg.exclude_react_subset:
