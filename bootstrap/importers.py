@@ -62,8 +62,9 @@ FORMATS = ("openai", "alpaca", "sharegpt")
 #: apart lets ``bootstrap.export.method_shares`` mix them at a chosen share.
 IMPORT_METHODS = {"react": "react", "reflact": "reflact", "cot": "react"}
 
-#: Environments whose actions are known without their data (a corpus): the imported steps are checked against
-#: them, and a model trained on the records acts in them.
+#: Built-in environments whose actions are known without their data (a corpus): the imported steps are checked
+#: against them, and a model trained on the records acts in them. A custom environment (``module:function`` or an
+#: ``actune.envs`` entry point) is built to say its own actions (:func:`env_actions`).
 IMPORT_ENVS = ("wiki", "fever")
 
 EXAMPLES_PER_REASON = 3
@@ -364,13 +365,36 @@ class EnvActions:
 
 
 def env_actions(name: str) -> EnvActions:
+    """The actions of env ``name``: a built-in of :data:`IMPORT_ENVS`, or a custom environment (``module:function``
+    or an ``actune.envs`` entry point) built with no settings but its name, as it describes its own actions."""
+    from actune.envs.registry import is_builtin_env
+
+    if is_builtin_env(name):
+        return _builtin_env_actions(name)
+    from actune.config import ConfigError
+    from actune.envs.config import EnvConfig
+    from actune.envs.factory import make_env
+
+    try:
+        env = make_env(EnvConfig(name=name))
+    except Exception as e:  # an unknown name (a ConfigError), or a factory that needs settings or data
+        why = str(e).removeprefix("env.name: ") if isinstance(e, ConfigError) else f"{type(e).__name__}: {e}"
+        raise ImportSetError(f"env {name!r}: its actions are read from the environment, built with no settings "
+                             f"but its name, and it was not built: {why}") from e
+    if env.finish_action is None:
+        raise ImportSetError(f"env {name!r}: has no finish action, and imported records end with an answer")
+    return EnvActions(env.name, tuple(env.action_names), env.finish_action, env.describe_actions())
+
+
+def _builtin_env_actions(name: str) -> EnvActions:
     from actune.envs.fever_env import FeverEnv
     from actune.envs.wiki_env import WikiEnv
 
     classes = {"wiki": WikiEnv, "fever": FeverEnv}
     if name not in classes:
         raise ImportSetError(f"env {name!r}: imported steps are checked against an environment whose actions are "
-                             f"known without its data; one of {', '.join(IMPORT_ENVS)}")
+                             f"known without its data; one of {', '.join(IMPORT_ENVS)}, or your own "
+                             "(module:function or an actune.envs entry point)")
     # The constructor only stores the backend: these objects describe their actions and are never stepped.
     env = classes[name](backend=None)
     return EnvActions(name, tuple(env.action_names), env.finish_action, env.describe_actions())

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from actune.agent.config import METHODS
+from actune.cli.env_argument import ENV_HELP, env_name
 from actune.cli.exit_codes import FAILED
 
 DEFAULT_MODEL = "smollm2-135m"
@@ -41,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("items", nargs="*", metavar="[AGENT_CONFIG] [key=value ...]",
                    help="a YAML file of AgentConfig fields (optional), then AgentConfig overrides, "
                    "e.g. temperature=0.4")
-    p.add_argument("--env", default="wiki", choices=("wiki", "fever", "docqa", "alfworld"), help="environment")
+    p.add_argument("--env", default="wiki", type=env_name, help=ENV_HELP)
     p.add_argument("--method", choices=METHODS,
                    help="prompting method (default: the adapter's prompt spec, else react)")
     p.add_argument("--model",
@@ -253,7 +254,7 @@ async def _episode(args: argparse.Namespace, cfg: Any, endpoint: str, request_mo
     from actune.task_record import Task
 
     env = make_env(_env_config(args))
-    task = Task(id="cli", question=args.question, answer=args.answer, env=args.env, split="cli")
+    task = Task(id="cli", question=args.question, answer=args.answer, env=env.name, split="cli")
     view = None if args.json else LiveView()
     if view is not None and not args.no_stream:
         cfg = cfg.model_copy(update={"stream_events": True})

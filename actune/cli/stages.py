@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from actune.cli.env_argument import import_env_name
 from actune.cli.stage_command import (
     COLLECT_ERRORS,
     EXPORT_ERRORS,
@@ -119,12 +120,15 @@ def _run_export(run: "RunConfig", args: argparse.Namespace) -> None:
     def actions(env: str) -> str:
         # Only asked when records must be converted and no record of the target format names the
         # environment's actions; the adapter will act in bootstrap.env, so its actions are the ones.
-        if env != boot.env.name:
+        # A custom env.name (module:function) is not the name its records carry: built, it says its own.
+        from actune.envs.factory import make_env
+        from actune.envs.registry import is_builtin_env
+
+        built = make_env(boot.env) if env == boot.env.name or not is_builtin_env(boot.env.name) else None
+        if built is None or env not in (boot.env.name, built.name):
             raise ExportError(f"records of env {env!r} need converting into {boot.export.steps_method} steps, "
                               f"but bootstrap.env is {boot.env.name!r} (export them with a config for {env})")
-        from actune.envs.factory import make_env
-
-        return make_env(boot.env).describe_actions()
+        return built.describe_actions()
 
     stores = [*boot.export.stores]
     # An imported set exported on its own names only export.stores: bootstrap.store left at its default then
@@ -205,8 +209,10 @@ def _register_import(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", required=True, choices=("openai", "alpaca", "sharegpt"), help="the records' layout")
     p.add_argument("--store", default="runs/imported/trajectories.jsonl",
                    help="trajectory store to add to (default: %(default)s)")
-    p.add_argument("--env", default="wiki", choices=("wiki", "fever"),
-                   help="environment whose actions the steps use, and a tuned model will act in (default: %(default)s)")
+    p.add_argument("--env", default="wiki", type=import_env_name,
+                   help="environment whose actions the steps use, and a tuned model will act in: wiki, fever, or "
+                        "your own that builds without settings (module:function or an actune.envs entry point) "
+                        "(default: %(default)s)")
     p.add_argument("--method", default="react", choices=("react", "reflact", "cot"),
                    help="method the records are filed under; cot: one-step sets (default: %(default)s)")
     p.add_argument("--split", default="train",
