@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=8, help="optimizer steps of each (the first is not counted)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--config-json", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
+    args = ap.parse_intermixed_args(argv)  # overrides may come after --steps
     if args.one:
         print(json.dumps(_one(args.one, args.config_json)))
         return 0
