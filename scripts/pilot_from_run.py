@@ -1,0 +1,39 @@
+"""Reuse a finished quickstart run's round-1 models for a pilot with other settings (an eval split, after_sft
+objectives), instead of bootstrapping and training round 1 again:
+
+    .venv/bin/python scripts/pilot_from_run.py runs/full-families-seed22-r1 runs/pilot seed=22 rounds=1 \\
+        "methods=[react]" eval_split=dev "after_sft=[dpo,grpo]"
+    actune quickstart --preset full --out runs/pilot seed=22 rounds=1 "methods=[react]" eval_split=dev ...
+
+It copies the world and the named methods' folders, and writes a state whose config is the pilot's (the same
+overrides, in the same order, as the quickstart command that follows) with only round 1's world, bootstrap, export
+and training stages done: everything after them (exploration, DPO, GRPO, eval, report) runs. Only valid where the
+pilot's settings do not change what round 1 did (the preset, seed, world and round-1 recipe).
+"""
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from actune.config import public_dump
+from actune.quickstart.config import hardware_kind, load_quickstart
+from actune.quickstart.state import comparable
+
+
+def main(src: Path, dst: Path, overrides: list[str]) -> None:
+    cfg = load_quickstart("full", overrides, hardware=hardware_kind())
+    if not dst.exists():
+        dst.mkdir(parents=True)
+        for part in ("world", *cfg.methods):
+            shutil.copytree(src / part, dst / part, symlinks=True)
+    state = json.loads((src / "quickstart-state.json").read_text())
+    state["config"] = comparable(public_dump(cfg))
+    keep = {"world", "bootstrap round 1", *(f"{s} {m} round 1" for m in cfg.methods for s in ("export", "train"))}
+    state["done"] = {k: v for k, v in state["done"].items() if k in keep}
+    (dst / "quickstart-state.json").write_text(json.dumps(state, indent=2) + "\n")
+    print(f"{dst}: stages kept done: {', '.join(state['done'])}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:])
