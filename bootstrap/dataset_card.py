@@ -1,6 +1,7 @@
 """The dataset card (``README.md``, Hugging Face dataset-card YAML + body) of an ``actune export``.
 
     text = dataset_card(summary, rows, fmt="actune", data_files="data-*.arrow", judge=judge_counts(stores))
+    # judge_counts: actune.bootstrap.export (it reads the stores; this module only writes text)
 
 Every export gets one: the ``datasets`` folder holds it as ``README.md`` beside ``export_summary.json``; a
 ``--format openai|sharegpt|alpaca`` JSONL file has it beside it (:func:`actune.hub_push.file_card_path`:
@@ -16,17 +17,15 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from actune.bootstrap.config import ExportConfig
-from actune.bootstrap.export import ExportSummary, kept_records
-from actune.judge import verdict_of
+from actune.bootstrap.export_summary import ExportSummary
 from actune.provenance import provenance, provenance_markdown
 
-__all__ = ["CARD_FILE", "card_settings", "dataset_card", "judge_counts", "size_category"]
+__all__ = ["CARD_FILE", "card_settings", "dataset_card", "size_category"]
 
 CARD_FILE = "README.md"
 
@@ -82,27 +81,6 @@ def card_settings(config: ExportConfig | None) -> dict[str, Any]:
     return (config or ExportConfig()).model_dump(mode="json", exclude={"stores"})
 
 
-def judge_counts(stores: Sequence[str | Path]) -> dict[str, int]:
-    """How the kept records of ``stores`` were judged: kept, kept with grounding required, kept on correctness
-    alone (grounding not required, or not applicable to the method), and kept without a grounding check (the
-    task names no supporting pages)."""
-    out = Counter({"kept": 0, "grounding_required": 0, "grounding_not_required": 0, "grounding_not_applicable": 0,
-                   "grounding_unchecked": 0})
-    for store in stores:
-        for t in kept_records(store):
-            v = verdict_of(t)
-            assert v is not None  # kept_records keeps only records with a kept verdict
-            out["kept"] += 1
-            if not v.grounding_applies:
-                out["grounding_not_applicable"] += 1
-            elif v.require_grounded:
-                out["grounding_required"] += 1
-                out["grounding_unchecked"] += int(not v.grounding_checked)
-            else:
-                out["grounding_not_required"] += 1
-    return dict(out)
-
-
 def _front_matter(summary: ExportSummary, data_files: str, fmt: str) -> dict[str, Any]:
     return {
         "pretty_name": f"actune {summary.steps_method} agent trajectories" + ("" if fmt == "actune" else f" ({fmt})"),
@@ -146,7 +124,7 @@ def dataset_card(summary: ExportSummary, rows: Sequence[dict[str, Any]], *, fmt:
     ``fmt``: ``actune`` (the ``datasets`` folder, in ``summary.wire``) or ``openai``/``sharegpt``/``alpaca``;
     ``data_files``: the path or glob of the data, relative to the card, that the Hub loads; ``rows``: the
     exported rows (:func:`~actune.bootstrap.export.export_rows`), for the environments and tasks;
-    ``judge``: :func:`judge_counts` of the stores; ``settings``: the export's filter settings
+    ``judge``: :func:`actune.bootstrap.export.judge_counts` of the stores; ``settings``: the export's filter settings
     (``ExportConfig`` fields); ``unmasked``: turns the format trains although actune would
     not (from :func:`~actune.bootstrap.export_formats.export_file`)."""
     front = yaml.safe_dump(_front_matter(summary, data_files, fmt), sort_keys=False, allow_unicode=True)

@@ -47,8 +47,9 @@ import json
 import random
 import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
@@ -66,13 +67,14 @@ from actune.agent.render import (
 )
 from actune.atomic_write import recover_folder, replace_folder
 from actune.bootstrap.config import ExportConfig
+from actune.bootstrap.export_summary import ExportSummary, MethodCounts
 from actune.judge import Verdict, verdict_of
 from actune.provenance import provenance
 from actune.trajectory import Step, Trajectory, read_trajectory_lines
 
 __all__ = ["ExportError", "ExportSummary", "MethodCounts", "SUMMARY_FILE", "WIRE_FORMATS", "chat_example",
-           "convert_steps", "convertible", "export_dataset", "export_rows", "kept_records", "near_duplicates",
-           "text_example"]
+           "convert_steps", "convertible", "export_dataset", "export_rows", "judge_counts", "kept_records",
+           "near_duplicates", "text_example"]
 
 SUMMARY_FILE = "export_summary.json"
 
@@ -113,6 +115,27 @@ def _kept_lines(store: str | Path) -> list[tuple[int, Trajectory]]:
 def kept_records(store: str | Path) -> list[Trajectory]:
     """The records of a store whose verdict says kept, in file order (errors name ``file:line``)."""
     return [t for _, t in _kept_lines(store)]
+
+
+def judge_counts(stores: Sequence[str | Path]) -> dict[str, int]:
+    """How the kept records of ``stores`` were judged: kept, kept with grounding required, kept on correctness
+    alone (grounding not required, or not applicable to the method), and kept without a grounding check (the
+    task names no supporting pages)."""
+    out = Counter({"kept": 0, "grounding_required": 0, "grounding_not_required": 0, "grounding_not_applicable": 0,
+                   "grounding_unchecked": 0})
+    for store in stores:
+        for t in kept_records(store):
+            v = verdict_of(t)
+            assert v is not None  # kept_records keeps only records with a kept verdict
+            out["kept"] += 1
+            if not v.grounding_applies:
+                out["grounding_not_applicable"] += 1
+            elif v.require_grounded:
+                out["grounding_required"] += 1
+                out["grounding_unchecked"] += int(not v.grounding_checked)
+            else:
+                out["grounding_not_required"] += 1
+    return dict(out)
 
 
 # --- conversion into the adapter's step format ---------------------------------------------------
@@ -235,61 +258,6 @@ def near_duplicates(a: Trajectory, b: Trajectory, similarity: float) -> bool:
     m = difflib.SequenceMatcher(None, x, y, autojunk=False)  # autojunk would skip spaces, letters of long texts
     # the quick ratios are upper bounds: most pairs are told apart without the quadratic match
     return m.real_quick_ratio() >= similarity and m.quick_ratio() >= similarity and m.ratio() >= similarity
-
-
-# --- summary --------------------------------------------------------------------------------------
-
-@dataclass
-class MethodCounts:
-    """What happened to the kept records of one source method."""
-
-    kept: int = 0
-    unconvertible: int = 0
-    """Not convertible into the adapter's step format."""
-    duplicates: int = 0
-    """Near-duplicates of an earlier episode of the same task."""
-    capped: int = 0
-    """Over ``max_per_task``."""
-    incomplete_reflections: int = 0
-    """ReflAct-format records with a reflection lacking a part, left out by ``require_reflection_parts``."""
-    shares: int = 0
-    """Left out by ``method_shares`` or ``store_shares`` (a method or store not named, or more than its share)."""
-    exported: int = 0
-
-
-@dataclass
-class ExportSummary:
-    """What an export wrote (``export_summary.json`` in the dataset folder)."""
-
-    steps_method: str
-    wire: str
-    stores: list[str]
-    methods: dict[str, MethodCounts] = field(default_factory=dict)
-    """Per source method, in order of first appearance."""
-    exported: int = 0
-    tasks: int = 0
-    """Tasks with at least one exported example."""
-    by_store: dict[str, int] = field(default_factory=dict)
-    """Examples exported from each store, in the order the stores were given: where the data came from (the
-    model's own rounds, a teacher's imported set, another run's store)."""
-
-    def counts(self, method: str) -> MethodCounts:
-        """The counts of source method ``method``, added on its first record."""
-        return self.methods.setdefault(method, MethodCounts())
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def table(self) -> str:
-        """The per-method counts as a small text table (what ``actune export`` prints)."""
-        cols = ["kept", "unconvertible", "incomplete_reflections", "duplicates", "capped", "shares", "exported"]
-        total = MethodCounts(**{c: sum(getattr(m, c) for m in self.methods.values()) for c in cols})
-        rows = [[name] + [str(getattr(m, c)) for c in cols] for name, m in [*self.methods.items(), ("total", total)]]
-        head = ["method"] + cols
-        widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-        lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
-                 for r in [head, *rows]]
-        return "\n".join(lines) + f"\ntasks covered: {self.tasks}"
 
 
 def _meta(traj: Trajectory, wire: str) -> dict[str, Any]:
@@ -597,7 +565,7 @@ def export_dataset(
     """
     from datasets import Dataset  # heavy import: only when exporting
 
-    from actune.bootstrap.dataset_card import CARD_FILE, card_settings, dataset_card, judge_counts
+    from actune.bootstrap.dataset_card import CARD_FILE, card_settings, dataset_card
 
     # a crash of an earlier export between its two renames left the old dataset aside: put it back even
     # if this export fails before its own swap

@@ -32,8 +32,8 @@ from typing import Any
 
 from actune.atomic_write import atomic_write_text, atomic_writer
 from actune.bootstrap.config import ExportConfig
-from actune.bootstrap.dataset_card import card_settings, dataset_card, judge_counts
-from actune.bootstrap.export import ExportSummary, export_rows
+from actune.bootstrap.dataset_card import card_settings, dataset_card
+from actune.bootstrap.export import ExportSummary, export_rows, judge_counts
 from actune.hub_push import file_card_path
 
 __all__ = ["EXPORT_FORMATS", "FILE_FORMATS", "alpaca_example", "export_file", "openai_example", "sharegpt_example"]
