@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 __all__ = ["Tracker", "TRACKERS", "bootstrap_metrics", "check_trackers", "eval_metrics", "log_to_trackers"]
 
 Tracker = Literal["tensorboard", "trackio", "wandb", "mlflow"]
-TRACKERS: tuple[str, ...] = ("tensorboard", "trackio", "wandb", "mlflow")
+TRACKERS: tuple[str, ...] = get_args(Tracker)
 PROJECT = "actune"
 """The project (wandb, trackio) or experiment (mlflow) the records go to; wandb's WANDB_PROJECT overrides it."""
 
