@@ -96,6 +96,8 @@ def producer_fingerprint(model: ModelRecord, agent: AgentConfig, env: str, task_
     spec: dict[str, Any] = {"method": agent.method, "regime": agent.regime, "wire": agent.wire}
     if agent.wire == "chat":
         spec["chat_prefill"] = agent.chat_prefill
+    if agent.fidelity != "actune":  # a store made under one fidelity must not resume under the other
+        spec["fidelity"] = agent.fidelity
     if few_shot:
         spec.update(exemplar_set=agent.exemplar_set, exemplar_kinds=kinds, num_exemplars=agent.num_exemplars,
                     paper_prompt_file=str(agent.paper_prompt_file) if agent.paper_prompt_file else None,

@@ -160,6 +160,8 @@ class Completion:
     endpoint: str = ""
     token_logprobs: list[float] | None = None
     raw: dict[str, Any] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    """Chat with ``tools``: the calls the server's tool parser read from the output (OpenAI form)."""
 
 
 class LLMError(RuntimeError):
@@ -271,14 +273,19 @@ class LLMClient:
         extra_body: dict[str, Any] | None = None,
         stream: bool = False,
         on_delta: Callable[[str], None] | None = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> Completion:
         """Chat completion of ``messages`` ([{"role": ..., "content": ...}], POST /chat/completions).
+        ``tools``: OpenAI function tools the model may call (the server needs a tool parser: vLLM's
+        ``--enable-auto-tool-choice --tool-call-parser``); the calls come back in ``Completion.tool_calls``.
         ``extra_body`` adds server-specific fields, e.g. vLLM's ``{"continue_final_message": True,
         "add_generation_prompt": False}`` to continue a prefilled assistant message. ``on_delta`` (or
         ``stream``): stream it, calling ``on_delta`` with each piece of the assistant's text."""
         sampling = sampling or Sampling()
         body = self._body(sampling, stop, model, extra_body, stream or on_delta is not None)
         body["messages"] = messages
+        if tools:
+            body["tools"] = tools
         if sampling.logprobs is not None:
             body["logprobs"] = True
             body["top_logprobs"] = sampling.logprobs
@@ -288,7 +295,9 @@ class LLMClient:
         token_logprobs = None
         if sampling.logprobs is not None:
             token_logprobs = [t["logprob"] for t in ((choice.get("logprobs") or {}).get("content") or [])]
-        return self._completion(data, text, choice, endpoint, latency, token_logprobs)
+        c = self._completion(data, text, choice, endpoint, latency, token_logprobs)
+        c.tool_calls = (choice.get("message") or {}).get("tool_calls") or None
+        return c
 
     # -- internals -----------------------------------------------------------------------------
 

@@ -94,7 +94,7 @@ class ModelRecord:
     name: str = ""
     adapter: str | None = None
     regime: str = "few_shot"  # few_shot | zero_shot
-    wire: str = "text"  # text | chat
+    wire: str = "text"  # text | chat | tools
     exemplar_set: str | None = None
 
 

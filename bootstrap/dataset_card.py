@@ -40,6 +40,9 @@ _STEP_FORMATS = {
                            "episode ends with a reflection saying the goal is reached and `FINAL ANSWER: answer`"),
 }
 
+_WIRE_WORDS = {"text": "the paper's plain-text episode (instruction, question, steps as one text)",
+               "chat": "chat turns", "tools": "chat turns with OpenAI tool calls"}
+
 _LOSS = {
     "actune-text": "Each example's `segments` is a list of `{text, train}` whose concatenation is `text`. The prompt "
                    "head (instruction and question), every observation and every plan critique have `train: false`; "
@@ -50,6 +53,13 @@ _LOSS = {
                    "question, then one user turn per observation), assistant (thought and action lines). "
                    "`train` is true on assistant turns, false on the others and on an assistant turn holding an "
                    "action the parser could not read. `actune train` puts the loss on the `train: true` turns.",
+    "actune-tools": "Each example's `messages` are OpenAI chat messages with `train`: system (the instruction), user "
+                    "(the question), assistant (`content`: the thought; `tool_calls`: one call of the environment's "
+                    "action, its argument as a JSON object string), tool (`tool_call_id`, `content`: the "
+                    "observation); a format hint after a turn without a usable call is a user turn. `tools` is the "
+                    "OpenAI tools list as a JSON string. `train` is true on assistant turns except one holding an "
+                    "unusable call; `actune train` renders the messages and tools with the chat template and puts "
+                    "the loss on the `train: true` turns.",
     "openai": "`{\"messages\": [...]}` as OpenAI chat fine-tuning and TRL's `SFTTrainer` read it: system (the "
               "instruction), user (the question, then one user turn per observation), assistant (thought and action "
               "lines). Each assistant turn has `weight`: 1 (trained) or 0 (it holds an action the parser could not "
@@ -133,8 +143,7 @@ def dataset_card(summary: ExportSummary, rows: Sequence[dict[str, Any]], *, fmt:
     env_text = ", ".join(f"{e} ({n} examples)" for e, n in envs.items())
     converted = [m for m in summary.methods if m != summary.steps_method]
     loss_key = f"actune-{summary.wire}" if fmt == "actune" else fmt
-    wire = (f"`{summary.wire}`: " + ("the paper's plain-text episode (instruction, question, steps as one text)"
-                                     if summary.wire == "text" else "chat turns")
+    wire = (f"`{summary.wire}`: " + _WIRE_WORDS[summary.wire]
             if fmt == "actune" else f"`{fmt}` JSONL, made from actune's "
             + ("chat" if fmt in ("openai", "sharegpt") else "text") + " wire")
     lines = [

@@ -52,8 +52,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from actune.agent.config import WIRES, Wire
 from actune.agent.reflection_parts import reflection_part_problems
 from actune.agent.render import (
     COT_PREFIX,
@@ -65,16 +66,18 @@ from actune.agent.render import (
     trained_step,
     trajectory_prompt_context,
 )
+from actune.agent.tool_calls import render_tool_messages, tools_for
 from actune.atomic_write import recover_folder, replace_folder
 from actune.bootstrap.config import ExportConfig
 from actune.bootstrap.export_summary import ExportSummary, MethodCounts
+from actune.envs.actions import parse_described
 from actune.judge import Verdict, verdict_of
 from actune.provenance import provenance
 from actune.trajectory import Step, Trajectory, read_trajectory_lines
 
 __all__ = ["ExportError", "ExportSummary", "MethodCounts", "SUMMARY_FILE", "WIRE_FORMATS", "chat_example",
            "convert_steps", "convertible", "export_dataset", "export_rows", "judge_counts", "kept_records",
-           "near_duplicates", "text_example"]
+           "near_duplicates", "text_example", "tools_example"]
 
 SUMMARY_FILE = "export_summary.json"
 
@@ -85,7 +88,7 @@ SUMMARY_FILE = "export_summary.json"
 #: PreFlect plans.
 CONVERTIBLE_FROM = {"react": ("react", "reflact", "cot", "standard"), "reflact": ("reflact", "cot", "standard")}
 
-WIRE_FORMATS = ("text", "chat")
+WIRE_FORMATS = WIRES
 
 
 class ExportError(RuntimeError):
@@ -303,6 +306,17 @@ def chat_example(traj: Trajectory) -> dict[str, Any]:
     return {**_meta(traj, "chat"), "messages": out}
 
 
+def tools_example(traj: Trajectory) -> dict[str, Any]:
+    """One record as a tools-wire example: OpenAI ``messages`` with tool calls and per-turn ``train`` flags, and
+    ``tools`` (a JSON string: Arrow would give every tool's schema the properties of all the others)."""
+    ctx = trajectory_prompt_context(traj)
+    specs = parse_described(ctx.instruction)
+    if not specs:
+        raise ValueError("its instruction names no action as 'name[argument]: help': it cannot be offered as tools")
+    return {**_meta(traj, "tools"), "messages": render_tool_messages(ctx, traj.steps, specs),
+            "tools": json.dumps(tools_for(specs), ensure_ascii=False)}
+
+
 @dataclass
 class _Item:
     traj: Trajectory  # converted
@@ -401,7 +415,7 @@ def _target_instruction(items: list[tuple[Path, int, Trajectory]], steps_method:
 
 def export_rows(
     stores: str | Path | Sequence[str | Path],
-    wire: Literal["text", "chat"] = "text",
+    wire: Wire = "text",
     config: ExportConfig | None = None,
     *,
     actions: Mapping[str, str] | Callable[[str], str] | None = None,
@@ -535,7 +549,7 @@ def _apply_shares(capped: list[_Item], cfg: ExportConfig, paths: list[Path], sum
 
 def _rows(chosen: list[_Item], wire: str, summary: ExportSummary) -> list[dict[str, Any]]:
     """Each chosen record as an example of the ``wire`` format, with the store it came from."""
-    make = text_example if wire == "text" else chat_example
+    make = {"text": text_example, "chat": chat_example, "tools": tools_example}[wire]
     rows = []
     for it in chosen:
         try:
@@ -550,7 +564,7 @@ def _rows(chosen: list[_Item], wire: str, summary: ExportSummary) -> list[dict[s
 def export_dataset(
     stores: str | Path | Sequence[str | Path],
     out_dir: str | Path,
-    wire: Literal["text", "chat"] = "text",
+    wire: Wire = "text",
     config: ExportConfig | None = None,
     *,
     actions: Mapping[str, str] | Callable[[str], str] | None = None,

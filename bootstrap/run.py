@@ -139,6 +139,7 @@ def _run_episodes(cfg: BootstrapConfig, serve: ServeConfig, served: Serving | No
     from actune.serve.server import serving
 
     model_name = served_name(cfg, serve)
+    serve = serve.for_wire(cfg.agent.wire)
     # a hosted teacher's key first: a missing variable fails before anything starts
     if cfg.api_key_env:
         read_api_key(cfg.api_key_env, "bootstrap.api_key_env")

@@ -224,6 +224,8 @@ def group_serve_config(group: ServerGroup, serve: ServeConfig, groups: int = 1) 
     ``adapters`` are for ``serve.model``; they are kept for that base (and when there is one base only, as
     before several bases were allowed)."""
     keep = serve.adapters if groups == 1 or group.base == serve.model else {}
+    if any(m.agent.wire == "tools" for m in group.models):
+        serve = serve.for_wire("tools")
     return serve.model_copy(update={"model": group.base, "served_model_name": group.served_name,
                                     "adapters": {**keep, **group.adapters}})
 

@@ -9,6 +9,12 @@ It copies the world and the named methods' folders, and writes a state whose con
 overrides, in the same order, as the quickstart command that follows) with only round 1's world, bootstrap, export
 and training stages done: everything after them (exploration, DPO, GRPO, eval, report) runs. Only valid where the
 pilot's settings do not change what round 1 did (the preset, seed, world and round-1 recipe).
+
+``--retrain`` keeps only the world and round 1's episodes: export and training run again (another wire format,
+say, from the same kept episodes), and the prompted model's test episodes are copied, so eval resumes them:
+
+    .venv/bin/python scripts/pilot_from_run.py --retrain runs/full-families-seed23-r1 runs/tools-seed23 seed=23 \
+        rounds=1 "methods=[react]" train.wire_format=tools
 """
 
 import json
@@ -21,19 +27,26 @@ from actune.quickstart.config import hardware_kind, load_quickstart
 from actune.quickstart.state import comparable
 
 
-def main(src: Path, dst: Path, overrides: list[str]) -> None:
+def main(src: Path, dst: Path, overrides: list[str], retrain: bool = False) -> None:
     cfg = load_quickstart("full", overrides, hardware=hardware_kind())
     if not dst.exists():
         dst.mkdir(parents=True)
         for part in ("world", *cfg.methods):
-            shutil.copytree(src / part, dst / part, symlinks=True)
+            shutil.copytree(src / part, dst / part, symlinks=True,
+                            ignore=shutil.ignore_patterns("adapter", "dataset") if retrain else None)
+        for method in cfg.methods if retrain else ():
+            shutil.copytree(src / "eval" / method / "prompted", dst / "eval" / method / "prompted")
     state = json.loads((src / "quickstart-state.json").read_text())
     state["config"] = comparable(public_dump(cfg))
-    keep = {"world", "bootstrap round 1", *(f"{s} {m} round 1" for m in cfg.methods for s in ("export", "train"))}
+    stages = () if retrain else ("export", "train")
+    keep = {"world", "bootstrap round 1", *(f"{s} {m} round 1" for m in cfg.methods for s in stages)}
     state["done"] = {k: v for k, v in state["done"].items() if k in keep}
     (dst / "quickstart-state.json").write_text(json.dumps(state, indent=2) + "\n")
     print(f"{dst}: stages kept done: {', '.join(state['done'])}")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:])
+    args = sys.argv[1:]
+    retrain = "--retrain" in args
+    args = [a for a in args if a != "--retrain"]
+    main(Path(args[0]), Path(args[1]), args[2:], retrain)

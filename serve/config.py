@@ -73,6 +73,14 @@ class ServeConfig(StrictModel):
     """GPU: shard the model over this many GPUs."""
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
     """GPU: fraction of GPU memory vLLM may use."""
+    tool_call_parser: str | None = None
+    """Serve OpenAI tool calls (the agent's tools wire): vLLM's ``--enable-auto-tool-choice --tool-call-parser
+    NAME``. ``hermes`` reads ``<tool_call>`` JSON, as Qwen2.5's, Hermes' and actune's ChatML fallback template
+    write it; other models name their own parser (vLLM's list). The stages set it for an agent in the tools wire."""
+    chat_template: Path | None = None
+    """A Jinja chat template file that replaces the model's own (``--chat-template``). None: the model's own, except
+    with ``tool_call_parser`` on a model whose template renders no tools, where actune's ChatML template with tools
+    is used (actune/templates/chatml_tools.jinja; training renders with the same one)."""
     extra_args: list[str] = Field(default_factory=list)
     """More vLLM CLI flags, passed through as given."""
     log_dir: Path | None = None
@@ -81,6 +89,13 @@ class ServeConfig(StrictModel):
     """vLLM's log level in that log (its VLLM_LOGGING_LEVEL). Set from here, never inherited: importing TRL sets
     VLLM_LOGGING_LEVEL=ERROR in its process, which would leave a server started after it with a log of errors
     only."""
+
+    def for_wire(self, wire: str) -> "ServeConfig":
+        """This section ready for an agent in ``wire``: the tools wire needs a tool parser (``hermes`` unless one
+        is named)."""
+        if wire != "tools" or self.tool_call_parser:
+            return self
+        return self.model_copy(update={"tool_call_parser": "hermes"})
 
     @field_validator("api_key", mode="before")
     @classmethod

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Literal
 
 from actune import cpu_features
+from actune.chat_templates import tools_template
 from actune.config import actune_home
 from actune.serve.config import ServeConfig
-from actune.serve.errors import VLLMNotInstalledError
+from actune.serve.errors import ServeError, VLLMNotInstalledError
 
 Device = Literal["cpu", "cuda"]
 
@@ -90,6 +91,14 @@ def build_argv(cfg: ServeConfig, model_path: str, device: Device, python: str = 
             "--tensor-parallel-size", str(cfg.tensor_parallel_size),
             "--gpu-memory-utilization", str(cfg.gpu_memory_utilization),
         ]
+    if cfg.tool_call_parser:
+        argv += ["--enable-auto-tool-choice", "--tool-call-parser", cfg.tool_call_parser]
+    try:
+        template = tools_template(model_path, cfg.chat_template) if cfg.tool_call_parser else cfg.chat_template
+    except ValueError as e:
+        raise ServeError(str(e)) from None
+    if template is not None:
+        argv += ["--chat-template", str(template)]
     argv += list(cfg.extra_args)
     return argv
 

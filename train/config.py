@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from actune.agent.config import Wire
 from actune.config import StrictModel
 
 
@@ -78,9 +79,13 @@ class TrainConfig(StrictModel):
     """Where the adapter (the best checkpoint by dev loss), ``actune_prompt.json``, ``training_meta.json``,
     ``training_tasks.json``, ``loss.png`` and, with ``merge``, ``merged/`` are written (replaced whole);
     checkpoints go to ``<output_dir>.checkpoints`` while training runs."""
-    wire_format: Literal["text", "chat"] = "text"
-    """Train on the paper's text format or on chat turns (the dataset must be exported in the same);
-    evaluation uses the same automatically (it reads the adapter's ``actune_prompt.json``)."""
+    wire_format: Wire = "text"
+    """Train on the paper's text format, on chat turns, or on chat turns with OpenAI tool calls (``tools``); the
+    dataset must be exported in the same. Evaluation uses the same automatically (it reads the adapter's
+    ``actune_prompt.json``; for ``tools`` it serves the model with a tool parser)."""
+    chat_template: Path | None = None
+    """tools: a Jinja chat template file to render the turns with (None: the model's own when it renders tools,
+    else actune's ChatML one, as the server picks; ``serve.chat_template`` must then name the same file)."""
     mask_observations: bool = True
     """Compute loss only on model-written tokens (thoughts, actions, answers; chat: assistant turns and
     their end-of-turn token), never on the prompt or observations. False: train on every token."""

@@ -22,11 +22,14 @@ templates render a prefix of the conversation as a prefix of the text). In a tra
 template's opening (``<|im_start|>assistant\\n``: what ``add_generation_prompt`` adds, i.e. what the
 server writes before the model starts) is untrained; the content and the end-of-turn token are trained,
 so the model learns to stop; whitespace the template adds after the end-of-turn token is untrained.
-This works with any template that renders prefixes stably, without ``{% generation %}`` markers.
+This works with any template that renders prefixes stably, without ``{% generation %}`` markers. The tools
+wire is rendered the same way, with the tools list and the calls (an assistant turn's calls are trained with its
+content; a tool turn, like a user turn, is not).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -94,17 +97,33 @@ def tokenize_segments(tokenizer: Any, segments: Sequence[dict[str, Any]], max_le
     return Encoded(ids, labels, truncated, straddling)
 
 
-def chat_segments(tokenizer: Any, messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The chat template's rendering of ``messages`` as segments (see the module docstring).
+def _as_sent(m: dict[str, Any]) -> dict[str, Any]:
+    """A message as the template sees it on the server: role and content, the tools wire's call id and calls
+    (their arguments parsed into objects, as vLLM does before templating); no ``train`` flag, no empty keys (a
+    dataset row holds every key of every message)."""
+    out = {"role": m["role"], "content": m["content"]}
+    if m.get("tool_call_id"):
+        out["tool_call_id"] = m["tool_call_id"]
+    if m.get("tool_calls"):
+        out["tool_calls"] = [{**c, "function": {**c["function"], "arguments": json.loads(c["function"]["arguments"])
+                                                if isinstance(c["function"]["arguments"], str)
+                                                else c["function"]["arguments"]}} for c in m["tool_calls"]]
+    return out
+
+
+def chat_segments(tokenizer: Any, messages: Sequence[dict[str, Any]],
+                  tools: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The chat template's rendering of ``messages`` (with ``tools``: the tools wire) as segments (see the
+    module docstring).
 
     Each message may carry ``train`` (default: true for assistant turns).
     """
-    plain = [{"role": m["role"], "content": m["content"]} for m in messages]
+    plain = [_as_sent(m) for m in messages]
 
     def render(n: int, gen: bool = False) -> str:
         if n == 0:
             return ""
-        return tokenizer.apply_chat_template(plain[:n], tokenize=False, add_generation_prompt=gen)
+        return tokenizer.apply_chat_template(plain[:n], tools=tools, tokenize=False, add_generation_prompt=gen)
 
     eos = tokenizer.eos_token or ""
     segments: list[dict[str, Any]] = []
@@ -133,7 +152,8 @@ def chat_segments(tokenizer: Any, messages: Sequence[dict[str, Any]]) -> list[di
 
 
 def tokenize_messages(tokenizer: Any, messages: Sequence[dict[str, Any]], max_length: int | None = None,
-                      *, mask: bool = True) -> Encoded:
-    """Render ``messages`` with the tokenizer's chat template and tokenise with assistant-only labels."""
-    return tokenize_segments(tokenizer, chat_segments(tokenizer, messages), max_length,
+                      *, mask: bool = True, tools: list[dict[str, Any]] | None = None) -> Encoded:
+    """Render ``messages`` (and ``tools``) with the tokenizer's chat template and tokenise with assistant-only
+    labels."""
+    return tokenize_segments(tokenizer, chat_segments(tokenizer, messages, tools), max_length,
                              add_special_tokens=False, mask=mask)

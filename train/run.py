@@ -63,6 +63,7 @@ from typing import Any, Callable
 from actune import cpu_features
 from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
 from actune.atomic_write import atomic_write_text, recover_folder, replace_folder
+from actune.chat_templates import tools_template
 from actune.config import ConfigError, public_dump
 from actune.provenance import provenance
 from actune.train.checkpoints import durable_checkpoints, train_resuming
@@ -191,11 +192,23 @@ def tokenize_dataset(ds: Any, tokenizer: Any, cfg: TrainConfig) -> Any:
         if cfg.wire_format == "text":
             enc = tokenize_segments(tokenizer, ex["segments"], cfg.max_length, mask=cfg.mask_observations)
         else:
-            enc = tokenize_messages(tokenizer, ex["messages"], cfg.max_length, mask=cfg.mask_observations)
+            tools = json.loads(ex["tools"]) if cfg.wire_format == "tools" else None
+            enc = tokenize_messages(tokenizer, ex["messages"], cfg.max_length, mask=cfg.mask_observations,
+                                    tools=tools)
         return {"input_ids": enc.input_ids, "labels": enc.labels, "n_tokens": len(enc.input_ids),
                 "n_trained": enc.trained_tokens, "truncated": enc.truncated, "straddling": enc.straddling}
 
     return ds.map(encode, remove_columns=ds.column_names, desc="Tokenising and masking")
+
+
+def use_tools_template(tokenizer: Any, model_dir: Path, chosen: Path | None) -> None:
+    """Render the tools wire with the template the server will use (:func:`actune.chat_templates.tools_template`)."""
+    try:
+        template = tools_template(model_dir, chosen)
+    except ValueError as e:
+        raise TrainError(f"train.chat_template: {e}") from None
+    if template is not None:
+        tokenizer.chat_template = template.read_text(encoding="utf-8")
 
 
 def steps_per_epoch(n_examples: int, args: Any) -> int:
@@ -534,6 +547,8 @@ def prepare(cfg: TrainConfig, log: Callable[[str], None] | None = None) -> Prepa
     with args.main_process_first(desc="preparing the base model"):  # the embedded model is built once
         model_dir = prepare_model(cfg.base_model)
     tokenizer = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=args.trust_remote_code)
+    if cfg.wire_format == "tools":
+        use_tools_template(tokenizer, model_dir, cfg.chat_template)
     tokenized, counts = _tokenize_and_count(ds, tokenizer, cfg, say)
     split = _split_for_dev(ds, tokenized, cfg, say)
     return Prepared(cfg, dtype, args, say, threads, ds, method, Path(model_dir), tokenizer, tokenized, counts,

@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 from actune.config import StrictModel
 
 __all__ = ["AgentConfig", "Method", "METHODS", "INTERACTIVE_METHODS", "PREFLECT_METHODS", "StepsMethod",
-           "STEPS_METHODS", "DEFAULT_MAX_STEPS"]
+           "STEPS_METHODS", "DEFAULT_MAX_STEPS", "Wire", "WIRES"]
 
 # The one list of agent methods: every other module (prompt spec, CLI, bootstrap, judge) takes it from
 # here, and actune.agent.methods.METHOD_RUNNERS runs exactly these (tests/agent/test_method_lists.py).
@@ -22,12 +22,24 @@ INTERACTIVE_METHODS = ("act", "react", "reflact")
 #: ``preflect_*`` setting applies to both.
 PREFLECT_METHODS = ("preflect", "preflect_reflact")
 
-#: The loop formats an adapter can be trained in: exported records are converted into one of these.
-StepsMethod = Literal["react", "reflact"]
+#: The loop formats an adapter can be trained in: exported records are converted into one of these. Act,
+#: CoT and Standard are the ReAct paper's baselines, fine-tuned on converted ReAct episodes (its Figure 3).
+StepsMethod = Literal["react", "reflact", "act", "cot", "standard"]
 STEPS_METHODS: tuple[str, ...] = get_args(StepsMethod)
+
+#: Wire formats: how a step travels to the model and back (AgentConfig.wire), and how training renders it.
+Wire = Literal["text", "chat", "tools"]
+WIRES: tuple[str, ...] = get_args(Wire)
 
 #: Paper budgets: ReAct used 7 steps on HotpotQA and 5 on FEVER; ALFWorld episodes need many more.
 DEFAULT_MAX_STEPS = {"wiki": 7, "fever": 5, "docqa": 7, "alfworld": 50}
+
+#: The ReAct paper's methods: what ``fidelity: paper`` runs.
+PAPER_METHODS = ("standard", "cot", "cot_sc", "act", "react", "react_cotsc", "cotsc_react")
+#: The ReAct paper's step budgets, Act's as ReAct's: 7 on HotpotQA and 5 on FEVER (§3.2; FEVER.ipynb loops 7
+#: times, the paper's text says 5), 50 on ALFWorld (the repository's base_config.yaml ends a game at 50 steps;
+#: alfworld.ipynb's loop, ``range(1, 50)``, asks the model at most 49 times).
+PAPER_STEPS = {"wiki": 7, "fever": 5, "alfworld": 50}
 
 
 class AgentConfig(StrictModel):
@@ -54,9 +66,12 @@ class AgentConfig(StrictModel):
     regime: Literal["few_shot", "zero_shot"] = "few_shot"
     """few_shot: exemplar trajectories in the prompt; zero_shot: instruction and question only
     (what a fine-tuned model sees)."""
-    wire: Literal["text", "chat"] = "text"
+    wire: Wire = "text"
     """text: completion in the paper's format (``Thought 1: ...``); chat: assistant turns hold thought
-    and action, observations come back as user turns."""
+    and action, observations come back as user turns; tools: the environment's actions are OpenAI tools,
+    each assistant turn a thought and one tool call, observations come back as tool turns
+    (:mod:`actune.agent.tool_calls`; the server needs a tool parser: ``serve.tool_call_parser``). Tools run
+    act, react and reflact, without the early exit."""
     chat_prefill: bool = True
     """chat: start each assistant turn with the step label (``Thought i:``) through vLLM's
     ``continue_final_message``; without it a small model answers in prose (probe: 0/20)."""
@@ -77,6 +92,17 @@ class AgentConfig(StrictModel):
     paper_prompt_key: str | None = None
     """Key in ``paper_prompt_file`` (``webthink_simple6`` ReAct, ``webact_simple6`` Act,
     ``cotqa_simple6`` CoT, ``webqa_simple6`` Standard; FEVER ``*_simple3``)."""
+    fidelity: Literal["actune", "paper"] = "actune"
+    """actune: actune's prompts, stop strings and endings. paper: the ReAct paper's runs as its code ran them:
+    its prompt file (``paper_prompt_file``, else the bundled copy of the environment's: HotpotQA
+    prompts_naive.json, FEVER fever.json, ALFWorld alfworld_3prompts.json) rendered byte for byte, a hybrid's
+    second phase from the same file (``paper_prompt_key`` names the main method's variant; default HotpotQA
+    ``*_simple6``, FEVER ``*_simple3``), ALFWorld in ReAct's ``> command`` form with the two trajectories of the
+    game's type; the paper's stop strings only; its budgets (``PAPER_STEPS``: wiki 7, FEVER 5, ALFWorld 50, unless
+    ``episode_steps`` is set) and its endings only: the budget or the answer, no repetition or parse-error ending.
+    The exemplar settings do not apply. The zero-shot regime (a tuned model) keeps actune's prompt, the one it
+    was trained on, with the paper's stops, budgets and endings. For the paper's methods (``PAPER_METHODS``)
+    on the text wire, without multihop, early exit or extra stop strings, which the paper does not have."""
     episode_steps: int | None = Field(None, ge=1)
     """Step budget of one episode; None: the environment's default (wiki 7, fever 5, docqa 7, alfworld 50).
     (Was ``max_steps``, which in the train section counts optimiser steps.)"""
@@ -105,9 +131,11 @@ class AgentConfig(StrictModel):
     """When a thought comes without an action, ask once more with ``Action i:`` (as the ReAct code
     does; the probe measured a large gain) before counting a parse error."""
     max_parse_errors: int = Field(3, ge=1)
-    """End the episode (finish reason ``parse_errors``) after this many unparseable steps in a row."""
+    """End the episode (finish reason ``parse_errors``) after this many unparseable steps in a row (not in
+    paper fidelity: the paper's code has no such ending)."""
     repeat_limit: int = Field(3, ge=2)
-    """End the episode (finish reason ``repetition``) when the same action is issued this many times."""
+    """End the episode (finish reason ``repetition``) when the same action is issued this many times (not in
+    paper fidelity: the paper's code has no such ending)."""
     observation_max_tokens: int = Field(400, ge=16)
     """Truncate longer observations to about this many tokens (approximated as 4 characters per
     token unless a tokenizer-based counter is passed to the loop)."""
@@ -137,19 +165,59 @@ class AgentConfig(StrictModel):
     """PreFlect: how many windows of ``preflect_force_replan_every`` steps must each hold a re-plan; the
     paper enforces two extra planning steps (steps 1-6 and 7-12, forced at 6 and 12), none after."""
     preflect_max_revisions: int = Field(1, ge=0)
-    """PreFlect: how many times a plan the reflector FAILs is revised (each revision but the last is
-    checked again). 0: critique only."""
+    """PreFlect: how many times a plan the reflector FAILs is revised; each revision is checked again (the paper:
+    one revision turn). 0: critique only."""
     preflect_critique_max_tokens: int | None = Field(None, ge=1)
     """PreFlect: most tokens of the reflector's JSON answer (None: ``max_tokens``)."""
+    preflect_reviser: Literal["reflector", "agent"] = "reflector"
+    """PreFlect: who writes the revised plan after a FAIL. reflector (the paper's, the default): a second turn
+    of the reflector's conversation, from the errors it named with their failure and success patterns and the
+    catalog's examples. agent (actune before issue #37): the agent, in its own prompt after the critique.
+    Either way each revision is checked again, up to ``preflect_max_revisions``."""
+
+    @model_validator(mode="after")
+    def _tools_wire_methods(self) -> "AgentConfig":
+        if self.wire == "tools" and (self.method not in INTERACTIVE_METHODS or self.early_exit):
+            raise ValueError(f"wire tools runs {', '.join(INTERACTIVE_METHODS)} without early_exit (each step one "
+                             f"tool call), not method {self.method}" + (" with early_exit" if self.early_exit else ""))
+        return self
+
+    @model_validator(mode="after")
+    def _paper_fidelity(self) -> "AgentConfig":
+        if self.fidelity != "paper":
+            return self
+        # Settings the paper's runs do not have are errors, not silently dropped: a config that says paper runs it.
+        problems = [] if self.method in PAPER_METHODS else [
+            f"method {self.method} (the paper's: {', '.join(PAPER_METHODS)})"]
+        problems += [f"{name}: {getattr(self, name)}" for name, on in (
+            ("multihop", self.multihop), ("early_exit", self.early_exit), ("extra_stop", self.extra_stop is not None),
+            ("reprompt_action", not self.reprompt_action)) if on]
+        if self.regime == "few_shot" and self.wire != "text":
+            problems.append(f"wire {self.wire} (the paper's prompts are text completions)")
+        if problems:
+            raise ValueError(f"fidelity paper runs the ReAct paper's settings; not: {'; '.join(problems)}")
+        return self
 
     def stops_for(self, env_name: str) -> list[str]:
-        """The extra stop strings for ``env_name``."""
+        """The extra stop strings for ``env_name`` (paper fidelity: none, each request has the paper's own)."""
         if self.extra_stop is not None:
             return list(self.extra_stop)
+        if self.fidelity == "paper":
+            return []
         return {"fever": ["\nClaim:"], "alfworld": []}.get(env_name, ["\nQuestion:"])
 
     def step_budget(self, env_name: str) -> int:
         if self.method in PREFLECT_METHODS and self.preflect_episode_steps is not None:
             return self.preflect_episode_steps
+        if self.fidelity == "paper" and self.episode_steps is None and env_name in PAPER_STEPS:
+            return PAPER_STEPS[env_name]
         base = self.episode_steps if self.episode_steps is not None else DEFAULT_MAX_STEPS.get(env_name, 7)
         return min(base + 2, 10) if self.multihop else base
+
+    def ending_limits(self, budget: int) -> "AgentConfig":
+        """This config as an acting loop of ``budget`` steps applies it. Paper fidelity moves the repetition and
+        parse-error endings, which the paper's code does not have, past the budget: no action can be issued,
+        and no step be unusable in a row, more than ``budget`` times."""
+        if self.fidelity != "paper":
+            return self
+        return self.model_copy(update={"repeat_limit": budget + 1, "max_parse_errors": budget + 1})

@@ -1,10 +1,11 @@
-"""PreFlect's reflector: its prompt, and a tolerant reader of the JSON critique it answers.
+"""PreFlect's reflector: its prompts, and a tolerant reader of the JSON critique it answers.
 
 The reflector is the same backbone under its own prompt: it gets the task, the plan, the tools and
 a summary of past actions, and diagnoses the plan against a catalog of planning errors. Its answer is
 data: only the first ``{...}`` block is read, with ``json.loads``. An unreadable answer is asked for once
 more (:func:`retry_note`); unreadable again, it counts as PASS (the plan stands) with the reason recorded,
-so a small model's malformed JSON never stops an episode.
+so a small model's malformed JSON never stops an episode. On FAIL a second turn of the same conversation
+(:func:`revision_request`) has the reflector write the revised plan from the errors it named.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any
 from actune.agent.planning_errors import PlanningError, PlanningErrorCatalog
 from actune.trajectory import Step
 
-__all__ = ["Critique", "REFLECTOR_PREFILL", "reflector_instruction", "reflector_request", "retry_note",
-           "summarize_actions", "parse_critique", "extract_json_object", "MAX_ERRORS"]
+__all__ = ["Critique", "REFLECTOR_PREFILL", "REVISION_PREFIX", "reflector_instruction", "reflector_request",
+           "retry_note", "revision_request", "summarize_actions", "parse_critique", "extract_json_object", "MAX_ERRORS"]
 
 #: The paper keeps at most the two most critical errors.
 MAX_ERRORS = 2
@@ -27,6 +28,9 @@ MAX_ANALYSIS_CHARS = 300
 
 #: The reflector's answer is started for it: a small model then writes JSON rather than prose.
 REFLECTOR_PREFILL = '{"analysis": "'
+
+#: Where the reflector's revised plan starts (its second turn after a FAIL).
+REVISION_PREFIX = "Revised plan:"
 
 
 @dataclass
@@ -43,15 +47,15 @@ class Critique:
 
     def line(self, catalog: PlanningErrorCatalog) -> str:
         """The critique as one line in the agent's context. A FAIL names each error the reflector found
-        with what it is, the failure pattern to avoid and the success pattern to follow: the revision
-        turn repairs that error, not the plan in general."""
+        with what it is, the failure pattern to avoid and the success pattern to follow, so the agent reads
+        (with ``preflect_reviser: agent``, writes) the revision against that error, not the plan in general."""
         # an unreadable answer's "analysis" is noise the agent should not act on
         analysis = "" if self.parse_error else " ".join(self.analysis.split())
         if len(analysis) > MAX_ANALYSIS_CHARS:
             analysis = analysis[:MAX_ANALYSIS_CHARS].rstrip() + " ..."
         if self.verdict == "PASS":
             return "PASS" + (f". {analysis}" if analysis else "")
-        found = [e for e in (catalog.find(n) for n in self.errors) if e is not None]
+        found = self.found(catalog)
         named = "; ".join([e.name for e in found] + self.unknown_errors) or "planning error"
         parts = [f"FAIL ({named}).", analysis]
         for e in found:
@@ -61,6 +65,15 @@ class Critique:
             parts.append("Revise: " + " ".join(f"Avoid: {_sentence(e.failure_pattern)} "
                                                f"Instead: {_sentence(e.success_pattern)}" for e in catalog.errors))
         return " ".join(p for p in parts if p)
+
+    def found(self, catalog: PlanningErrorCatalog) -> list[PlanningError]:
+        """The catalog entries this critique names (its unknown names left out)."""
+        return [e for e in (catalog.find(n) for n in self.errors) if e is not None]
+
+    def as_json(self) -> str:
+        """The verdict as read, as one JSON object: the reflector's own turn when it is asked to revise."""
+        return json.dumps({"analysis": self.analysis, "verdict": self.verdict,
+                           "errors": self.errors + self.unknown_errors})
 
     def to_meta(self) -> dict[str, Any]:
         meta: dict[str, Any] = {"verdict": self.verdict, "analysis": self.analysis, "errors": list(self.errors)}
@@ -120,6 +133,16 @@ def retry_note(unreadable: Critique) -> str:
     again would bring the same answer under greedy decoding."""
     return (f"Your previous answer could not be read ({unreadable.parse_error}). Answer with one JSON object "
             'only, with the keys "analysis", "verdict" ("PASS" or "FAIL") and "errors".')
+
+
+def revision_request(crit: Critique, catalog: PlanningErrorCatalog) -> str:
+    """The reflector's second turn after a FAIL (the paper's revision turn): repair the errors it named, each
+    shown with its failure and success patterns and examples; every entry when it named none the catalog knows."""
+    entries = crit.found(catalog) or list(catalog.errors)
+    errors = "\n".join(e.render(i) for i, e in enumerate(entries, 1))
+    return ("Revise the plan. Repair each error below: avoid its failure pattern, follow its success pattern, keep "
+            "the steps that are sound and use only the tools listed. Write the revised plan only, as the plan was "
+            f"written.\nErrors to repair:\n{errors}")
 
 
 def extract_json_object(text: str) -> str | None:

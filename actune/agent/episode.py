@@ -166,6 +166,9 @@ class Episode:
     ) -> Completion:
         """Render the prompt (head + ``steps`` + ``prefix``) in the configured wire format and complete it."""
         ctx = prompt or self.prompt
+        if self.cfg.wire == "tools":
+            raise ValueError("the tools wire renders its own turns (actune.agent.methods.tool_calls); a step that "
+                             "asks for a labelled completion cannot run in it")
         if self.cfg.wire == "text":
             return await self.ask(render_text(ctx, steps, prefix), stop, temperature=temperature,
                                   max_tokens=max_tokens, offset=offset)
@@ -182,16 +185,21 @@ class Episode:
         max_tokens: int | None = None,
         offset: int | None = None,
         continue_final: bool = False,
+        tools: list[dict[str, Any]] | None = None,
     ) -> Completion:
         """Complete an already rendered prompt (text, or chat messages whose last assistant turn is
         continued when ``continue_final``), counted and timed like every step; for prompts that are not
-        the agent's own (e.g. PreFlect's reflector)."""
+        the agent's own (e.g. PreFlect's reflector). ``tools``: chat with OpenAI tools (the tools wire), where
+        no stop string is added: the turn ends at the template's end of turn, and a stop could cut a call."""
         sampling = self.sampling(temperature, max_tokens, offset)
         self.requests += 1
-        stop = list(dict.fromkeys(stop[:1] + self.cfg.stops_for(self.env.name) + stop[1:]))[:MAX_STOP_STRINGS]
+        if not tools:
+            stop = list(dict.fromkeys(stop[:1] + self.cfg.stops_for(self.env.name) + stop[1:]))[:MAX_STOP_STRINGS]
         t0 = time.perf_counter()
         try:
-            if isinstance(prompt, str):
+            if tools:
+                c = await self.llm.chat(prompt, sampling=sampling, stop=stop or None, tools=tools)
+            elif isinstance(prompt, str):
                 c = await self.llm.complete(prompt, sampling=sampling, stop=stop)
             elif continue_final:
                 if not _accepts_extra_body(self.llm.chat):

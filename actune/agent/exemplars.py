@@ -13,6 +13,11 @@ A set may name its ``style``: ``every_step`` (the default: a thought or reflecti
 ``sparse_think``, the form ReAct's paper evaluated on ALFWorld: no thought lines, reasoning only where it
 helps, as the action ``think: ...`` that the environment answers ``OK.`` (``alfworld_sparse.json``). The
 style fixes the loop's step format, so it holds in the zero-shot regime too.
+
+The ReAct repository's own prompt files ship beside them, byte for byte (``react_prompts_naive.json``,
+``react_fever.json``, ``react_alfworld_3prompts.json``; ``react_paper_sources.json`` names their commit, hashes
+and license): ``AgentConfig.fidelity: paper`` reads them (:func:`paper_prompt_file`, :func:`paper_prompt_key`,
+:func:`load_paper_alfworld_examples`).
 """
 
 from __future__ import annotations
@@ -32,6 +37,10 @@ __all__ = [
     "select_exemplars",
     "load_paper_prompt",
     "PAPER_KEY_METHODS",
+    "PAPER_PROMPT_FILES",
+    "paper_prompt_file",
+    "paper_prompt_key",
+    "load_paper_alfworld_examples",
     "BUILTIN_DIR",
     "EVERY_STEP",
     "SPARSE_THINK",
@@ -45,6 +54,16 @@ _STYLES = (EVERY_STEP, SPARSE_THINK)
 
 #: ReAct repository prompt keys -> the method they prompt (prefix before "_simple").
 PAPER_KEY_METHODS = {"webthink": "react", "webact": "act", "cotqa": "cot", "webqa": "standard"}
+_PAPER_KEY_PREFIX = {method: prefix for prefix, method in PAPER_KEY_METHODS.items()}
+
+#: The ReAct repository's prompt file of each environment, as its notebooks load them (hotpotqa.ipynb
+#: prompts_naive.json, FEVER.ipynb fever.json, alfworld.ipynb alfworld_3prompts.json), bundled byte for byte.
+PAPER_PROMPT_FILES = {"wiki": "react_prompts_naive.json", "fever": "react_fever.json",
+                      "alfworld": "react_alfworld_3prompts.json"}
+#: The key suffix of the paper's runs: HotpotQA's six trajectories, FEVER's three.
+_PAPER_KEY_SUFFIX = {"wiki": "simple6", "fever": "simple3"}
+#: ALFWorld's keys are ``<react|act>_<task type>_<n>``: the prefix of each method.
+_ALFWORLD_KEY_PREFIX = {"react": "react", "act": "act"}
 
 
 class ExemplarError(ValueError):
@@ -164,3 +183,43 @@ def load_paper_prompt(path: str | Path, key: str) -> tuple[str, str]:
     if method is None:
         raise ExemplarError(f"{p}: key {key!r} does not name a known method prefix ({sorted(PAPER_KEY_METHODS)})")
     return method, text
+
+
+def paper_prompt_file(env: str, path: str | Path | None = None) -> Path:
+    """The ReAct prompt file of ``env``: ``path`` when given, else the bundled copy of the paper's."""
+    if path is not None:
+        return Path(path)
+    if env not in PAPER_PROMPT_FILES:
+        raise ExemplarError(f"the ReAct paper has no prompt file for environment {env!r} (it has "
+                            f"{sorted(PAPER_PROMPT_FILES)}): name one with paper_prompt_file")
+    return BUILTIN_DIR / PAPER_PROMPT_FILES[env]
+
+
+def paper_prompt_key(method: str, env: str, key: str | None = None) -> str:
+    """The key of ``method``'s prompt in the paper's HotpotQA or FEVER file. ``key`` (``paper_prompt_key``)
+    names the variant by its suffix: ``webthink_simple6`` gives CoT ``cotqa_simple6``, so a hybrid's second
+    phase reads the same variant of its own method; None: the paper's (HotpotQA ``simple6``, FEVER
+    ``simple3``)."""
+    if method not in _PAPER_KEY_PREFIX:
+        raise ExemplarError(f"the ReAct paper's prompt files have no prompt for method {method!r}")
+    suffix = key.split("_", 1)[1] if key and "_" in key else _PAPER_KEY_SUFFIX.get(env)
+    if suffix is None:
+        raise ExemplarError(f"no paper prompt key for environment {env!r}: set paper_prompt_key")
+    return f"{_PAPER_KEY_PREFIX[method]}_{suffix}"
+
+
+def load_paper_alfworld_examples(path: str | Path, method: str, kind: str | None) -> str:
+    """The two trajectories ReAct prompted an ALFWorld game of type ``kind`` with, as alfworld.ipynb
+    concatenates them: ``d[f"react_{v}_1"] + d[f"react_{v}_0"]`` (``act_`` for Act)."""
+    if method not in _ALFWORLD_KEY_PREFIX:
+        raise ExemplarError(f"the ReAct paper prompted ALFWorld with react or act, not {method!r}")
+    if not kind:
+        raise ExemplarError("the ReAct paper prompts an ALFWorld game with trajectories of its type: the task "
+                            "names none (task.meta['task_type'])")
+    p = Path(path)
+    data = read_json(p, ExemplarError, "prompt file")
+    keys = [f"{_ALFWORLD_KEY_PREFIX[method]}_{kind}_{n}" for n in (1, 0)]
+    missing = [k for k in keys if not isinstance(data, dict) or not isinstance(data.get(k), str)]
+    if missing:
+        raise ExemplarError(f"{p}: no prompt key {missing[0]!r}")
+    return "".join(data[k] for k in keys)

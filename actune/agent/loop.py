@@ -50,10 +50,10 @@ from typing import Any, AsyncIterator, Callable
 
 from actune.agent.config import AgentConfig
 from actune.agent.episode import LLM, Episode, EpisodeEnd, Event, approx_tokens, episode_seed
-from actune.agent.exemplars import EVERY_STEP, ExemplarSet
+from actune.agent.exemplars import EVERY_STEP, ExemplarSet, paper_prompt_file, paper_prompt_key
 from actune.agent.methods import BASE_METHOD, METHOD_RUNNERS
 from actune.agent.methods.live import LiveLLM
-from actune.agent.render import PromptContext, build_prompt_context, instruction_for
+from actune.agent.render import PromptContext, build_paper_prompt_context, build_prompt_context, instruction_for
 from actune.agent.validate import steps_method
 from actune.envs.base import Environment
 from actune.task_record import Task
@@ -80,6 +80,8 @@ def task_kind(task: Task) -> str | None:
 def _prompt_factory(cfg: AgentConfig, env: Environment, task: Task, initial_obs: str,
                     exemplar_set: ExemplarSet | None) -> Callable[[str], PromptContext]:
     def make(method: str) -> PromptContext:
+        if cfg.fidelity == "paper" and cfg.regime == "few_shot":
+            return _paper_prompt(cfg, env, task, initial_obs, method)
         paper = None
         if cfg.paper_prompt_file is not None and method == BASE_METHOD[cfg.method]:
             if not cfg.paper_prompt_key:
@@ -94,6 +96,19 @@ def _prompt_factory(cfg: AgentConfig, env: Environment, task: Task, initial_obs:
         )
 
     return make
+
+
+def _paper_prompt(cfg: AgentConfig, env: Environment, task: Task, initial_obs: str, method: str) -> PromptContext:
+    """Paper fidelity: the paper's prompt for ``method`` (a hybrid asks for both of its phases'). The main method
+    reads ``paper_prompt_key`` as configured, the other phase the same variant of its own method (ReAct's
+    ``webthink_simple6``, CoT-SC's ``cotqa_simple6``); ALFWorld picks by the game's type instead."""
+    key = cfg.paper_prompt_key
+    if env.name != "alfworld" and not (key and method == BASE_METHOD[cfg.method]):
+        key = paper_prompt_key(method, env.name, key)
+    return build_paper_prompt_context(method, env.name, task.question,
+                                      paper_prompt_file(env.name, cfg.paper_prompt_file), key,
+                                      initial_observation=initial_obs, finish_action=env.finish_action,
+                                      task_kind=task_kind(task))
 
 
 async def iter_episode(

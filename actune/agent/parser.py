@@ -3,12 +3,14 @@
 Tolerant by design: labels in any case (``Action``, ``ACTION``), with or without step numbers, on their
 own line or inline after the reflection, ``Search[...]`` or ``search[...]`` or the call form
 ``rag_search("query")``, text after the action, THOUGHT where REFLECTION is expected, a ``GOAL:`` line
-(LLARS states its goal; kept apart, never part of the reflection), ``FINAL ANSWER: ...`` or
-``finish[...]``. Anything the model writes after its action that looks like
-an observation (even a fragment such as ``\\nObserv`` left by a stop string) is cut off: an
-observation the model made up is never trusted. Never raises on any input string; what cannot be
-parsed comes back with ``error`` set, which the loop turns into a format hint for the model. (A crash
-inside the parser is caught and logged as a bug; the fuzz test runs the parser without that net.)
+(LLARS states its goal; kept apart, never part of the reflection, and recorded in the step's meta:
+:meth:`ParsedStep.goal_meta`), ``FINAL ANSWER: ...`` or ``finish[...]``. In LLARS' format
+(``answer_to_label``) a ``FINAL ANSWER`` wins over an action in the same output, as LLARS reads it.
+Anything the model writes after its action that looks like an observation (even a fragment such as
+``\\nObserv`` left by a stop string) is cut off: an observation the model made up is never trusted. Never
+raises on any input string; what cannot be parsed comes back with ``error`` set, which the loop turns into a
+format hint for the model. (A crash inside the parser is caught and logged as a bug; the fuzz test runs the
+parser without that net.)
 """
 
 from __future__ import annotations
@@ -64,6 +66,10 @@ class ParsedStep:
     answer: str | None = None
     error: str | None = None
     goal: str | None = None
+
+    def goal_meta(self) -> dict[str, str]:
+        """The meta of the step that records this one's thought or reflection: its ``GOAL:``, when it wrote one."""
+        return {} if self.goal is None else {"goal": self.goal}
 
 
 def strip_made_up_observation(text: str) -> str:
@@ -175,9 +181,10 @@ def parse_step(
 ) -> ParsedStep:
     """Parse a generated step: optional leading label, thought, ``Action i: ...`` or ``FINAL ANSWER:``.
 
-    ``answer_to_label``: a ``FINAL ANSWER`` keeps everything up to the next label, as LLARS reads it
-    (a cited, multi-line answer); otherwise only its first line, so text a model adds after a short
-    answer does not spoil an exact match.
+    ``answer_to_label``: LLARS' reading. A ``FINAL ANSWER`` keeps everything up to the next label (a cited,
+    multi-line answer), and wins over an action written before it (LLARS answers when a final answer is there).
+    Otherwise the answer is its first line, so text a model adds after a short answer does not spoil an exact
+    match, and whichever of the action and the answer comes first counts.
     """
     try:
         return _parse_step(text, action_names, finish_action, free_text, answer_to_label)
@@ -218,8 +225,8 @@ def _parse_step(
     # An action label on its own line wins over one inline: prose may say "my next action: ...".
     a = _ACTION_LABEL.search(body) or _INLINE_ACTION.search(body)
     f = _FINAL.search(body)
-    if f and (a is None or f.start() < a.start()):
-        thought = body[: f.start()].strip()
+    if f is not None and _answer_wins(a, f, answer_to_label):
+        thought = body[: f.start() if a is None else min(a.start(), f.start())].strip()
         if answer_to_label:
             answer = body[f.start(1) : _until_next_label(body, f.start(1))].strip()
         else:
@@ -242,6 +249,13 @@ def _parse_step(
     step = _with_action(thought, action_line, action_names, finish_action, free_text)
     step.goal = goal
     return step
+
+
+def _answer_wins(a: re.Match[str] | None, f: re.Match[str], llars: bool) -> bool:
+    """Whether the ``FINAL ANSWER`` label ``f`` is the step's outcome rather than the action label ``a``: when it
+    comes first, and in LLARS' reading when it comes on a later line too. Words after an action on its own line
+    are never read (:func:`_with_action`), a "final answer:" among them included."""
+    return a is None or f.start() < a.start() or (llars and f.start() >= a.end(1))
 
 
 def _with_action(

@@ -3,7 +3,15 @@
 Format (``actune/prompts/preflect_catalog.json`` is the default, the paper's three types)::
 
     {"source": "...", "errors": [{"name": "insufficient constraint verification",
-      "description": "...", "failure_pattern": "...", "success_pattern": "..."}, ...]}
+      "description": "...", "failure_pattern": "...", "success_pattern": "...",
+      "examples": [{"question": "...", "analysis": "..."}]}, ...],
+     "evidence": [{"error": "insufficient constraint verification", "examples": [{"question": "...",
+      "analysis": "...", ...}]}, ...]}
+
+``examples`` (optional, in an entry or in the top-level ``evidence`` that ``actune distill-errors`` writes,
+matched to an entry by ``error``): tasks where the error separated a failed run from a successful one, each
+its ``question`` and the ``analysis`` of what separated them (other keys, such as the episodes cited, are
+not read). The reflector sees them under their entry, beside its failure and success patterns.
 
 A catalog distilled from one's own trajectory stores can replace it (``AgentConfig.preflect_catalog``).
 """
@@ -11,21 +19,33 @@ A catalog distilled from one's own trajectory stores can replace it (``AgentConf
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from actune.agent.exemplars import BUILTIN_DIR
 from actune.jsonl import read_json
 
-__all__ = ["PlanningError", "PlanningErrorCatalog", "CatalogError", "DEFAULT_CATALOG", "load_catalog"]
+__all__ = ["PlanningError", "ErrorExample", "PlanningErrorCatalog", "CatalogError", "DEFAULT_CATALOG",
+           "load_catalog"]
 
 DEFAULT_CATALOG = BUILTIN_DIR / "preflect_catalog.json"
 
 _FIELDS = ("name", "description", "failure_pattern", "success_pattern")
+_EXAMPLE_FIELDS = ("question", "analysis")
 
 
 class CatalogError(ValueError):
     """A catalog file is malformed; the message names the file and key."""
+
+
+@dataclass(frozen=True)
+class ErrorExample:
+    """One task on which the error separated a failed run from a successful one: the task's question and
+    the analysis of what separated the two runs."""
+
+    question: str
+    analysis: str
 
 
 @dataclass(frozen=True)
@@ -34,6 +54,15 @@ class PlanningError:
     description: str
     failure_pattern: str
     success_pattern: str
+    examples: tuple[ErrorExample, ...] = ()
+
+    def render(self, number: int) -> str:
+        """The entry as the reflector's prompts show it: what it is, its failure and success patterns, and
+        the examples that show both."""
+        lines = [f"{number}. {self.name}: {self.description}", f"   Failure pattern: {self.failure_pattern}",
+                 f"   Success pattern: {self.success_pattern}"]
+        lines += [f'   Example on "{x.question}": {x.analysis}' for x in self.examples]
+        return "\n".join(lines)
 
 
 def _norm(name: str) -> str:
@@ -59,31 +88,63 @@ class PlanningErrorCatalog:
 
     def render(self) -> str:
         """The catalog as the reflector's prompt shows it."""
-        return "\n".join(
-            f"{i}. {e.name}: {e.description}\n   Failure pattern: {e.failure_pattern}\n"
-            f"   Success pattern: {e.success_pattern}"
-            for i, e in enumerate(self.errors, 1)
-        )
+        return "\n".join(e.render(i) for i, e in enumerate(self.errors, 1))
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise CatalogError(f"{where}: must be a non-empty string")
+    return " ".join(value.split())
+
+
+def _examples(value: Any, where: str) -> tuple[ErrorExample, ...]:
+    if not isinstance(value, list):
+        raise CatalogError(f"{where}: must be a list")
+    out = []
+    for i, x in enumerate(value):
+        if not isinstance(x, dict):
+            raise CatalogError(f"{where}[{i}]: must be an object")
+        out.append(ErrorExample(*(_text(x.get(k), f"{where}[{i}].{k}") for k in _EXAMPLE_FIELDS)))
+    return tuple(out)
+
+
+def _entry(e: Any, where: str) -> PlanningError:
+    if not isinstance(e, dict):
+        raise CatalogError(f"{where}: must be an object")
+    extra = sorted(set(e) - set(_FIELDS) - {"examples"})
+    if extra:
+        raise CatalogError(f"{where}: unknown key {extra[0]!r}")
+    texts = [_text(e.get(k), f"{where}.{k}") for k in _FIELDS]
+    return PlanningError(*texts, _examples(e.get("examples", []), f"{where}.examples"))
+
+
+def _with_evidence(entries: list[PlanningError], evidence: Any, p: Path) -> list[PlanningError]:
+    """``entries`` with the examples of a distilled catalog's ``evidence`` added to the entry each names."""
+    if evidence is None:
+        return entries
+    if not isinstance(evidence, list):
+        raise CatalogError(f"{p}: evidence: must be a list")
+    index = {_norm(e.name): k for k, e in enumerate(entries)}
+    for i, ev in enumerate(evidence):
+        where = f"{p}: evidence[{i}]"
+        if not isinstance(ev, dict):
+            raise CatalogError(f"{where}: must be an object")
+        name = _text(ev.get("error"), f"{where}.error")
+        if _norm(name) not in index:
+            raise CatalogError(f"{where}.error: {name!r} names no entry of 'errors'")
+        k = index[_norm(name)]
+        entries[k] = replace(entries[k], examples=entries[k].examples
+                             + _examples(ev.get("examples", []), f"{where}.examples"))
+    return entries
 
 
 def load_catalog(path: str | Path | None = None) -> PlanningErrorCatalog:
-    """Load a catalog file (None: the default, the paper's three error types)."""
+    """Load a catalog file (None: the default, the paper's three error types), with each entry's examples."""
     p = Path(path) if path is not None else DEFAULT_CATALOG
     data = read_json(p, CatalogError, "planning-error catalog")
     if not isinstance(data, dict) or not isinstance(data.get("errors"), list) or not data["errors"]:
         raise CatalogError(f"{p}: expected an object with a non-empty 'errors' list")
-    out = []
-    for i, e in enumerate(data["errors"]):
-        where = f"{p}: errors[{i}]"
-        if not isinstance(e, dict):
-            raise CatalogError(f"{where}: must be an object")
-        extra = sorted(set(e) - set(_FIELDS))
-        if extra:
-            raise CatalogError(f"{where}: unknown key {extra[0]!r}")
-        for k in _FIELDS:
-            if not isinstance(e.get(k), str) or not e[k].strip():
-                raise CatalogError(f"{where}.{k}: must be a non-empty string")
-        out.append(PlanningError(**{k: " ".join(e[k].split()) for k in _FIELDS}))
-    if len({_norm(e.name) for e in out}) != len(out):
+    entries = [_entry(e, f"{p}: errors[{i}]") for i, e in enumerate(data["errors"])]
+    if len({_norm(e.name) for e in entries}) != len(entries):
         raise CatalogError(f"{p}: error names must be distinct")
-    return PlanningErrorCatalog(tuple(out), str(data.get("source", "")))
+    return PlanningErrorCatalog(tuple(_with_evidence(entries, data.get("evidence"), p)), str(data.get("source", "")))

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from actune.agent.config import AgentConfig, Method
+from actune.agent.config import AgentConfig, Method, Wire
 from actune.atomic_write import atomic_write_text
 from actune.config import ConfigError, StrictModel
 from actune.jsonl import read_json
@@ -32,7 +32,7 @@ class PromptSpec(StrictModel):
     """Method whose step format the model was trained on."""
     regime: Literal["few_shot", "zero_shot"] = "zero_shot"
     """Prompt regime the model was trained with (fine-tuned models: zero_shot)."""
-    wire: Literal["text", "chat"] = "text"
+    wire: Wire = "text"
     """Wire format the training data was rendered in."""
     chat_prefill: bool = True
     """chat: whether assistant turns were opened with the step label."""

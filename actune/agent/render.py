@@ -3,6 +3,10 @@
 The loop builds every prompt by rendering the trajectory's steps with these functions, so a
 trajectory rendered for training is exactly what the model saw (``render_text``/``render_messages``
 on a finished record give the full training text).
+
+``AgentConfig.fidelity: paper`` builds the head with :func:`build_paper_prompt_context`: the ReAct code's
+prompt text, byte for byte (its files as they are, its instruction, no separator of actune's), and ALFWorld in
+its ``> command`` form; the loop then asks with the stop strings of :meth:`PromptContext.paper_stop`.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from actune.agent.config import PREFLECT_METHODS
@@ -20,6 +25,7 @@ from actune.agent.exemplars import (
     ExemplarError,
     ExemplarSet,
     load_exemplars,
+    load_paper_alfworld_examples,
     load_paper_prompt,
     select_exemplars,
 )
@@ -28,6 +34,7 @@ from actune.trajectory import Step, Trajectory
 __all__ = [
     "PromptContext",
     "build_prompt_context",
+    "build_paper_prompt_context",
     "resolve_exemplar_kinds",
     "TASK_KIND",
     "instruction_for",
@@ -71,6 +78,11 @@ PAPER_WEBTHINK_INSTRUCTION = """Solve a question answering task with interleavin
 Here are some examples.
 """  # noqa: E501, W291 - verbatim from the paper's code, trailing space included
 
+# The ReAct paper's ALFWorld framing (alfworld.ipynb, the cell that plays the 134 games): the intro, the two
+# trajectories of the game's type, then this line before the game's first observation.
+PAPER_ALFWORLD_INTRO = "Interact with a household to solve a task. Here are two examples.\n"
+PAPER_ALFWORLD_TASK = "\nHere is the task.\n"
+
 #: The ``exemplar_kinds`` entry that stands for the episode's own task kind (``task.meta["kind"]``).
 TASK_KIND = "task"
 
@@ -92,6 +104,20 @@ class PromptContext:
     question: str  # "Question: ..." (or the first observation, ALFWorld)
     finish_action: str | None = "finish"
     style: str = EVERY_STEP  # SPARSE_THINK: ReAct steps are actions only, thoughts are think: actions
+    # "paper": the ReAct code's text (build_paper_prompt_context): the parts joined as they are, ALFWorld's
+    # steps as "> command" lines and bare observations
+    fidelity: str = "actune"
+
+    def paper_stop(self, i: int) -> list[str]:
+        """The stop strings of step ``i``'s request in the paper's code: one command line on ALFWorld
+        (alfworld.ipynb: ``stop=['\\n']``), else up to the step's observation (hotpotqa.ipynb, FEVER.ipynb:
+        ``stop=[f"\\nObservation {i}:"]``; Act, whose runner the repository does not have, stops there too)."""
+        return ["\n"] if _command_form(self) else [f"\nObservation {i}:"]
+
+    def paper_answer_stop(self) -> list[str]:
+        """Where a CoT answer ends with the paper's prompts: where the next example would start (the repository
+        has no CoT runner; its files start each example with the question's label)."""
+        return [f"\n{_QUESTION_LABEL.get(self.env) or 'Question'}:"]
 
 
 def question_line(env: str, question: str, initial_observation: str = "") -> str:
@@ -261,7 +287,54 @@ def build_prompt_context(
                          finish_action=finish_action, style=style)
 
 
+def build_paper_prompt_context(
+    method: str,
+    env: str,
+    question: str,
+    prompt_file: str | Path,
+    prompt_key: str | None,
+    *,
+    initial_observation: str = "",
+    finish_action: str | None = "finish",
+    task_kind: str | None = None,
+) -> PromptContext:
+    """The prompt head of the ReAct paper's code for ``method`` on ``env``, byte for byte.
+
+    HotpotQA (hotpotqa.ipynb): ``instruction + webthink_examples``, then ``question + "\\n"`` with the question
+    as its wrapper returns it (``"Question: ..."``); the instruction is the notebook's and only ReAct's (the
+    repository runs no other HotpotQA method: Act, CoT and Standard get their file's text alone). FEVER
+    (FEVER.ipynb): the file's text, which carries its own instruction, then ``"Claim: ..."``. ALFWorld
+    (alfworld.ipynb): the intro, ``d[f"react_{v}_1"] + d[f"react_{v}_0"]`` of the game's type ``task_kind``,
+    ``"\\nHere is the task.\\n"``, the game's first observation; steps are ``> command`` lines and the game's
+    answers (:func:`render_text`). Nothing is stripped or added in between."""
+    if env == "alfworld":
+        if prompt_key is not None:
+            raise ExemplarError("the ReAct paper prompts each ALFWorld game with the trajectories of its type "
+                                "(react_<type>_1, react_<type>_0): paper_prompt_key does not apply")
+        examples = load_paper_alfworld_examples(prompt_file, method, task_kind) + PAPER_ALFWORLD_TASK
+        return PromptContext(method=method, env=env, instruction=PAPER_ALFWORLD_INTRO, examples=examples,
+                             question=initial_observation or question, finish_action=finish_action,
+                             style=SPARSE_THINK if method == "react" else EVERY_STEP, fidelity="paper")
+    if prompt_key is None:
+        raise ValueError("a paper prompt needs its key (paper_prompt_key)")
+    paper_method, text = load_paper_prompt(prompt_file, prompt_key)
+    if paper_method != method:
+        raise ValueError(f"paper prompt key {prompt_key!r} is for {paper_method}, not {method}")
+    instruction = PAPER_WEBTHINK_INSTRUCTION if method == "react" and env != "fever" else ""
+    label = _QUESTION_LABEL.get(env) or "Question"
+    return PromptContext(method=method, env=env, instruction=instruction, examples=text,
+                         question=f"{label}: {question}", finish_action=finish_action, fidelity="paper")
+
+
+def _command_form(ctx: PromptContext) -> bool:
+    """ReAct's ALFWorld prompt: each action a ``> command`` line, each observation the game's bare text."""
+    return ctx.fidelity == "paper" and ctx.env == "alfworld"
+
+
 def _head_text(ctx: PromptContext) -> str:
+    if ctx.fidelity == "paper":
+        # The paper's code joins its parts as they are: instruction + examples, then question + "\n".
+        return ctx.instruction + ctx.examples + ctx.question + "\n"
     parts = []
     if ctx.instruction:
         parts.append(ctx.instruction.rstrip("\n") + "\n")
@@ -285,6 +358,9 @@ def _answer_line(ctx: PromptContext, s: Step) -> str:
 
 
 def _step_line(ctx: PromptContext, s: Step) -> str:
+    if _command_form(ctx) and s.type in ("action", "observation"):
+        # alfworld.ipynb: prompt += f' {action}\n{observation}\n>', the ">" written as the next step's label
+        return f"> {s.text}" if s.type == "action" else s.text
     if s.type == "answer":
         return _answer_line(ctx, s)
     if ctx.method == "cot" and s.type == "thought":
@@ -299,7 +375,10 @@ def render_steps_text(ctx: PromptContext, steps: list[Step]) -> str:
 
 
 def render_text(ctx: PromptContext, steps: list[Step], next_prefix: str = "") -> str:
-    """The whole text-completion prompt: head, steps so far, and the next step's label."""
+    """The whole text-completion prompt: head, steps so far, and the next step's label (ReAct's ALFWorld
+    form writes an ``Action i:`` label as ``>``)."""
+    if _command_form(ctx) and next_prefix.startswith("Action"):
+        next_prefix = ">"
     return _head_text(ctx) + render_steps_text(ctx, steps) + next_prefix
 
 
@@ -307,6 +386,8 @@ def render_messages(ctx: PromptContext, steps: list[Step], prefill: str | None =
     """Chat messages: system (instruction + exemplars), user (question), then assistant turns holding
     plans, thoughts and actions, user turns holding observations and plan critiques; ``prefill`` opens
     a final assistant turn."""
+    if ctx.fidelity == "paper":
+        raise ValueError("the ReAct paper's prompts are text completions: paper fidelity renders the text wire")
     system = ctx.instruction.rstrip("\n")
     if ctx.examples:
         system = (system + "\n\nHere are some examples.\n\n" if system else "") + ctx.examples.rstrip("\n")
@@ -345,9 +426,10 @@ def trajectory_prompt_context(traj: Trajectory) -> PromptContext:
 
 
 def trained_step(step: Step) -> bool:
-    """Whether a tuned model learns to write ``step``: not an observation or critique (written by others), not an
+    """Whether a tuned model learns to write ``step``: not an observation or critique (written by others), not a
+    plan the reflector revised (PreFlect: the reflector wrote it, and in the loop it writes it again), not an
     action the parser could not read (the loop answered it with a format hint)."""
-    if step.type in USER_STEP_TYPES:
+    if step.type in USER_STEP_TYPES or (step.type == "plan" and step.meta.get("reviser") == "reflector"):
         return False
     return not (step.type == "action" and step.action_name is None)
 

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from actune.agent.config import METHODS
+from actune.agent.config import METHODS, WIRES
 from actune.cli.env_argument import ENV_HELP, env_name
 from actune.cli.exit_codes import FAILED
 
@@ -62,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--games", help="alfworld: folder of game.tw-pddl files")
     p.add_argument("--regime", choices=("few_shot", "zero_shot"),
                    help="prompt regime (default: the prompt spec's, else few_shot)")
-    p.add_argument("--wire", choices=("text", "chat"), help="wire format (default: the prompt spec's, else text)")
+    p.add_argument("--wire", choices=WIRES, help="wire format (default: the prompt spec's, else text)")
     p.add_argument("--prompt-spec", help="a folder holding actune_prompt.json, or the file itself "
                    "(default: the --adapter folder's)")
     p.add_argument("--config", help="YAML file of AgentConfig fields (the same as AGENT_CONFIG)")
@@ -297,7 +297,7 @@ def _run(args: argparse.Namespace) -> int:
         else:
             from actune.serve.server import vllm_server
 
-            serve_cfg = serve_config_for(args)
+            serve_cfg = serve_config_for(args).for_wire(cfg.wire)
             what = args.model + (f" with adapter {args.adapter}" if args.adapter else "")
             print(f"starting a vLLM server for {what} ...", file=sys.stderr, flush=True)
             # No server lock here: only the test fixture and bench take actune.serve.lock, so a user may

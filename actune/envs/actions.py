@@ -16,11 +16,13 @@ The built-in environments write these by hand (their words are the papers'); a c
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from actune.envs.base import Action, Environment, StepResult
 
-__all__ = ["ActionSpec", "ToolEnvironment", "describe", "valid_actions"]
+__all__ = ["ActionSpec", "ToolEnvironment", "describe", "valid_actions", "parse_described", "action_specs",
+           "tool_schema"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,46 @@ class ActionSpec:
 def describe(actions: tuple[ActionSpec, ...]) -> str:
     """The instruction's action list: one :meth:`ActionSpec.line` a line."""
     return "\n".join(a.line() for a in actions)
+
+
+_LINE = re.compile(r"^\s*(?:\(\d+\)\s*)?([A-Za-z_][\w-]*)\[([^\]]+)\](?:\s*[:,]\s*(.*))?$")
+
+
+def parse_described(text: str) -> tuple[ActionSpec, ...]:
+    """The actions of an action list in :func:`describe`'s form (``name[argument]: help`` a line; the built-in
+    environments write theirs so, and every record's instruction holds one; the paper's ``(1) Search[entity],
+    which ...`` and a bare ``name[argument]`` are read too): lines of another form are skipped, so a whole
+    instruction can be read. Names are lower-cased, as the parser reads them."""
+    specs: dict[str, ActionSpec] = {}
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m and m.group(1).lower() not in specs:
+            specs[m.group(1).lower()] = ActionSpec(m.group(1).lower(), m.group(2).strip(), (m.group(3) or "").strip())
+    return tuple(specs.values())
+
+
+def action_specs(env: Environment) -> tuple[ActionSpec, ...]:
+    """An environment's actions as specs: its declaration (:class:`ToolEnvironment`), else read from its
+    ``describe_actions()``. Free-text commands (ALFWorld: no finish action) have no specs."""
+    if isinstance(env, ToolEnvironment) and env.actions:
+        return tuple(env.actions)
+    if env.finish_action is None:
+        raise ValueError(f"the {env.name} environment takes free-text commands, not named actions: "
+                         "it cannot be offered as tools (use wire text or chat)")
+    specs = parse_described(env.describe_actions())
+    missing = [n for n in env.action_names if n not in {s.name for s in specs}]
+    if missing:
+        raise ValueError(f"the {env.name} environment's describe_actions() has no 'name[argument]: help' line for "
+                         f"{', '.join(missing)}")
+    return tuple(s for s in specs if s.name in env.action_names)
+
+
+def tool_schema(spec: ActionSpec) -> dict:
+    """One action as an OpenAI function tool: its one argument, a required string."""
+    return {"type": "function", "function": {
+        "name": spec.name, "description": spec.help,
+        "parameters": {"type": "object", "properties": {spec.argument: {"type": "string"}},
+                       "required": [spec.argument]}}}
 
 
 def valid_actions(actions: tuple[ActionSpec, ...]) -> str:

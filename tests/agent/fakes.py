@@ -18,6 +18,7 @@ from typing import Any, AsyncIterator, Callable
 
 import httpx
 
+from actune.envs.alfworld_env import VERBS
 from actune.envs.base import Action, Environment, StepResult
 from actune.envs.corpus import WikiPage
 from actune.llm import Completion, Sampling, Usage
@@ -220,3 +221,40 @@ def exact_match_scorer(task: Task, prediction: str | None, info: dict) -> tuple[
     """A stand-in for actune.tasks.metrics.score_prediction with the same signature."""
     ok = prediction is not None and prediction.strip().lower() == task.answer.strip().lower()
     return ok, {"em": float(ok)}
+
+
+HOUSEHOLD_ROOM = ("You are in the middle of a room. Looking quickly around you, you see a cabinet 1, and a toilet 1.\n"
+                  "Your task is to: put some spraybottle on toilet.")
+_HOUSEHOLD_ANSWERS = {"go": "On the cabinet 1, you see a spraybottle 2.",
+                      "take": "You pick up the spraybottle 2 from the cabinet 1.",
+                      "put": "You put the spraybottle 2 in/on the toilet 1."}
+
+
+def household_step(command: str) -> tuple[str, bool]:
+    """What :class:`FakeHousehold` answers a command (by its verb) and whether the game is won (a put)."""
+    verb = command.split(" ", 1)[0]
+    return _HOUSEHOLD_ANSWERS.get(verb, "Nothing happens."), verb == "put"
+
+
+@dataclass
+class FakeHousehold(Environment):
+    """A FAKE ALFWorld game without TextWorld: free-text commands, a fixed first observation, think answered OK.,
+    every other command answered by :func:`household_step`."""
+
+    name: str = "alfworld"
+    action_names: tuple[str, ...] = VERBS
+    finish_action: str | None = None
+    commands: list[str] = field(default_factory=list)
+
+    def reset(self, task: Task, seed: int | None = None) -> str:
+        return HOUSEHOLD_ROOM
+
+    def step(self, action: Action) -> StepResult:
+        self.commands.append(str(action))
+        if action.name == "think":
+            return StepResult("OK.")
+        obs, won = household_step(f"{action.name} {action.argument}")
+        return StepResult(obs, done=won, info={"won": won})
+
+    def describe_actions(self) -> str:
+        return "go to {recep}, take {obj} from {recep}, put {obj} in/on {recep}.\nthink: {reasoning} writes a thought."

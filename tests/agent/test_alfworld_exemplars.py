@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
 
 import pytest
 
@@ -14,41 +13,16 @@ from actune.agent.exemplars import EVERY_STEP, SPARSE_THINK, ExemplarError, load
 from actune.agent.render import build_prompt_context, render_exemplar, trajectory_prompt_context
 from actune.agent.validate import step_order_problems
 from actune.envs.alfworld_env import VERBS
-from actune.envs.base import Action, Environment, StepResult
 from actune.task_record import Task
 
-from .fakes import ScriptedLLM
+from .fakes import HOUSEHOLD_ROOM, FakeHousehold, ScriptedLLM
 
 KINDS = ["put", "clean", "heat", "cool", "examine", "puttwo"]
-ROOM = ("You are in the middle of a room. Looking quickly around you, you see a cabinet 1, and a toilet 1.\n"
-        "Your task is to: put some spraybottle on toilet.")
-ACTIONS = "go to {recep}, take {obj} from {recep}, put {obj} in/on {recep}.\nthink: {reasoning} writes a thought."
+ROOM = HOUSEHOLD_ROOM
+ACTIONS = FakeHousehold().describe_actions()
 
 
-@dataclass
-class Household(Environment):
-    """ALFWorld's interface without TextWorld: free-text commands, think answered OK., won by a put."""
-
-    name: str = "alfworld"
-    action_names: tuple[str, ...] = VERBS
-    finish_action: str | None = None
-    commands: list[str] = field(default_factory=list)
-
-    def reset(self, task: Task, seed: int | None = None) -> str:
-        return ROOM
-
-    def step(self, action: Action) -> StepResult:
-        self.commands.append(str(action))
-        if action.name == "think":
-            return StepResult("OK.")
-        if action.name == "put":
-            return StepResult("You put the spraybottle 2 in/on the toilet 1.", done=True, info={"won": True})
-        return {"go": StepResult("On the cabinet 1, you see a spraybottle 2."),
-                "take": StepResult("You pick up the spraybottle 2 from the cabinet 1.")}.get(
-                    action.name, StepResult("Nothing happens."))
-
-    def describe_actions(self) -> str:
-        return ACTIONS
+Household = FakeHousehold
 
 
 def won(task: Task, prediction: str | None, info: dict) -> tuple[bool, dict[str, float]]:

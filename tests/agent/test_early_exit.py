@@ -45,7 +45,8 @@ def test_the_first_page_found_no_longer_ends_a_bridge_question():
     got, llm = events(cfg, [WALKMAN, SONY, "1946]"], WikiEnv(FakeWikiBackend()))
     assert order(got) == [("starting", 0), ("iteration", 1), ("thought", 1), ("action", 1), ("observation", 1),
                           ("iteration", 2), ("thought", 2), ("action", 2), ("observation", 2),
-                          ("adaptive_iteration", 2), ("answer", 3), ("final_answer", 0), ("done", 0)]
+                          ("adaptive_iteration", 2), ("answer", 3), ("adaptive_response", 3), ("final_answer", 0),
+                          ("done", 0)]
     assert llm.calls[2].prompt.endswith("Observation 2: Sony is a Japanese company. It was founded in 1946.\n"
                                         "Action 3: finish[")
     traj = got[-1].data["trajectory"]
@@ -66,8 +67,8 @@ def test_confidence_on_the_last_step_still_answers():
     env = FakeEnvironment(retrieval_scores={"Sony": 0.95})
     got, llm = events(AgentConfig(method="react", early_exit=True, episode_steps=2, regime="zero_shot"),
                       [WALKMAN, SONY, "1946]"], env)
-    assert order(got)[-5:] == [("observation", 2), ("adaptive_iteration", 2), ("answer", 3), ("final_answer", 0),
-                               ("done", 0)]
+    assert order(got)[-6:] == [("observation", 2), ("adaptive_iteration", 2), ("answer", 3), ("adaptive_response", 3),
+                               ("final_answer", 0), ("done", 0)]
     assert "max_iterations_reached" not in [t for t, _ in order(got)]
     traj = got[-1].data["trajectory"]
     assert traj.finish_reason == "answered" and traj.prediction == "1946" and traj.correct

@@ -35,6 +35,7 @@ def brief(events) -> list[tuple]:
 
 
 GOAL = TASK.question
+SONY = "Sony is a Japanese company. It was founded in 1946."
 #: PreFlect's reflector passing the plan (its answer after the prefilled '{"analysis": "').
 PASS = 'fine.", "verdict": "PASS", "errors": []}'
 
@@ -50,29 +51,32 @@ def test_react_event_sequence():
     sony = "Sony is a Japanese company. It was founded in 1946."
     assert brief(events) == [
         ("starting", 0, {"task_id": "t1", "goal": GOAL, "method": "react", "max_iterations": 7}),
-        ("iteration", 1, {"goal": GOAL, "max_iterations": 7}),
+        ("iteration", 1, {"goal": GOAL, "max_iterations": 7, "max": 7}),
         ("thinking", 1, {}),
         ("thought_delta", 1, {"delta": "I need the maker"}),
         ("thought_delta", 1, {"delta": " of the Walkman."}),
         ("action_delta", 1, {"delta": "Search[Walkman]"}),  # once its bracket closes
-        ("thought", 1, {"text": "I need the maker of the Walkman."}),
-        ("action", 1, {"text": "Search[Walkman]", "action_name": "search", "action_arg": "Walkman"}),
+        # each recorded step: actune's keys, then LLARS' (thought; action and param; result_preview)
+        ("thought", 1, {"text": "I need the maker of the Walkman.", "thought": "I need the maker of the Walkman."}),
+        ("action", 1, {"text": "Search[Walkman]", "action_name": "search", "action_arg": "Walkman",
+                       "action": "search", "param": "Walkman"}),
         ("observation_delta", 1, {"delta": walkman}),  # the environment answers whole
-        ("observation", 1, {"text": walkman}),
-        ("iteration", 2, {"goal": GOAL, "max_iterations": 7}),
+        ("observation", 1, {"text": walkman, "result_preview": walkman}),
+        ("iteration", 2, {"goal": GOAL, "max_iterations": 7, "max": 7}),
         ("thinking", 2, {}),
         ("thought_delta", 2, {"delta": "It is made by Sony."}),
         ("action_delta", 2, {"delta": "search[Sony]"}),
-        ("thought", 2, {"text": "It is made by Sony."}),
-        ("action", 2, {"text": "search[Sony]", "action_name": "search", "action_arg": "Sony"}),
+        ("thought", 2, {"text": "It is made by Sony.", "thought": "It is made by Sony."}),
+        ("action", 2, {"text": "search[Sony]", "action_name": "search", "action_arg": "Sony", "action": "search",
+                       "param": "Sony"}),
         ("observation_delta", 2, {"delta": sony}),
-        ("observation", 2, {"text": sony}),
-        ("iteration", 3, {"goal": GOAL, "max_iterations": 7}),
+        ("observation", 2, {"text": sony, "result_preview": sony}),
+        ("iteration", 3, {"goal": GOAL, "max_iterations": 7, "max": 7}),
         ("thinking", 3, {}),
         ("thought_delta", 3, {"delta": "Sony was founded in"}),
         ("thought_delta", 3, {"delta": " 1946."}),
         ("delta", 3, {"delta": "1946"}),  # the answer, once finish[...] closes
-        ("thought", 3, {"text": "Sony was founded in 1946."}),
+        ("thought", 3, {"text": "Sony was founded in 1946.", "thought": "Sony was founded in 1946."}),
         ("answer", 3, {"text": "finish[1946]", "action_name": "finish", "action_arg": "1946"}),
         ("final_answer", 0, {"answer": "1946", "correct": True}),
         ("done", 0, {"finish_reason": "answered", "sources": None, "goal": GOAL, "full_response": "1946"}),
@@ -87,23 +91,27 @@ def test_reflact_event_sequence():
     ])
     events = events_of(AgentConfig(method="reflact", stream_events=True), llm)
     assert brief(events)[1:] == [
-        ("iteration", 1, {"goal": GOAL, "max_iterations": 7}),
+        ("iteration", 1, {"goal": GOAL, "max_iterations": 7, "max": 7}),
         ("reflecting", 1, {}),
         ("reflection_delta", 1, {"delta": "The Walkman is made"}),
         ("reflection_delta", 1, {"delta": " by Sony; its founding"}),
         ("reflection_delta", 1, {"delta": " year is still missing."}),
+        ("reflection", 1, {"text": "The Walkman is made by Sony; its founding year is still missing.",
+                           "reflection": "The Walkman is made by Sony; its founding year is still missing."}),
+        # held until the step is read: in LLARS' format a FINAL ANSWER on a later line would win over it
         ("action_delta", 1, {"delta": "search[Sony]"}),
-        ("reflection", 1, {"text": "The Walkman is made by Sony; its founding year is still missing."}),
-        ("action", 1, {"text": "search[Sony]", "action_name": "search", "action_arg": "Sony"}),
-        ("observation_delta", 1, {"delta": "Sony is a Japanese company. It was founded in 1946."}),
-        ("observation", 1, {"text": "Sony is a Japanese company. It was founded in 1946."}),
-        ("iteration", 2, {"goal": GOAL, "max_iterations": 7}),
+        ("action", 1, {"text": "search[Sony]", "action_name": "search", "action_arg": "Sony", "action": "search",
+                       "param": "Sony"}),
+        ("observation_delta", 1, {"delta": SONY}),
+        ("observation", 1, {"text": SONY, "result_preview": SONY}),
+        ("iteration", 2, {"goal": GOAL, "max_iterations": 7, "max": 7}),
         ("reflecting", 2, {}),
         ("reflection_delta", 2, {"delta": "Sony was founded in 1946"}),
         ("reflection_delta", 2, {"delta": ", which answers the question."}),
         ("delta", 2, {"delta": "19"}),
         ("delta", 2, {"delta": "46 [1]"}),
-        ("reflection", 2, {"text": "Sony was founded in 1946, which answers the question."}),
+        ("reflection", 2, {"text": "Sony was founded in 1946, which answers the question.",
+                           "reflection": "Sony was founded in 1946, which answers the question."}),
         ("answer", 2, {"text": "FINAL ANSWER: 1946 [1]", "action_name": "finish", "action_arg": "1946 [1]"}),
         ("final_answer", 0, {"answer": "1946 [1]", "correct": False}),
         ("done", 0, {"finish_reason": "answered", "sources": None, "goal": GOAL, "full_response": "1946 [1]"}),
@@ -128,13 +136,13 @@ def test_adaptive_response_after_the_early_exit_answer():
     llm = ScriptedLLM([" Sony makes it.\nACTION: search[Sony]", [" 19", "46 [1]"]])
     events = events_of(AgentConfig(method="reflact", early_exit=True, stream_events=True), llm, env)
     assert brief(events)[-9:-1] == [
-        ("observation_delta", 1, {"delta": "Sony is a Japanese company. It was founded in 1946."}),
-        ("observation", 1, {"text": "Sony is a Japanese company. It was founded in 1946."}),
-        ("adaptive_iteration", 1, {"retrieval_score": 0.95}),
+        ("observation_delta", 1, {"delta": SONY}),
+        ("observation", 1, {"text": SONY, "result_preview": SONY}),
+        ("adaptive_iteration", 1, {"retrieval_score": 0.95, "reason": "high_confidence"}),
         ("delta", 2, {"delta": "19"}),
         ("delta", 2, {"delta": "46 [1]"}),
         ("answer", 2, {"text": "FINAL ANSWER: 1946 [1]", "action_name": "finish", "action_arg": "1946 [1]"}),
-        ("adaptive_response", 2, {"response": "1946 [1]", "retrieval_score": 0.95}),
+        ("adaptive_response", 2, {"response": "1946 [1]", "retrieval_score": 0.95, "reason": "high_confidence_results"}),
         ("final_answer", 0, {"answer": "1946 [1]", "correct": False}),
     ]
     assert events[-1].type == "done" and events[-1].data["full_response"] == "1946 [1]"
@@ -231,8 +239,9 @@ def test_a_free_text_command_streams_word_by_word():
         ("action_delta", 1, {"delta": " cab"}),
         ("action_delta", 1, {"delta": "inet"}),
         ("action_delta", 1, {"delta": " 1"}),
-        ("thought", 1, {"text": "I look."}),
-        ("action", 1, {"text": "go to cabinet 1", "action_name": "go", "action_arg": "to cabinet 1"}),
+        ("thought", 1, {"text": "I look.", "thought": "I look."}),
+        ("action", 1, {"text": "go to cabinet 1", "action_name": "go", "action_arg": "to cabinet 1", "action": "go",
+                       "param": "to cabinet 1"}),
         ("observation_delta", 1, {"delta": "Invalid action: go[to cabinet 1]"}),
     ]
 
@@ -246,10 +255,11 @@ def test_an_inline_action_is_sent_when_the_step_is_read():
         ("reflecting", 1, {}),
         ("reflection_delta", 1, {"delta": "The state:"}),
         ("reflection_delta", 1, {"delta": " nothing yet."}),
-        ("reflection", 1, {"text": "The state: nothing yet."}),
+        ("reflection", 1, {"text": "The state: nothing yet.", "reflection": "The state: nothing yet."}),
         ("action_delta", 1, {"delta": "search[Sony]"}),
-        ("action", 1, {"text": "search[Sony]", "action_name": "search", "action_arg": "Sony"}),
-        ("observation_delta", 1, {"delta": "Sony is a Japanese company. It was founded in 1946."}),
+        ("action", 1, {"text": "search[Sony]", "action_name": "search", "action_arg": "Sony", "action": "search",
+                       "param": "Sony"}),
+        ("observation_delta", 1, {"delta": SONY}),
     ]
 
 
@@ -262,12 +272,13 @@ def test_a_reprompted_action_streams(method):
     events = brief(events_of(AgentConfig(method=method, stream_events=True), llm))
     at = events.index(("reprompt", 1, {"prefix": "Action 1:"}))
     assert events[at - 1:at + 5] == [
-        ("thought", 1, {"text": "I should look."}),
+        ("thought", 1, {"text": "I should look.", "thought": "I should look."}),
         ("reprompt", 1, {"prefix": "Action 1:"}),
         ("action_delta", 1, {"delta": "search[Sony]"}),
-        ("action", 1, {"text": "search[Sony]", "action_name": "search", "action_arg": "Sony"}),
-        ("observation_delta", 1, {"delta": "Sony is a Japanese company. It was founded in 1946."}),
-        ("observation", 1, {"text": "Sony is a Japanese company. It was founded in 1946."}),
+        ("action", 1, {"text": "search[Sony]", "action_name": "search", "action_arg": "Sony", "action": "search",
+                       "param": "Sony"}),
+        ("observation_delta", 1, {"delta": SONY}),
+        ("observation", 1, {"text": SONY, "result_preview": SONY}),
     ]
     assert llm.streamed[-3:] == [True, True, True]
 
@@ -285,11 +296,12 @@ def test_a_format_hint_streams_as_the_observation():
         ("thought_delta", 1, {"delta": " think."}),
         ("action_delta", 1, {"delta": "think"}),
         ("action_delta", 1, {"delta": " more"}),
-        ("thought", 1, {"text": "I think."}),
-        ("action", 1, {"text": "think more", "action_name": None, "action_arg": None}),  # unusable, recorded
+        ("thought", 1, {"text": "I think.", "thought": "I think."}),
+        ("action", 1, {"text": "think more", "action_name": None, "action_arg": None, "action": None,
+                       "param": None}),  # unusable, recorded
         ("parse_error", 1, {"error": error, "consecutive": 1}),
         ("observation_delta", 1, {"delta": hint}),
-        ("observation", 1, {"text": hint}),
+        ("observation", 1, {"text": hint, "result_preview": hint[:300]}),
     ]
 
 

@@ -217,7 +217,8 @@ def test_events_order():
     assert [e.type for e in events] == ["starting", "iteration", "thought", "action", "observation",
                                         "iteration", "thought", "answer", "final_answer", "done"]
     assert events[-1].data["trajectory"].prediction == "1946"
-    assert events[3].data == {"text": "search[Sony]", "action_name": "search", "action_arg": "Sony"}
+    assert events[3].data == {"text": "search[Sony]", "action_name": "search", "action_arg": "Sony",
+                              "action": "search", "param": "Sony"}  # LLARS' keys beside actune's
 
 
 def test_long_observation_truncated():

@@ -73,6 +73,35 @@ def test_call_form_errors_name_the_problem():
         assert action is None and "is not of the form name[argument]" in error, unclosed
 
 
+@pytest.mark.parametrize("text, llars, react", [
+    # a FINAL ANSWER after an action on a later line: LLARS answers, ReAct's reading keeps the first
+    ("REFLECTION: Sony makes it [1].\nACTION: search[Sony]\nFINAL ANSWER: 1946 [1]",
+     ParsedStep(thought="Sony makes it [1].", action_text="FINAL ANSWER: 1946 [1]", answer="1946 [1]"),
+     ParsedStep(thought="Sony makes it [1].", action_text="search[Sony]", action=Action("search", "Sony"))),
+    ('REFLECTION: Sony makes it. ACTION: rag_search("Sony")\nFINAL ANSWER: 1946\nGOAL: the year',
+     ParsedStep(thought="Sony makes it.", action_text="FINAL ANSWER: 1946", answer="1946", goal="the year"),
+     ParsedStep(thought="Sony makes it.", action_text='rag_search("Sony")', action=Action("rag_search", "Sony"),
+                goal="the year")),
+    # "final answer:" among the words after an action on its own line is never read
+    ("REFLECTION: r\nACTION: search[Sony] to reach the final answer: the year",
+     ParsedStep(thought="r", action_text="search[Sony]", action=Action("search", "Sony")),
+     ParsedStep(thought="r", action_text="search[Sony]", action=Action("search", "Sony"))),
+    # a FINAL ANSWER first wins in both readings
+    ("REFLECTION: done.\nFINAL ANSWER: 1946\nACTION: search[Sony]",
+     ParsedStep(thought="done.", action_text="FINAL ANSWER: 1946", answer="1946"),
+     ParsedStep(thought="done.", action_text="FINAL ANSWER: 1946", answer="1946")),
+])
+def test_final_answer_wins_over_an_action_in_llars_reading(text, llars, react):
+    assert parse_step(text, LLARS + ("search",), "finish", answer_to_label=True) == llars
+    assert parse_step(text, LLARS + ("search",), "finish") == react
+
+
+def test_goal_goes_to_the_steps_meta():
+    p = parse_step("GOAL: the founding year\nREFLECTION: r\nACTION: search[Sony]", NAMES, answer_to_label=True)
+    assert p.goal_meta() == {"goal": "the founding year"}
+    assert parse_step("REFLECTION: r\nACTION: search[Sony]", NAMES).goal_meta() == {}
+
+
 def test_final_answer_keeps_its_first_line_outside_llars():
     text = "REFLECTION: done.\nFINAL ANSWER: 1946\nSony makes the Walkman."
     assert parse_step(text, LLARS).answer == "1946"

@@ -99,10 +99,10 @@ def test_pass_path_records_plan_critique_then_react_steps():
     assert Trajectory.from_json(traj.to_json()) == traj
 
 
-def test_fail_path_revises_the_plan_against_the_named_errors():
+def test_fail_path_has_the_reflector_revise_the_plan_and_check_the_revision():
     revised = " 1. search[Walkman]. 2. search the maker. 3. read its page and check the year. 4. finish."
-    traj, llm, _ = run(cfg(), [PLAN, FAIL, revised] + SOLVE)
-    assert kinds(traj)[:4] == ["plan", "critique", "plan", "thought"]
+    traj, llm, _ = run(cfg(), [PLAN, FAIL, revised, PASS] + SOLVE)
+    assert kinds(traj)[:5] == ["plan", "critique", "plan", "critique", "thought"]
     crit = traj.steps[1]
     # at most two errors, catalog names, the unknown one kept apart
     assert crit.meta["verdict"] == "FAIL"
@@ -115,13 +115,19 @@ def test_fail_path_revises_the_plan_against_the_named_errors():
         f"It trusts the first page. Insufficient constraint verification. {icv.description} "
         f"Avoid: {icv.failure_pattern} Instead: {icv.success_pattern} "
         f"Shallow content verification. {scv.description} Avoid: {scv.failure_pattern} Instead: {scv.success_pattern}")
-    # the revision turn is the agent's own prompt continued after the critique
-    assert llm.calls[2].prompt.endswith(f"Critique 1: {crit.text}\nPlan 1:")
+    # the revision is the reflector's second turn, after its verdict (exact prompts: test_preflect_revise.py)
+    assert llm.calls[2].prompt.startswith("You check an agent's plan before it acts.")
+    assert llm.calls[2].prompt.endswith("\nRevised plan:")
+    assert ('JSON: {"analysis": "It trusts the first page.", "verdict": "FAIL", "errors": ["insufficient constraint '
+            'verification", "shallow content verification", "made up"]}\n\nRevise the plan.') in llm.calls[2].prompt
     assert traj.steps[2].text == revised.strip()
-    assert traj.steps[2].meta == {"revision": 1, "errors": crit.meta["errors"]}
-    # the last allowed revision is not critiqued again: the next call acts
-    assert llm.calls[3].prompt.endswith(f"Plan 1: {revised.strip()}\nThought 1:")
-    assert traj.info["preflect"]["fails"] == 1 and traj.info["preflect"]["revisions"] == 1
+    assert traj.steps[2].meta == {"revision": 1, "errors": crit.meta["errors"], "reviser": "reflector"}
+    # the revision is checked again, then the agent acts on it
+    assert llm.calls[3].prompt == llm.calls[1].prompt.replace(f"Plan:\n{PLAN.strip()}\n", f"Plan:\n{revised.strip()}\n")
+    assert traj.steps[3].text == "PASS. The plan finds the maker, then the year."
+    assert llm.calls[4].prompt.endswith(f"Plan 1: {revised.strip()}\nCritique 1: {traj.steps[3].text}\nThought 1:")
+    assert traj.info["preflect"] == {"plans": 2, "critiques": 2, "fails": 1, "revisions": 1, "re_plans": 0,
+                                     "forced_re_plans": 0, "critique_retries": 0, "critique_parse_errors": 0}
     assert traj.correct and step_order_problems(traj) == []
 
 
@@ -165,9 +171,9 @@ def test_unreadable_critique_is_asked_again_then_counts_as_pass(reply, error):
 
 
 def test_readable_retry_counts_and_its_fail_is_revised():
-    traj, llm, _ = run(cfg(), [PLAN, "not json", FAIL, " revised"] + SOLVE)
+    traj, llm, _ = run(cfg(), [PLAN, "not json", FAIL, " revised", PASS] + SOLVE)
     crit = traj.steps[1]
-    assert kinds(traj)[:4] == ["plan", "critique", "plan", "thought"]
+    assert kinds(traj)[:5] == ["plan", "critique", "plan", "critique", "thought"]
     assert crit.meta["verdict"] == "FAIL" and "parse_error" not in crit.meta
     assert crit.meta["retry_of"]["parse_error"] == "verdict is None, not PASS or FAIL"
     info = traj.info["preflect"]
@@ -273,17 +279,19 @@ def test_step_order_problems_catches_a_missing_plan():
 def test_export_trains_on_plans_not_on_the_reflectors_critiques(wire):
     from actune.bootstrap.export import chat_example, text_example
 
-    traj, _, _ = run(cfg(wire=wire), [PLAN, FAIL, " revised plan"] + SOLVE)
+    traj, _, _ = run(cfg(wire=wire), [PLAN, FAIL, " revised plan", PASS] + SOLVE)
     if wire == "text":
         ex = text_example(traj)
-        flags = {seg["text"].split(":", 1)[0]: seg["train"] for seg in ex["segments"][1:]}
-        assert flags["Plan 1"] and flags["Thought 1"] and flags["Action 1"]
-        assert not flags["Critique 1"] and not flags["Observation 1"]
+        flags = [(seg["text"].split(":", 1)[0], seg["train"]) for seg in ex["segments"][1:]]
+        # the agent's plan is trained; the reflector's critique and its revision of the plan are not
+        assert flags[:5] == [("Plan 1", True), ("Critique 1", False), ("Plan 1", False), ("Critique 1", False),
+                             ("Thought 1", True)]
+        assert ("Action 1", True) in flags and ("Observation 1", False) in flags
     else:
         msgs = chat_example(traj)["messages"]
         assert [(m["role"], m["content"].split(":", 1)[0], m["train"]) for m in msgs[2:5]] == [
-            ("assistant", "Plan 1", True), ("user", "Critique 1", False), ("assistant", "Plan 1", True)]
-        assert all(m["train"] == (m["role"] == "assistant") for m in msgs[1:])
+            ("assistant", "Plan 1", True), ("user", "Critique 1", False), ("assistant", "Plan 1", False)]
+        assert all(m["train"] == (m["role"] == "assistant") for m in msgs[5:])
 
 
 def test_paper_react_prompt_serves_preflect_under_its_own_instruction():
@@ -305,7 +313,7 @@ def test_event_order_plan_retry_revision_steps_and_forced_re_plans_at_6_and_12()
     from actune.agent import iter_episode
 
     search = [f" Try.\nAction {i}: search[Page{i}]" for i in range(1, 21)]
-    replies = ([PLAN, "not json", FAIL, " revised"] + search[:5] + [" p6", PASS] + search[5:11]
+    replies = ([PLAN, "not json", FAIL, " revised", PASS] + search[:5] + [" p6", PASS] + search[5:11]
                + [" p12", PASS] + search[11:])
     llm = ScriptedLLM(replies)
 
@@ -315,7 +323,8 @@ def test_event_order_plan_retry_revision_steps_and_forced_re_plans_at_6_and_12()
     got = asyncio.run(events())
     assert not llm.replies
     step = ["thought", "action", "observation"]
-    expected = [("starting", 0), ("iteration", 1), ("plan", 1), ("critique_retry", 1), ("critique", 1), ("plan", 1)]
+    expected = [("starting", 0), ("iteration", 1), ("plan", 1), ("critique_retry", 1), ("critique", 1), ("plan", 1),
+                ("critique", 1)]
     for i in range(1, 21):
         if i > 1:
             expected.append(("iteration", i))
@@ -331,14 +340,16 @@ def test_event_order_plan_retry_revision_steps_and_forced_re_plans_at_6_and_12()
     traj = got[-1].data["trajectory"]
     assert [(s.iteration, s.meta) for s in traj.steps if s.type == "plan"] == [
         (1, {"initial": True}), (1, {"revision": 1, "errors": ["insufficient constraint verification",
-                                                               "shallow content verification"]}),
+                                                               "shallow content verification"],
+                                     "reviser": "reflector"}),
         (6, {"forced": True}), (12, {"forced": True})]
-    # the revision turn sees the named error's failure pattern, not only the success patterns
+    # the reflector's revision turn sees the named errors' failure patterns, not only the success patterns
     revision_prompt = llm.calls[3].prompt
-    assert revision_prompt.endswith(f"Critique 1: {traj.steps[1].text}\nPlan 1:")
-    assert f"Avoid: {CATALOG.errors[0].failure_pattern}" in revision_prompt
+    assert revision_prompt.endswith(f"   Success pattern: {CATALOG.errors[2].success_pattern}\nRevised plan:")
+    assert f"Errors to repair:\n1. {CATALOG.errors[0].name}: " in revision_prompt
+    assert f"   Failure pattern: {CATALOG.errors[0].failure_pattern}" in revision_prompt
     assert traj.finish_reason == "max_steps" and step_order_problems(traj) == []
-    assert traj.info["preflect"] == {"plans": 4, "critiques": 3, "fails": 1, "revisions": 1, "re_plans": 0,
+    assert traj.info["preflect"] == {"plans": 4, "critiques": 4, "fails": 1, "revisions": 1, "re_plans": 0,
                                      "forced_re_plans": 2, "critique_retries": 1, "critique_parse_errors": 0}
 
 
@@ -361,7 +372,12 @@ def test_forced_re_plans_stop_after_the_configured_windows():
 
 def test_a_fail_naming_no_catalog_error_revises_with_every_entrys_failure_and_success_pattern():
     fail = 'It guesses.", "verdict": "FAIL", "errors": ["made up"]}'
-    traj, llm, _ = run(cfg(), [PLAN, fail, " revised"] + SOLVE)
+    traj, llm, _ = run(cfg(), [PLAN, fail, " revised", PASS] + SOLVE)
     patterns = " ".join(f"Avoid: {e.failure_pattern} Instead: {e.success_pattern}" for e in CATALOG.errors)
     assert traj.steps[1].text == f"FAIL (made up). It guesses. Revise: {patterns}"
-    assert llm.calls[2].prompt.endswith(f"Critique 1: FAIL (made up). It guesses. Revise: {patterns}\nPlan 1:")
+    # the reflector is asked to repair against every entry
+    assert llm.calls[2].prompt.endswith(
+        'JSON: {"analysis": "It guesses.", "verdict": "FAIL", "errors": ["made up"]}\n\nRevise the plan. Repair each '
+        "error below: avoid its failure pattern, follow its success pattern, keep the steps that are sound and use "
+        "only the tools listed. Write the revised plan only, as the plan was written.\nErrors to repair:\n"
+        + CATALOG.render() + "\nRevised plan:")

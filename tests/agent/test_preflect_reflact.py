@@ -76,15 +76,19 @@ def test_plan_critique_then_reflections_and_a_final_answer():
     assert Trajectory.from_json(traj.to_json()) == traj
 
 
-def test_fail_revises_with_the_catalogs_failure_and_success_patterns():
-    traj, llm, _ = run(cfg(), [PLAN, FAIL, " revised: check the year on the maker's page."] + SOLVE)
-    assert kinds(traj)[:4] == ["plan", "critique", "plan", "reflection"]
+def test_fail_has_the_reflector_revise_with_the_catalogs_failure_and_success_patterns():
+    revised = "revised: check the year on the maker's page."
+    traj, llm, _ = run(cfg(), [PLAN, FAIL, f" {revised}", PASS] + SOLVE)
+    assert kinds(traj)[:5] == ["plan", "critique", "plan", "critique", "reflection"]
     icv = CATALOG.errors[0]
     revision_prompt = llm.calls[2].prompt
-    assert revision_prompt.endswith(f"Critique 1: {traj.steps[1].text}\nPlan 1:")
-    assert f"Avoid: {icv.failure_pattern} Instead: {icv.success_pattern}" in revision_prompt
-    assert traj.steps[2].meta == {"revision": 1, "errors": ["insufficient constraint verification"]}
-    assert llm.calls[3].prompt.endswith("Plan 1: revised: check the year on the maker's page.\nReflection 1:")
+    assert revision_prompt.endswith(f"Errors to repair:\n{icv.render(1)}\nRevised plan:")
+    assert f"   Failure pattern: {icv.failure_pattern}\n   Success pattern: {icv.success_pattern}" in revision_prompt
+    assert traj.steps[2].meta == {"revision": 1, "errors": ["insufficient constraint verification"],
+                                  "reviser": "reflector"}
+    assert "Plan:\n" + revised + "\nJSON:" in llm.calls[3].prompt  # the revision is checked again
+    assert llm.calls[4].prompt.endswith(f"Plan 1: {revised}\nCritique 1: PASS. The plan finds the maker, then the "
+                                        "year.\nReflection 1:")
     assert traj.correct and step_order_problems(traj) == []
 
 
@@ -164,11 +168,13 @@ def test_export_keeps_the_record_whole_and_trains_on_plans_and_reflections_not_c
     counted unconvertible; rendered as they are, plans and reflections are trained on, critiques are not."""
     from actune.bootstrap.export import convert_steps, text_example
 
-    traj, _, _ = run(cfg(), [PLAN, FAIL, " revised"] + SOLVE)
+    traj, _, _ = run(cfg(), [PLAN, FAIL, " revised", PASS] + SOLVE)
     assert convert_steps(traj, "react", "instruction") is None and convert_steps(traj, "reflact", "x") is None
-    flags = {seg["text"].split(":", 1)[0]: seg["train"] for seg in text_example(traj)["segments"][1:]}
-    assert flags["Plan 1"] and flags["Reflection 1"] and flags["Action 1"] and flags["FINAL ANSWER"]
-    assert not flags["Critique 1"] and not flags["Observation 1"]
+    flags = [(seg["text"].split(":", 1)[0], seg["train"]) for seg in text_example(traj)["segments"][1:]]
+    # the agent's plan is trained, the reflector's revision of it is not
+    assert [f for f in flags if f[0] == "Plan 1"] == [("Plan 1", True), ("Plan 1", False)]
+    assert {("Reflection 1", True), ("Action 1", True), ("FINAL ANSWER", True)} <= set(flags)
+    assert ("Critique 1", True) not in flags and ("Observation 1", False) in flags
     assert text_example(traj)["steps_method"] == "preflect_reflact"
 
 

@@ -163,6 +163,7 @@ def test_distilled_catalog_loads_and_serves_a_preflect_episode(store, tmp_path):
     cfg = AgentConfig(method="preflect", preflect_catalog=out, regime="zero_shot")
     fail = 'It never reads the page.", "verdict": "FAIL", "errors": ["shallow content verification"]}'
     llm = ScriptedLLM([" 1. finish[Sony].", fail, " 1. search[Walkman]. 2. finish.",
+                       'ok.", "verdict": "PASS", "errors": []}',  # the revision is checked again
                        " Find the maker.\nAction 1: search[Walkman]", " Sony.\nAction 2: finish[Sony]"])
     traj = asyncio.run(run_episode(WALKMAN, FakeEnvironment(), llm, cfg, scorer=exact_match_scorer))
     assert llm.calls[1].prompt.startswith(reflector_instruction(catalog))

@@ -181,6 +181,22 @@ def test_models_group_by_base_one_server_each(tmp_path: Path) -> None:
     assert group_serve_config(g, serve, 1).adapters == {"extra": "/x", name_c: str(ad_c)}
 
 
+def test_an_adapter_trained_on_tool_calls_gets_a_server_with_a_tool_parser(tmp_path: Path) -> None:
+    tools, text = fake_adapter_folder(tmp_path / "tools", b"t"), fake_adapter_folder(tmp_path / "text", b"x")
+    save_prompt_spec(PromptSpec(wire="tools"), tools)
+    save_prompt_spec(PromptSpec(), text)
+    serve = ServeConfig(model="smollm2-135m")
+    both = EvalConfig(models=[EvalModel(label="text", model="smollm2-135m", adapter=text),
+                              EvalModel(label="tools", model="smollm2-135m", adapter=tools)])
+    (group,) = plan_groups(both, serve)
+    assert [p.agent.wire for p in group.models] == ["text", "tools"]
+    assert group_serve_config(group, serve).tool_call_parser == "hermes"
+    only_text = EvalConfig(models=[EvalModel(label="text", model="smollm2-135m", adapter=text)])
+    assert group_serve_config(plan_groups(only_text, serve)[0], serve).tool_call_parser is None
+    named = serve.model_copy(update={"tool_call_parser": "qwen3_xml"})
+    assert group_serve_config(group, named).tool_call_parser == "qwen3_xml"  # a parser the user named is kept
+
+
 def test_merged_model_folder_gets_its_prompt_spec(tmp_path: Path) -> None:
     merged = tmp_path / "adapter" / "merged"
     merged.mkdir(parents=True)

@@ -18,7 +18,7 @@ from actune.config import ConfigError
 from actune.serve import hardware, server
 from actune.serve.adapters import validate_adapter_dir
 from actune.serve.config import ServeConfig
-from actune.serve.errors import AdapterError, PortInUseError, ServerStartError, VLLMNotInstalledError
+from actune.serve.errors import AdapterError, PortInUseError, ServeError, ServerStartError, VLLMNotInstalledError
 from actune.serve.hardware import build_argv, build_env
 
 
@@ -273,3 +273,25 @@ def test_stale_ipc_sockets_are_removed_but_bound_ones_kept(tmp_path):
         assert sorted(p.name for p in tmp_path.iterdir()) == ["live", "plain-file"]
     finally:
         live.close()
+
+
+def test_a_tool_parser_serves_a_chatml_model_with_actunes_tools_template(tmp_path):
+    from actune.chat_templates import CHATML_TOOLS_TEMPLATE
+
+    chatml = tmp_path / "chatml"
+    chatml.mkdir()
+    (chatml / "chat_template.jinja").write_text("{{ '<|im_start|>' + message['content'] }}")
+    cfg = ServeConfig(model="m").for_wire("tools")
+    argv = build_argv(cfg, str(chatml), "cpu", python="py")
+    assert argv[-5:] == ["--enable-auto-tool-choice", "--tool-call-parser", "hermes",
+                         "--chat-template", str(CHATML_TOOLS_TEMPLATE)]
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "tokenizer_config.json").write_text('{"chat_template": "{% if tools %}{{ tools }}{% endif %}"}')
+    assert "--chat-template" not in build_argv(cfg, str(own), "cpu", python="py")  # the model renders tools itself
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "chat_template.jinja").write_text("[INST] {{ messages }} [/INST]")
+    with pytest.raises(ServeError, match="not ChatML: give a template that renders tools"):
+        build_argv(cfg, str(other), "cpu", python="py")
+    assert "--tool-call-parser" not in build_argv(ServeConfig(model="m"), str(other), "cpu", python="py")

@@ -92,3 +92,34 @@ def test_chat_turn_flag_false_is_not_trained(tokenizer):
     enc = tokenize_messages(tokenizer, msgs)
     runs = trained_runs(tokenizer, enc.input_ids, enc.labels)
     assert runs == [msgs[4]["content"] + "<|im_end|>"]
+
+
+def test_tools_wire_masks_train_thought_and_call_and_never_the_tool_result(tokenizer, embedded_model):
+    import json
+
+    from actune.bootstrap.export import tools_example
+    from actune.chat_templates import tools_template
+
+    tokenizer = copy_with_template(tokenizer, tools_template(embedded_model).read_text())
+    ex = tools_example(records()[2])  # unicode in the argument and the observation
+    tools = json.loads(ex["tools"])
+    enc = tokenize_messages(tokenizer, ex["messages"], tools=tools)
+    rendered = "".join(s["text"] for s in chat_segments(tokenizer, ex["messages"], tools))
+    assert enc.input_ids == tokenizer(rendered, add_special_tokens=False)["input_ids"]
+    assert trained_runs(tokenizer, enc.input_ids, enc.labels) == [
+        'I need to search Zoë Ménard.\n<tool_call>\n{"name": "search", "arguments": {"entity": "Zoë Ménard"}}\n'
+        '</tool_call><|im_end|>',
+        'So the answer is Liège.\n<tool_call>\n{"name": "finish", "arguments": {"answer": "Liège"}}\n'
+        '</tool_call><|im_end|>',
+    ]
+    assert "<tool_response>\nZoë Ménard (born 1971 in Liège) is a Belgian poet.\n</tool_response>" in rendered
+    assert '<tools>\n{"type": "function", "function": {"name": "search", "description": ""' in rendered
+    assert enc.straddling == 0
+
+
+def copy_with_template(tokenizer, template: str):
+    import copy
+
+    tok = copy.deepcopy(tokenizer)
+    tok.chat_template = template
+    return tok

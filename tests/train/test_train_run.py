@@ -235,6 +235,29 @@ def test_chat_run_without_a_dev_slice(tmp_path, embedded_model):
     assert [t["id"] for t in json.loads((out / "training_tasks.json").read_text())] == ["q0", "q1", "q2", "q3"]
 
 
+def test_tools_run_from_an_exported_dataset(tmp_path, embedded_model):
+    """The tools wire from export (Arrow round trip) through tokenising to a two-step run."""
+    from datasets import load_from_disk
+    from transformers import AutoTokenizer
+
+    from actune.train.run import use_tools_template
+
+    export_dataset(write_store(tmp_path / "store.jsonl"), tmp_path / "ds", "tools")
+    cfg = tiny_config(tmp_path, embedded_model, wire_format="tools", eval_fraction=0, max_steps=2, max_length=512)
+    tok = AutoTokenizer.from_pretrained(embedded_model)
+    use_tools_template(tok, embedded_model, None)
+    enc = tokenize_dataset(load_from_disk(str(tmp_path / "ds")), tok, cfg)
+    trained = [t for t in enc[0]["labels"] if t != -100]
+    assert tok.decode(trained) == (
+        'I need to search Walkman.\n<tool_call>\n{"name": "search", "arguments": {"entity": "Walkman"}}\n'
+        '</tool_call><|im_end|>So the answer is Sony.\n<tool_call>\n{"name": "finish", "arguments": {"answer": '
+        '"Sony"}}\n</tool_call><|im_end|>')
+    assert sum(enc["straddling"]) == 0 and not any(enc["truncated"])
+    res = train(cfg, log=lambda line: None)
+    assert (res.steps, res.train_examples) == (2, 4)
+    assert load_prompt_spec(tmp_path / "adapter").wire == "tools"
+
+
 def test_wire_format_mismatch_is_refused(tmp_path, embedded_model):
     export_dataset(write_store(tmp_path / "store.jsonl"), tmp_path / "ds", "chat")
     with pytest.raises(TrainError, match="wire format is \\['chat'\\].*train.wire_format is 'text'"):

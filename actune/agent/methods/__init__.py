@@ -14,16 +14,24 @@ from actune.agent.methods.direct import run_cot, run_standard
 from actune.agent.methods.hybrid import run_cotsc_react, run_react_cotsc
 from actune.agent.methods.interactive import run_interactive
 from actune.agent.methods.preflect import run_preflect
+from actune.agent.methods.tool_calls import run_tool_calls
 
 __all__ = ["METHOD_RUNNERS", "BASE_METHOD"]
+
+
+
+def _acting(method: str) -> Callable[[Episode], AsyncIterator[Event]]:
+    """Act, ReAct or ReflAct in the episode's wire: labelled text steps, or tool calls."""
+    return lambda ep: (run_tool_calls if ep.cfg.wire == "tools" else run_interactive)(ep, method)
+
 
 METHOD_RUNNERS: dict[str, Callable[[Episode], AsyncIterator[Event]]] = {
     "standard": run_standard,
     "cot": run_cot,
     "cot_sc": run_cot_sc,
-    "act": lambda ep: run_interactive(ep, "act"),
-    "react": lambda ep: run_interactive(ep, "react"),
-    "reflact": lambda ep: run_interactive(ep, "reflact"),
+    "act": _acting("act"),
+    "react": _acting("react"),
+    "reflact": _acting("reflact"),
     "react_cotsc": run_react_cotsc,
     "cotsc_react": run_cotsc_react,
     "preflect": run_preflect,

@@ -29,11 +29,18 @@ async def run_standard(ep: Episode) -> AsyncIterator[Event]:
 async def cot_sample(
     ep: Episode, temperature: float | None = None, offset: int | None = None
 ) -> tuple[str, str | None, int, float]:
-    """One chain of thought -> (reasoning incl. the CoT prefix, answer or None, tokens, latency)."""
-    c = await ep.generate([], f"Thought: {COT_PREFIX}", [], prompt=ep.prompt_for("cot"),
-                          temperature=temperature, offset=offset)
+    """One chain of thought -> (reasoning incl. the CoT prefix, answer or None, tokens, latency).
+
+    With the paper's prompts the model writes the whole thought after ``Thought:`` (FEVER's exemplars do not
+    start theirs with the CoT prefix); in paper fidelity it stops where the paper's files start the next
+    example."""
+    prompt = ep.prompt_for("cot")
+    paper = prompt.fidelity == "paper"
+    prefix = "Thought:" if paper else f"Thought: {COT_PREFIX}"
+    stop = prompt.paper_answer_stop() if ep.cfg.fidelity == "paper" else []
+    c = await ep.generate([], prefix, stop, prompt=prompt, temperature=temperature, offset=offset)
     reasoning, answer = parse_answer(c.text)
-    return f"{COT_PREFIX} {reasoning}".strip(), answer, c.usage.completion_tokens, c.latency_s
+    return (reasoning if paper else f"{COT_PREFIX} {reasoning}").strip(), answer, c.usage.completion_tokens, c.latency_s
 
 
 async def run_cot(ep: Episode) -> AsyncIterator[Event]:

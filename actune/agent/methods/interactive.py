@@ -14,13 +14,19 @@ from typing import AsyncIterator, Callable
 
 from actune.agent.episode import Episode, Event, approx_tokens, truncate_observation
 from actune.agent.exemplars import SPARSE_THINK
-from actune.agent.methods.live import open_step, record_step
+from actune.agent.methods.live import (
+    adaptive_iteration_event,
+    adaptive_response_event,
+    iteration_event,
+    open_step,
+    record_step,
+)
 from actune.agent.parser import ParsedStep, parse_step
 from actune.agent.render import REFLECTION_FORMATS
 from actune.envs.base import Action
 from actune.trajectory import Step
 
-__all__ = ["run_interactive", "final_answer_now", "ActingState", "dispatch_step", "observe"]
+__all__ = ["run_interactive", "final_answer_now", "ActingState", "dispatch_step", "observe", "act_on"]
 
 _LEAD_ACTION = re.compile(r"^\s*action\s*\d*\s*:\s*", re.IGNORECASE)
 
@@ -109,8 +115,11 @@ async def observation_events(ep: Episode, action: Action, i: int) -> tuple[list[
     happens on the budget's last step too)."""
     cfg, traj = ep.cfg, ep.traj
     res = await ep.env_step(action)
-    obs = truncate_observation(res.observation, cfg.observation_max_tokens, ep.count_tokens)
-    obs = " ".join(obs.split("\n"))  # one line per observation keeps the text format parseable
+    if cfg.fidelity == "paper":  # the notebooks keep the whole observation and drop its newlines
+        obs = res.observation.replace("\n", "")
+    else:
+        obs = truncate_observation(res.observation, cfg.observation_max_tokens, ep.count_tokens)
+        obs = " ".join(obs.split("\n"))  # one line per observation keeps the text format parseable
     truncated = obs.endswith(" ...") and not res.observation.endswith(" ...")
     events = record_step(ep, Step("observation", obs, i, tokens=ep.count_tokens(obs),
                                   meta={"truncated": True} if truncated else {}))
@@ -122,7 +131,7 @@ async def observation_events(ep: Episode, action: Action, i: int) -> tuple[list[
     score = (res.info or {}).get("retrieval_score")
     if cfg.early_exit and score is not None and score >= cfg.early_exit_threshold:
         traj.info["early_exit"] = {"iteration": i, "retrieval_score": score}
-        events.append(Event("adaptive_iteration", i, {"retrieval_score": score}))
+        events.append(adaptive_iteration_event(i, score))
         return events, False, True
     return events, False, False
 
@@ -173,6 +182,18 @@ async def observe(ep: Episode, method: str, action: Action, i: int, state: Actin
     state.ended = ended or answer_now
 
 
+async def act_on(ep: Episode, method: str, parsed: ParsedStep, i: int, tokens: int, latency: float, meta: dict,
+                 state: ActingState, format_hint: Callable[[Episode, str | None], str]) -> AsyncIterator[Event]:
+    """The end of an acting step, whatever wrote it: record the parsed step's outcome (:func:`dispatch_step`) and,
+    when it acts, the environment's answer (:func:`observe`); ``state.ended`` says whether the episode ended."""
+    events, act = await dispatch_step(ep, parsed, i, tokens, latency, meta, state, ep.env.action_names, format_hint)
+    for ev in events:
+        yield ev
+    if act:
+        async for ev in observe(ep, method, parsed.action, i, state):
+            yield ev
+
+
 async def run_interactive(ep: Episode, method: str, budget: int | None = None) -> AsyncIterator[Event]:
     cfg, env, traj = ep.cfg, ep.env, ep.traj
     budget = budget or cfg.step_budget(env.name)
@@ -182,21 +203,25 @@ async def run_interactive(ep: Episode, method: str, budget: int | None = None) -
     step_format = method if label else "act"
     thought_type = "reflection" if method == "reflact" else "thought"
     # Stop at a made-up observation, at a blank line (the end of an exemplar: the model is about to
-    # invent a new one) and at the next step's label (running ahead without an action).
-    stop = ["\nObservation", "\n\n"] + ([f"\n{label}"] if label else [])
+    # invent a new one) and at the next step's label (running ahead without an action), or at the line's end
+    # when steps have no label. Paper fidelity stops where the paper's code did (PromptContext.paper_stop).
+    stop = ["\nObservation", "\n\n"] + ([f"\n{label}"] if label else ["\n"])
+    # Paper fidelity ends an episode at its budget or its answer only (AgentConfig.ending_limits).
+    ep.cfg = cfg = cfg.ending_limits(budget)
     state = ActingState()
     traj.info.setdefault("parse_errors", 0)
     for i in range(1, budget + 1):
-        yield Event("iteration", i, {"goal": traj.task.question, "max_iterations": budget})
+        yield iteration_event(i, traj.task.question, budget)
         prefix = f"{label} {i}:" if label else f"Action {i}:"
         for ev in open_step(ep, thought_type if label else None, i,
                             lambda text, i=i: _read(ep, method, step_format, text, i)):
             yield ev
-        c = await ep.generate(traj.steps, prefix, stop + (["\n"] if label is None else []), prompt=prompt)
+        step_stop = prompt.paper_stop(i) if cfg.fidelity == "paper" else stop
+        c = await ep.generate(traj.steps, prefix, step_stop, prompt=prompt)
         parsed = _read(ep, method, step_format, c.text, i)
         if label:
             for ev in record_step(ep, Step(thought_type, parsed.thought, i, tokens=c.usage.completion_tokens,
-                                           latency_s=c.latency_s)):
+                                           latency_s=c.latency_s, meta=parsed.goal_meta())):
                 yield ev
         tokens, latency = (0, 0.0) if label else (c.usage.completion_tokens, c.latency_s)
         reprompted = False
@@ -211,12 +236,8 @@ async def run_interactive(ep: Episode, method: str, budget: int | None = None) -
             tokens, latency = c2.usage.completion_tokens, c2.latency_s
             reprompted = True
         meta = {"reprompted": True} if reprompted else {}
-        events, act = await dispatch_step(ep, parsed, i, tokens, latency, meta, state, env.action_names, _format_hint)
-        for ev in events:
+        async for ev in act_on(ep, method, parsed, i, tokens, latency, meta, state, _format_hint):
             yield ev
-        if act:
-            async for ev in observe(ep, method, parsed.action, i, state):
-                yield ev
         if state.ended:
             return
     yield Event("max_iterations_reached", budget, {})
@@ -244,6 +265,4 @@ async def final_answer_now(ep: Episode, method: str, i: int) -> AsyncIterator[Ev
         yield ev
     traj.prediction = answer
     traj.finish_reason = "answered"
-    if ep.cfg.stream_events:
-        yield Event("adaptive_response", i, {"response": answer,
-                                             "retrieval_score": traj.info["early_exit"]["retrieval_score"]})
+    yield adaptive_response_event(i, answer, traj.info["early_exit"]["retrieval_score"])

@@ -9,7 +9,7 @@ answer (LLARS' name for the answer's tokens).
 Text that may still change its meaning is held back: a line that may become a label (``Action 1:``,
 ``FINAL ANSWER:``, ``Observation``...), an action call not closed yet (``search[Wal``), trailing spaces, and
 an action a later line could still replace (one written inline or as a bare call: a later ``Action:`` line
-wins, so it is sent when the step is read).
+wins; in LLARS' format any action: a later ``FINAL ANSWER:`` wins), so it is sent when the step is read.
 When the completion is read, the method records each step with :func:`record_step`, which sends the rest of
 its deltas first, so the deltas of a step, joined, are exactly the recorded text (the thought or reflection
 step's ``text``, the action step's ``text``, the answer step's ``action_arg``, which is the prediction). An
@@ -21,6 +21,11 @@ A request fails mid-stream (the server drops it): the client raises, the episode
 for any failed request, and the step whose deltas were sent is not recorded. Without ``stream_events``
 none of this runs: :func:`open_step` returns no events, :func:`record_step` only the step's, and requests are
 not streamed.
+
+Payloads carry LLARS' keys beside actune's, streamed or not: :func:`record_step` adds them to a recorded step's
+event (:func:`llars_keys`: ``thought`` / ``reflection``, ``action`` and ``param``, ``result_preview``), and
+:func:`iteration_event`, :func:`adaptive_iteration_event` and :func:`adaptive_response_event` build the events
+of those names with both sets of keys.
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ from actune.agent.parser import ParsedStep
 from actune.llm import Completion, Sampling
 from actune.trajectory import Step
 
-__all__ = ["LiveLLM", "open_step", "record_step", "stable_end", "DELTA_EVENT", "START_EVENT"]
+__all__ = ["LiveLLM", "open_step", "record_step", "stable_end", "llars_keys", "iteration_event",
+           "adaptive_iteration_event", "adaptive_response_event", "DELTA_EVENT", "START_EVENT", "PREVIEW_CHARS"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +51,8 @@ DELTA_EVENT = {"thought": "thought_delta", "reflection": "reflection_delta", "ac
                "observation": "observation_delta", "answer": "delta"}
 #: The event that says a thought or reflection is being generated (LLARS: reflecting).
 START_EVENT = {"thought": "thinking", "reflection": "reflecting"}
+#: LLARS' observation event carries the start of the tool's result, this many characters.
+PREVIEW_CHARS = 300
 
 # Words that start a label on a line of their own (the parser's: step labels, a made-up observation, a new
 # question or claim, LLARS' GOAL / FINAL ANSWER) and inline (FINAL ANSWER, ACTION after the reflection).
@@ -52,9 +60,11 @@ _LINE_LABELS = ("thought", "reflection", "think", "action", "observation", "goal
                 "claim")
 _INLINE_LABELS = ("final answer", "action")
 _DIGITS_COLON = re.compile(r"[ \t]*(?:\d+[ \t]*)?:?$")
-# A later action line, appended to the text so far as a probe: when the parser then reads another action,
-# the action so far (inline or a bare call) may still be replaced, and it is held back.
+# A later action line and a later final answer, appended to the text so far as probes: when the parser then reads
+# another action, or the answer instead (LLARS' reading lets a final answer win), the action so far may still be
+# replaced, and it is held back.
 _LATER_ACTION = "\nAction: later_action[]"
+_LATER_ANSWER = "\nFINAL ANSWER: later"
 
 
 def _may_become_label(s: str, labels: tuple[str, ...]) -> bool:
@@ -136,8 +146,13 @@ class _StepStream:
             self._extend(self.kind, parsed.thought)
         if parsed.answer is not None:
             self._extend("answer", parsed.answer)
-        elif parsed.action_text and self.read(stable + _LATER_ACTION).action_text == parsed.action_text:
+        elif parsed.action_text and self._final(stable, parsed.action_text):
             self._extend("action", parsed.action_text)
+
+    def _final(self, stable: str, action_text: str) -> bool:
+        """Whether no later line could replace the action read from ``stable``."""
+        return (self.read(stable + _LATER_ACTION).action_text == action_text
+                and self.read(stable + _LATER_ANSWER).answer is None)
 
     def _extend(self, part: str, text: str) -> None:
         sent = self.sent.get(part, "")
@@ -213,10 +228,44 @@ def open_step(ep: Episode, kind: str | None, iteration: int, read: Callable[[str
 
 
 def record_step(ep: Episode, step: Step) -> list[Event]:
-    """Record ``step`` (:meth:`Episode.add`): its event, after the deltas of it not sent yet: the rest of what
-    its streamed request sent, or the whole text when nothing of it streamed (an observation, a format hint).
-    The deltas carry the step's ``text``, an answer's its ``action_arg``."""
-    return _rest(ep, step) + [ep.add(step)]
+    """Record ``step`` (:meth:`Episode.add`): its event, with LLARS' keys (:func:`llars_keys`), after the deltas
+    of it not sent yet: the rest of what its streamed request sent, or the whole text when nothing of it streamed
+    (an observation, a format hint). The deltas carry the step's ``text``, an answer's its ``action_arg``."""
+    deltas = _rest(ep, step)
+    event = ep.add(step)
+    event.data.update(llars_keys(step))
+    return deltas + [event]
+
+
+def llars_keys(step: Step) -> dict[str, Any]:
+    """The keys LLARS' event for ``step`` carries, to go beside actune's (``text``, ``action_name``,
+    ``action_arg``): a thought's or reflection's text under its own name, an action's name and argument as
+    ``action`` and ``param``, an observation's first :data:`PREVIEW_CHARS` characters as ``result_preview``.
+    Other steps (answer, plan, critique) have none: LLARS sends the answer as ``delta`` events only."""
+    if step.type in ("thought", "reflection"):
+        return {step.type: step.text}
+    if step.type == "action":
+        return {"action": step.action_name, "param": step.action_arg}
+    if step.type == "observation":
+        return {"result_preview": step.text[:PREVIEW_CHARS]}
+    return {}
+
+
+def iteration_event(iteration: int, goal: str, budget: int) -> Event:
+    """Step ``iteration`` begins: the goal and the step budget, as ``max_iterations`` (actune) and ``max`` (LLARS)."""
+    return Event("iteration", iteration, {"goal": goal, "max_iterations": budget, "max": budget})
+
+
+def adaptive_iteration_event(iteration: int, retrieval_score: float) -> Event:
+    """The adaptive early exit fires after step ``iteration``'s observation: its score, and LLARS' ``reason``."""
+    return Event("adaptive_iteration", iteration, {"retrieval_score": retrieval_score, "reason": "high_confidence"})
+
+
+def adaptive_response_event(iteration: int, response: str, retrieval_score: float) -> Event:
+    """The early exit's answer (step ``iteration``), streamed or not: the answer and the score that triggered it,
+    and LLARS' ``reason``."""
+    return Event("adaptive_response", iteration, {"response": response, "retrieval_score": retrieval_score,
+                                                  "reason": "high_confidence_results"})
 
 
 def _rest(ep: Episode, step: Step) -> list[Event]:

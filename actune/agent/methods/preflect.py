@@ -2,19 +2,24 @@
 
 1. The agent writes a plan (``Plan i:``) for the task given the tools.
 2. A reflector (same backbone, its own prompt; :mod:`actune.agent.critique`) diagnoses the plan
-   against a catalog of planning errors and answers JSON (analysis, PASS/FAIL, at most two errors),
-   recorded as a ``critique`` step (``Critique i:``; on FAIL each named error with its failure and
-   success patterns). An unreadable answer is asked for once more (event ``critique_retry``); unreadable
-   again, it counts as PASS, and the step's meta keeps both answers.
-3. On FAIL the agent writes a revised plan after that critique (up to ``preflect_max_revisions``).
+   against a catalog of planning errors (each entry with its failure and success patterns and examples)
+   and answers JSON (analysis, PASS/FAIL, at most two errors), recorded as a ``critique`` step
+   (``Critique i:``; on FAIL each named error with its failure and success patterns). An unreadable answer
+   is asked for once more (event ``critique_retry``); unreadable again, it counts as PASS, and the step's
+   meta keeps both answers.
+3. On FAIL the reflector writes the revised plan in a second turn of its conversation (the paper's; with
+   ``preflect_reviser: agent`` the agent writes it after the critique), and the revision is checked again
+   as in 2, up to ``preflect_max_revisions`` revisions; the last plan stands whatever its verdict.
 4. Then ReAct steps with the plan in context, within PreFlect's own budget (``preflect_episode_steps``,
-   the paper's 20). ``re_plan[reason]`` is an action that writes a new plan (checked the same way)
-   instead of stepping the environment; when no re-plan happened in steps 1..N (N+1..2N, ...), one is
-   forced at step N (2N, ...), N = ``preflect_force_replan_every``, for the first
-   ``preflect_force_replan_windows`` windows (the paper: 6 and 12).
+   the paper's 20; ``null`` gives it the other methods' budget, for comparisons at equal steps).
+   ``re_plan[reason]`` is an action that writes a new plan (checked the same way) instead of stepping the
+   environment; when no re-plan happened in steps 1..N (N+1..2N, ...), one is forced at step N (2N, ...),
+   N = ``preflect_force_replan_every``, for the first ``preflect_force_replan_windows`` windows (the
+   paper: 6 and 12).
 
-Record order: plan, critique, [plan], then per step: [plan, critique, [plan] when forced], thought,
-action, then observation (or plan, critique, [plan] after ``re_plan``), or answer.
+Record order: plan, critique, [plan, critique]..., then per step: [the same when forced], thought, action,
+then observation (the same after ``re_plan``), or answer. A thought's (reflection's) ``GOAL:`` is kept in
+its step's meta.
 
 ``preflect_reflact`` is the same loop with ReflAct's step in place of ReAct's thought: a ``Reflection i:``
 on where the agent stands relative to the goal (current state, latest discovery, goal relation), recorded
@@ -28,13 +33,22 @@ import re
 from functools import partial
 from typing import AsyncIterator
 
-from actune.agent.critique import REFLECTOR_PREFILL, Critique, parse_critique, reflector_request, retry_note
+from actune.agent.critique import (
+    REFLECTOR_PREFILL,
+    REVISION_PREFIX,
+    Critique,
+    parse_critique,
+    reflector_request,
+    retry_note,
+    revision_request,
+)
 from actune.agent.episode import Episode, Event
 from actune.agent.methods.interactive import ActingState, dispatch_step, observe
-from actune.agent.methods.live import open_step, record_step
+from actune.agent.methods.live import iteration_event, open_step, record_step
 from actune.agent.parser import ParsedStep, parse_step
 from actune.agent.planning_errors import PlanningErrorCatalog, load_catalog
 from actune.agent.render import REFLECTION_FORMATS, REPLAN_ACTION, PromptContext, step_label
+from actune.llm import Completion
 from actune.trajectory import Step
 
 __all__ = ["run_preflect", "clean_plan"]
@@ -106,42 +120,70 @@ async def _critique(ep: Episode, catalog: PlanningErrorCatalog, plan: str,
     return parse_critique(text, catalog), c.usage.completion_tokens, c.latency_s
 
 
+async def _revise_by_reflector(ep: Episode, catalog: PlanningErrorCatalog, plan: str, crit: Critique) -> Completion:
+    """The reflector's second turn after its FAIL: its conversation (task, tools, past actions, plan; its verdict)
+    continued with :func:`~actune.agent.critique.revision_request`; the answer is the revised plan."""
+    cfg, traj = ep.cfg, ep.traj
+    instruction, request = reflector_request(catalog, traj.task.question, ep.env.describe_actions(), traj.steps, plan)
+    revise = revision_request(crit, catalog)
+    stop = ["\n\n", "\nTask:", "\nJSON:"]
+    if cfg.wire == "text":
+        return await ep.ask(f"{instruction}\n\n{request}\nJSON: {crit.as_json()}\n\n{revise}\n{REVISION_PREFIX}", stop)
+    msgs = [{"role": "system", "content": instruction}, {"role": "user", "content": request},
+            {"role": "assistant", "content": crit.as_json()}, {"role": "user", "content": revise}]
+    if cfg.chat_prefill:
+        msgs.append({"role": "assistant", "content": REVISION_PREFIX})
+    return await ep.ask(msgs, stop, continue_final=cfg.chat_prefill)
+
+
+async def _revise(ep: Episode, prompt: PromptContext, catalog: PlanningErrorCatalog, plan: str, crit: Critique,
+                  i: int, plan_stop: list[str]) -> Completion:
+    """The revised plan's completion, written by ``preflect_reviser``."""
+    if ep.cfg.preflect_reviser == "agent":
+        return await ep.generate(ep.traj.steps, f"Plan {i}:", plan_stop, prompt=prompt)
+    return await _revise_by_reflector(ep, catalog, plan, crit)
+
+
+def _stats(ep: Episode) -> dict[str, int]:
+    """The episode's PreFlect counts (``traj.info["preflect"]``)."""
+    return ep.traj.info.setdefault("preflect", {"plans": 0, "critiques": 0, "fails": 0, "revisions": 0,
+                                                "re_plans": 0, "forced_re_plans": 0, "critique_retries": 0,
+                                                "critique_parse_errors": 0})
+
+
 async def _plan_block(ep: Episode, prompt: PromptContext, catalog: PlanningErrorCatalog, i: int,
                       meta: dict, plan_stop: list[str]) -> AsyncIterator[Event]:
-    """Write a plan at step ``i``, have it critiqued, revise it on FAIL."""
+    """Write a plan at step ``i`` and have it critiqued; on FAIL revise it and critique the revision, up to
+    ``preflect_max_revisions`` times."""
     cfg, traj = ep.cfg, ep.traj
     c = await ep.generate(traj.steps, f"Plan {i}:", plan_stop, prompt=prompt)
     plan = clean_plan(c.text)
     yield ep.add(Step("plan", plan, i, tokens=c.usage.completion_tokens, latency_s=c.latency_s, meta=dict(meta)))
-    plans = traj.info.setdefault("preflect", {"plans": 0, "critiques": 0, "fails": 0, "revisions": 0,
-                                              "re_plans": 0, "forced_re_plans": 0, "critique_retries": 0,
-                                              "critique_parse_errors": 0})
-    plans["plans"] += 1
+    stats = _stats(ep)
+    stats["plans"] += 1
     revisions = 0
     while True:
         crit, tokens, latency = await _critique(ep, catalog, plan)
         if crit.parse_error is not None:
             yield Event("critique_retry", i, {"parse_error": crit.parse_error})
-            plans["critique_retries"] += 1
+            stats["critique_retries"] += 1
             first = crit
             crit, tokens2, latency2 = await _critique(ep, catalog, plan, unreadable=first)
             crit.retry_of = first
             tokens, latency = tokens + tokens2, latency + latency2
-        plans["critiques"] += 1
-        plans["fails"] += crit.verdict == "FAIL"
-        plans["critique_parse_errors"] += crit.parse_error is not None
+        stats["critiques"] += 1
+        stats["fails"] += crit.verdict == "FAIL"
+        stats["critique_parse_errors"] += crit.parse_error is not None
         yield ep.add(Step("critique", crit.line(catalog), i, tokens=tokens, latency_s=latency, meta=crit.to_meta()))
         if crit.verdict == "PASS" or revisions >= cfg.preflect_max_revisions:
             return
         revisions += 1
-        plans["revisions"] += 1
-        c = await ep.generate(traj.steps, f"Plan {i}:", plan_stop, prompt=prompt)
+        stats["revisions"] += 1
+        c = await _revise(ep, prompt, catalog, plan, crit, i, plan_stop)
         plan = clean_plan(c.text)
         yield ep.add(Step("plan", plan, i, tokens=c.usage.completion_tokens, latency_s=c.latency_s,
-                          meta={"revision": revisions, "errors": list(crit.errors)}))
-        plans["plans"] += 1
-        if revisions >= cfg.preflect_max_revisions:
-            return  # the last allowed revision stands unchecked: no further turn could act on its critique
+                          meta={"revision": revisions, "errors": list(crit.errors), "reviser": cfg.preflect_reviser}))
+        stats["plans"] += 1
 
 
 async def run_preflect(ep: Episode, method: str = "preflect") -> AsyncIterator[Event]:
@@ -162,7 +204,7 @@ async def run_preflect(ep: Episode, method: str = "preflect") -> AsyncIterator[E
     last_replan = 0  # the step of the latest re-plan (0: none yet; the first plan is not a re-plan)
     traj.info.setdefault("parse_errors", 0)
     for i in range(1, budget + 1):
-        yield Event("iteration", i, {"goal": traj.task.question, "max_iterations": budget})
+        yield iteration_event(i, traj.task.question, budget)
         if i == 1:
             async for ev in _plan_block(ep, prompt, catalog, i, {"initial": True}, plan_stop):
                 yield ev
@@ -171,13 +213,14 @@ async def run_preflect(ep: Episode, method: str = "preflect") -> AsyncIterator[E
             async for ev in _plan_block(ep, prompt, catalog, i, {"forced": True}, plan_stop):
                 yield ev
             last_replan = i
-            traj.info["preflect"]["forced_re_plans"] += 1
+            _stats(ep)["forced_re_plans"] += 1
         for ev in open_step(ep, "reflection" if reflects else "thought", i, lambda text: _read(ep, method, text)):
             yield ev
         c = await ep.generate(traj.steps, f"{label} {i}:", step_stop, prompt=prompt)
         parsed = _read(ep, method, c.text)
         for ev in record_step(ep, Step("reflection" if reflects else "thought", parsed.thought, i,
-                                       tokens=c.usage.completion_tokens, latency_s=c.latency_s)):
+                                       tokens=c.usage.completion_tokens, latency_s=c.latency_s,
+                                       meta=parsed.goal_meta())):
             yield ev
         tokens, latency = 0, 0.0
         meta: dict = {}
@@ -199,7 +242,7 @@ async def run_preflect(ep: Episode, method: str = "preflect") -> AsyncIterator[E
             async for ev in _plan_block(ep, prompt, catalog, i, {"reason": action.argument}, plan_stop):
                 yield ev
             last_replan = i
-            traj.info["preflect"]["re_plans"] += 1
+            _stats(ep)["re_plans"] += 1
         elif act:  # an early exit answers here, before a forced re-plan could spend calls on a step that will not come
             async for ev in observe(ep, method, action, i, state):
                 yield ev
