@@ -16,7 +16,9 @@ from actune.trackers import Tracker
 #: Methods whose records can never be in a ReAct or ReflAct step format (Act has no thoughts, PreFlect
 #: plans and re-plans); the hybrids are decided per record, from the phase that answered.
 NEVER_CONVERTIBLE: dict[StepsMethod, tuple[Method, ...]] = {
-    "react": ("act", "preflect", "preflect_reflact"), "reflact": ("act", "preflect", "preflect_reflact", "react")}
+    "react": ("act", "preflect", "preflect_reflact"), "reflact": ("act", "preflect", "preflect_reflact", "react"),
+    "act": ("preflect", "preflect_reflact"), "cot": ("standard", "act", "preflect", "preflect_reflact"),
+    "standard": ("preflect", "preflect_reflact")}
 
 
 def _positive(key: str, shares: dict[str, float]) -> dict[str, float]:
@@ -37,8 +39,10 @@ class ExportConfig(StrictModel):
     """More stores exported together with ``bootstrap.store``, in this order (another method's run, an
     earlier expert-iteration round, a teacher's)."""
     steps_method: StepsMethod = "react"
-    """The adapter's step format: every kept record is converted into it; a record that cannot be
-    (Act, PreFlect, ReAct into ReflAct) is counted ``unconvertible`` and left out."""
+    """The adapter's step format: every kept record is converted into it (the rules:
+    ``actune.bootstrap.export.convert_steps``; Standard, CoT and Act from ReAct records are the paper's Figure 3
+    baselines); a record that cannot be (PreFlect always; Act into ReAct, CoT or ReflAct; ReAct into ReflAct;
+    Standard into CoT) is counted ``unconvertible`` and left out."""
     method_shares: dict[str, float] = Field(default_factory=dict)
     """Share of exported examples per source method (the record's ``method``), e.g. ``{react: 0.7,
     cot: 0.3}`` (shares are relative: ``{react: 7, cot: 3}`` is the same). Empty: every kept record that

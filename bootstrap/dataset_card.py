@@ -38,7 +38,19 @@ _STEP_FORMATS = {
     "reflact": ("ReflAct", "`Reflection i: ...` (the current state, the latest discovery and how they relate to "
                            "the goal) then `Action i: tool[argument]`, answered by `Observation i: ...`; the "
                            "episode ends with a reflection saying the goal is reached and `FINAL ANSWER: answer`"),
+    "act": ("Act", "`Action i: tool[argument]`, answered by `Observation i: ...`, with no thought; the episode ends "
+                   "with the finish action, `Action i: finish[answer]` (a ReAct or ReflAct episode keeps its actions "
+                   "and observations, numbered anew)"),
+    "cot": ("CoT", "one `Thought: Let's think step by step. ...` (the reasoning on one line) then `Answer: answer`, "
+                   "with no action (a ReAct or ReflAct episode's thoughts or reflections, joined in order, are the "
+                   "reasoning)"),
+    "standard": ("Standard", "the answer alone, `Answer: answer`, with no reasoning or action"),
 }
+
+_CONVERSION_WORDS = {"react": "a chain of thought becomes one step and the answer",
+                     "reflact": "a chain of thought becomes one reflection and the answer",
+                     "act": "thoughts and reflections left out", "cot": "thoughts joined into the one reasoning",
+                     "standard": "the answer alone"}
 
 _WIRE_WORDS = {"text": "the paper's plain-text episode (instruction, question, steps as one text)",
                "chat": "chat turns", "tools": "chat turns with OpenAI tool calls"}
@@ -192,8 +204,8 @@ def dataset_card(summary: ExportSummary, rows: Sequence[dict[str, Any]], *, fmt:
         "## Step format",
         "",
         f"`{summary.steps_method}` ({name}): {steps_text}."
-        + (f" Records collected by {', '.join(converted)} were converted into it (a chain of thought becomes one "
-           "step and the answer)." if converted else ""),
+        + (f" Records collected by {', '.join(converted)} were converted into it "
+           f"({_CONVERSION_WORDS.get(summary.steps_method, _CONVERSION_WORDS['react'])})." if converted else ""),
         "",
         "## Wire format and loss",
         "",

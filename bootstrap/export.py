@@ -81,12 +81,24 @@ __all__ = ["ExportError", "ExportSummary", "MethodCounts", "SUMMARY_FILE", "WIRE
 
 SUMMARY_FILE = "export_summary.json"
 
-#: Step formats (``info.prompt.method``) each adapter format can be made from. Standard and CoT (CoT-SC
-#: and the hybrids that answered by CoT-SC record CoT steps) hold one reasoning and an answer, which is a
-#: one-step episode in any format; a ReflAct reflection is a ReAct thought that happens to describe the
-#: state. The converse is not true: a ReAct thought is not a goal-state reflection, Act has no thoughts,
-#: PreFlect plans.
-CONVERTIBLE_FROM = {"react": ("react", "reflact", "cot", "standard"), "reflact": ("reflact", "cot", "standard")}
+#: Step formats (``info.prompt.method``) each adapter format can be made from (:func:`convert_steps`). Standard
+#: and CoT (CoT-SC and the hybrids that answered by CoT-SC record CoT steps) hold one reasoning and an answer,
+#: which is a one-step episode in any format; a ReflAct reflection is a ReAct thought that happens to describe the
+#: state. A ReAct or ReflAct episode less its reasoning is an Act episode, its reasoning alone a chain of thought,
+#: its answer alone a Standard one (the ReAct paper's Figure 3 fine-tunes all four on ReAct's episodes). Not the
+#: converse: a ReAct thought is not a goal-state reflection, Act and Standard have no reasoning for ReAct's
+#: thoughts or a CoT, PreFlect plans.
+CONVERTIBLE_FROM = {
+    "react": ("react", "reflact", "cot", "standard"),
+    "reflact": ("reflact", "cot", "standard"),
+    "act": ("act", "react", "reflact", "cot", "standard"),
+    "cot": ("cot", "react", "reflact"),
+    "standard": ("standard", "react", "reflact", "act", "cot"),
+}
+#: The step formats that act in an environment (thought or reflection, action, observation), and those that answer
+#: at once (reasoning, answer).
+_ACTING = ("react", "reflact", "act")
+_DIRECT = ("cot", "standard")
 
 WIRE_FORMATS = WIRES
 
@@ -153,24 +165,120 @@ def _one_line(text: str) -> str:
 
 
 def _final_answer(traj: Trajectory) -> tuple[Step | None, str | None]:
-    """The answer step of a direct-answer record (None if it has none) and the answer."""
+    """The answer step of a record (None if it has none) and the answer."""
     answers = [s for s in traj.steps if s.type == "answer"]
     step = answers[-1] if answers else None
     arg = step.action_arg if step is not None and step.action_arg is not None else traj.prediction
     return step, arg
 
 
+def _reasoning(traj: Trajectory, source: str) -> tuple[str, list[Step]]:
+    """What the record reasoned, on one line, and the steps that held it: a CoT's chain of thought without the
+    ``Let's think step by step.`` the CoT prompt wrote (the model did not write it); the thoughts or reflections of
+    an acting episode, each on one line, joined by spaces in order (empty ones left out); nothing for Standard."""
+    kinds = ("thought",) if source == "cot" else ("thought", "reflection") if source in _ACTING else ()
+    held = [s for s in traj.steps if s.type in kinds]
+    text = " ".join(t for t in (_one_line(s.text) for s in held) if t)
+    if source == "cot":
+        text = text.removeprefix(COT_PREFIX).strip()
+    return text, held
+
+
+def _answer_step(text: str, name: str, answer: str, like: Step | None) -> Step:
+    """Step 1's answer with ``like``'s tokens, latency and meta (the answer step it replaces)."""
+    a = like or Step("answer", "", 1)
+    return Step("answer", text, 1, action_name=name, action_arg=answer, tokens=a.tokens, latency_s=a.latency_s,
+                meta=a.meta)
+
+
+def _direct_steps(out: Trajectory, source: str, steps_method: str, finish: str) -> list[Step] | None:
+    """The steps of a one-step episode in ``steps_method`` (react, reflact, act, cot, standard): the record's
+    reasoning (:func:`_reasoning`) and its answer; None for a record without an answer."""
+    answer_step, answer = _final_answer(out)
+    if answer is None:
+        return None
+    reasoning, held = _reasoning(out, source)
+    if steps_method == "standard":
+        return [_answer_step(answer, "answer", answer, answer_step)]
+    if steps_method == "act":
+        return [_answer_step(f"{finish}[{answer}]", finish, answer, answer_step)]
+    if steps_method == "cot":
+        # the reasoning steps' cost adds up into the one thought that now holds them
+        thought = Step("thought", f"{COT_PREFIX} {reasoning}".strip(), 1, tokens=sum(s.tokens for s in held),
+                       latency_s=sum(s.latency_s for s in held))
+        return [thought, _answer_step(answer, "answer", answer, answer_step)]
+    kind = "thought" if steps_method == "react" else "reflection"
+    first = held[0] if held else None
+    lead = (Step(kind, reasoning, 1, tokens=first.tokens, latency_s=first.latency_s, meta=first.meta)
+            if first is not None else Step(kind, "", 1))
+    text = f"{finish}[{answer}]" if steps_method == "react" else f"FINAL ANSWER: {answer}"
+    return [lead, _answer_step(text, finish, answer, answer_step)]
+
+
+def _is_think(s: Step) -> bool:
+    """A ReAct sparse-form thought (ALFWorld): the action ``think: ...``, which the game answers ``OK.``."""
+    return s.type == "action" and (s.action_name or "").lower().rstrip(":") == "think"
+
+
+def _acting_steps(out: Trajectory, source: str, finish: str | None) -> list[Step]:
+    """A ReAct or ReflAct record's steps as Act's: its thoughts and reflections (and a sparse form's ``think``
+    actions with the game's ``OK.``) left out, the other steps renumbered 1, 2, ... in order, ReflAct's
+    ``FINAL ANSWER: x`` written as the action ``finish[x]``."""
+    kept: list[Step] = []
+    think_at: int | None = None  # the iteration of the last think action: its observation goes with it
+    for s in out.steps:
+        if s.type in ("thought", "reflection") or _is_think(s):
+            think_at = s.iteration if _is_think(s) else think_at
+            continue
+        if s.type == "observation" and s.iteration == think_at:
+            continue
+        if s.type == "answer" and source == "reflact":
+            s = replace(s, text=f"{finish or 'finish'}[{s.action_arg or ''}]")
+        kept.append(s)
+    numbers = {it: n for n, it in enumerate(dict.fromkeys(s.iteration for s in kept), 1)}
+    return [replace(s, iteration=numbers[s.iteration]) for s in kept]
+
+
+def _reflections_as_thoughts(out: Trajectory, finish: str | None) -> list[Step]:
+    """reflact -> react: each reflection a thought with the same text, ``FINAL ANSWER: x`` the action ``finish[x]``."""
+    steps = []
+    for s in out.steps:
+        if s.type == "reflection":
+            s = replace(s, type="thought")
+        elif s.type == "answer":
+            s.text = f"{finish or 'finish'}[{s.action_arg or ''}]"
+        steps.append(s)
+    return steps
+
+
+def _converted_steps(out: Trajectory, source: str, steps_method: str, finish: str | None) -> list[Step] | None:
+    """``out``'s steps in ``steps_method`` (a format :func:`convertible` from ``source``, not the same), or None."""
+    if source in _ACTING and steps_method in _ACTING:
+        return _acting_steps(out, source, finish) if steps_method == "act" else _reflections_as_thoughts(out, finish)
+    if finish is None:  # ALFWorld: the environment, not an answer, ends an episode
+        return None
+    return _direct_steps(out, source, steps_method, finish)
+
+
 def convert_steps(traj: Trajectory, steps_method: str, instruction: str | None = None) -> Trajectory | None:
-    """A copy of ``traj`` whose steps are in ``steps_method``'s format (``react`` or ``reflact``), or None
-    when its steps cannot be (:data:`CONVERTIBLE_FROM`). ``traj`` is never changed.
+    """A copy of ``traj`` whose steps are in ``steps_method``'s format (react, reflact, act, cot, standard), or
+    None when its steps cannot be (:data:`CONVERTIBLE_FROM`). ``traj`` is never changed.
 
     The source format is the record's ``info.prompt.method`` (the format its steps are in: a hybrid
     that answered in its ReAct phase holds ReAct steps, one that answered by CoT-SC holds CoT steps).
-    Rules (tokens, latency and meta of every step are kept):
+    Rules (tokens, latency and meta of every step kept are kept):
 
     - same format: the record as is (a copy);
     - reflact -> react: each reflection becomes a thought with the same text; a ``FINAL ANSWER: x``
       becomes the action ``finish[x]``;
+    - react, reflact -> act: the thoughts and reflections are left out (ReAct's sparse form, ALFWorld: its
+      ``think:`` actions and the game's ``OK.`` too), every other step kept in order and renumbered from 1
+      (``Action i:`` follows the steps), a ``FINAL ANSWER: x`` written ``finish[x]``;
+    - react, reflact -> cot: one thought ``Let's think step by step. <reasoning>``, the reasoning the episode's
+      thoughts or reflections, each on one line, joined by spaces in order (the observations are left out: CoT
+      reads no pages), then the answer (``Answer: x``), both step 1, as the loop's CoT writes its episodes; the
+      thought's tokens and latency are the reasoning steps' sums;
+    - any -> standard: the answer alone (``Answer: x``), step 1;
     - cot (CoT, CoT-SC) -> react: one thought holding the chain of thought, then ``finish[answer]``,
       both step 1; the ``Let's think step by step.`` the CoT prompt wrote is dropped (the model did not
       write it, and a tuned ReAct model should not learn to) and the reasoning is put on one line (the
@@ -178,13 +286,15 @@ def convert_steps(traj: Trajectory, steps_method: str, instruction: str | None =
     - standard -> react: nothing is invented: an empty thought (the loop writes ``Thought 1:`` before
       every step, so a record always opens with one) and ``finish[answer]``;
     - cot/standard -> reflact: the same, the reasoning as one reflection and ``FINAL ANSWER: answer``;
-    - anything else (react -> reflact, act, preflect): None. Direct answers in an environment without a
-      finish action (ALFWorld) are None too: there the environment, not an answer, ends an episode.
+    - cot/standard -> act: the action ``finish[answer]`` alone, step 1;
+    - anything else (react -> reflact, act -> react or cot, standard -> cot, preflect): None. Between a direct
+      answer (cot, standard) and an acting format, a record of an environment without a finish action (ALFWorld)
+      is None too: there the environment, not an answer, ends an episode.
 
     A converted record's ``info.prompt`` is the head of ``steps_method`` (``instruction`` is its
-    instruction, required when the formats differ) and ``info.converted_from`` names the source format,
-    so ``trajectory_prompt_context`` + ``render_text``/``render_messages`` render it exactly as a record
-    the loop collected with ``steps_method``.
+    instruction, required when the formats differ; no sparse ``style``) and ``info.converted_from`` names the
+    source format, so ``trajectory_prompt_context`` + ``render_text``/``render_messages`` render it exactly as
+    a record the loop collected with ``steps_method``.
     """
     ctx = trajectory_prompt_context(traj)
     source = ctx.method
@@ -195,36 +305,12 @@ def convert_steps(traj: Trajectory, steps_method: str, instruction: str | None =
         return out
     if instruction is None:
         raise ValueError(f"converting {source} steps into {steps_method} needs the {steps_method} instruction")
-    finish = ctx.finish_action
-    if source == "reflact":
-        steps = []
-        for s in out.steps:
-            if s.type == "reflection":
-                s = replace(s, type="thought")
-            elif s.type == "answer":
-                s.text = f"{finish or 'finish'}[{s.action_arg or ''}]"
-            steps.append(s)
-    else:  # cot, standard: (reasoning) + answer
-        if finish is None:
-            return None
-        answer_step, answer = _final_answer(out)
-        if answer is None:
-            return None
-        thought = next((s for s in out.steps if s.type == "thought"), None)
-        reasoning = ""
-        if thought is not None:
-            reasoning = _one_line(thought.text)
-            if reasoning.startswith(COT_PREFIX):
-                reasoning = reasoning[len(COT_PREFIX):].strip()
-        kind = "thought" if steps_method == "react" else "reflection"
-        first = (Step(kind, reasoning, 1, tokens=thought.tokens, latency_s=thought.latency_s, meta=thought.meta)
-                 if thought is not None else Step(kind, "", 1))
-        a = answer_step or Step("answer", "", 1)
-        text = f"{finish}[{answer}]" if steps_method == "react" else f"FINAL ANSWER: {answer}"
-        steps = [first, Step("answer", text, 1, action_name=finish, action_arg=answer, tokens=a.tokens,
-                             latency_s=a.latency_s, meta=a.meta)]
+    steps = _converted_steps(out, source, steps_method, ctx.finish_action)
+    if steps is None:
+        return None
     out.steps = steps
-    out.info["prompt"] = {**out.info["prompt"], "method": steps_method, "instruction": instruction}
+    head = {k: v for k, v in out.info["prompt"].items() if k != "style"}  # Act, CoT, Standard: every step written
+    out.info["prompt"] = {**head, "method": steps_method, "instruction": instruction}
     out.info["converted_from"] = source
     return out
 
@@ -389,7 +475,7 @@ def _target_instruction(items: list[tuple[Path, int, Trajectory]], steps_method:
                         actions: Mapping[str, str] | Callable[[str], str] | None) -> Callable[[str], str]:
     """env -> the ``steps_method`` instruction for records converted from another format: the one a
     record collected in that format carries (first in store order: exactly what the loop showed), else
-    ``instruction_for`` with the environment's actions from ``actions``."""
+    ``instruction_for`` with the environment's actions from ``actions`` (CoT's and Standard's name no action)."""
     native: dict[str, str] = {}
     for _, _, t in items:
         p = t.info.get("prompt")
@@ -397,6 +483,8 @@ def _target_instruction(items: list[tuple[Path, int, Trajectory]], steps_method:
             native.setdefault(p.get("env", ""), p["instruction"])
 
     def get(env: str) -> str:
+        if env not in native and steps_method in _DIRECT:
+            native[env] = instruction_for(steps_method, env, "")
         if env not in native:
             try:
                 text = actions.get(env) if isinstance(actions, Mapping) else actions(env) if actions else None

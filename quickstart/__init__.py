@@ -15,6 +15,8 @@ fine_tune.py         a round's export and training stages
 train_child.py       training in a child process
 evaluation.py        each method's eval, and eval episodes on a bootstrap round's server
 cards.py             the eval table in the tuned models' cards
+formats.py           formats (the ReAct paper's Figure 3): each step format's export, training and eval
+formats_report.py    the report's Figure 3 table
 report.py            report.md, report.json, scores.png
 pipeline.py          plans the stages, runs (or resumes) them with the ETA
 """

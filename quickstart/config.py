@@ -17,7 +17,6 @@ from typing import Any, Literal
 from pydantic import Field, PositiveFloat, model_validator
 
 import actune.presets
-from actune.agent.config import StepsMethod
 from actune.bootstrap.config import BootstrapConfig
 from actune.config import ConfigError, StrictModel, fill_model, load_config
 from actune.eval.config import EvalConfig
@@ -27,8 +26,8 @@ from actune.serve.config import ServeConfig
 from actune.train.config import TrainConfig
 from actune.world.config import WorldConfig
 
-__all__ = ["BootstrapPass", "ExploreSettings", "ImportSource", "Objective", "QuickstartConfig",
-           "HardwareKind", "RoundStart", "PRESET_DIR", "PRESETS",
+__all__ = ["BootstrapPass", "ExploreSettings", "FigureFormat", "ImportSource", "Objective", "QuickstartConfig",
+           "QuickstartMethod", "HardwareKind", "RoundStart", "PRESET_DIR", "PRESETS",
            "hardware_kind", "preset_path", "load_quickstart"]
 
 HardwareKind = Literal["cpu-bf16", "cpu-fp32", "cuda"]
@@ -38,6 +37,11 @@ RoundStart = Literal["base", "previous"]
 """What a round >= 2 trains on (:attr:`QuickstartConfig.round_start`)."""
 Objective = Literal["dpo", "grpo"]
 """What trains on from the last SFT round's model (:attr:`QuickstartConfig.after_sft`)."""
+QuickstartMethod = Literal["react", "reflact"]
+"""A method a run bootstraps, trains and evaluates on the headline, correct AND grounded (Standard and CoT read no
+pages: their fine-tuning is :attr:`QuickstartConfig.formats`'s)."""
+FigureFormat = Literal["standard", "cot", "act", "react"]
+"""A step format the ReAct paper's Figure 3 fine-tunes on ReAct's episodes (:attr:`QuickstartConfig.formats`)."""
 
 # configs/quickstart/ of the source tree, installed as the package actune.presets (pyproject.toml), so a
 # wheel finds its presets too
@@ -101,13 +105,13 @@ class QuickstartConfig(StrictModel):
     seed: int = 0
     """One seed for the world, the sampling and the LoRA initialisation: two seeds are two independent
     runs of the same experiment."""
-    methods: list[StepsMethod] = Field(default_factory=lambda: ["react"])
+    methods: list[QuickstartMethod] = Field(default_factory=lambda: ["react"])
     """Agent methods to bootstrap, train and evaluate, each on its own (a ReAct adapter is compared with
     prompted ReAct, a ReflAct adapter with prompted ReflAct)."""
     rounds: int = Field(1, ge=1, le=5)
     """Expert iteration: round r >= 2 bootstraps with round r-1's tuned model (zero-shot) on the training
     tasks no earlier round solved, then trains again (``round_start`` says from what)."""
-    round_start: RoundStart | dict[StepsMethod, RoundStart] = "base"
+    round_start: RoundStart | dict[QuickstartMethod, RoundStart] = "base"
     """What round r >= 2 trains, for every method or per method (``{react: previous}``; a method not named:
     ``base``; a named method the run leaves out of ``methods`` is ignored, so a preset's shape holds for a
     one-method run too): ``base``, a fresh adapter on the base model with every round's kept data so far (STaR's and
@@ -118,7 +122,7 @@ class QuickstartConfig(StrictModel):
     ``training_tasks.json`` lists the whole lineage's tasks for eval's leakage check. Every preset keeps
     ``base``: why is measured in docs/results.md ("Mixing and training round 2 on from round 1 (seed 8)" and the
     seed 9 run after it)."""
-    round_epochs: PositiveFloat | dict[StepsMethod, PositiveFloat] | None = None
+    round_epochs: PositiveFloat | dict[QuickstartMethod, PositiveFloat] | None = None
     """``train.num_train_epochs`` of rounds >= 2, for every method or per method (None, or a method not
     named: round 1's). With ``round_start=previous`` a later round starts from a model that already writes
     the format, so it may need fewer (docs/results.md, seed 8). The full preset's AVX2-only shape trains ReAct's
@@ -169,6 +173,19 @@ class QuickstartConfig(StrictModel):
     DPO trains on them) and ``grpo`` (GRPO whose rollouts are the loop on the training tasks, ``train.grpo``)."""
     explore: ExploreSettings = Field(default_factory=ExploreSettings)
     """How the SFT model explores for ``dpo``."""
+    formats: list[FigureFormat] = Field(default_factory=list)
+    """The ReAct paper's Figure 3 at this run's scale (empty: off): each format named (``[standard, cot, act,
+    react]``) is fine-tuned on the same bootstrapped episodes and compared with its prompted self. Round 1's ReAct
+    store (and what ReAct's round-1 training set adds to it: ``imports``, ``gold_paths``, with ``mix_methods`` the
+    other methods' episodes) is exported in each format with ``bootstrap.export``'s settings but one episode a
+    task, the first kept (a second episode of a task is the first's Standard example again, which dedupe drops:
+    only one a task gives every format the very same episodes, which the export checks); Standard keeps the
+    answer, CoT the thoughts as one line of reasoning, Act the actions and observations
+    (:func:`actune.bootstrap.export.convert_steps`). One adapter a format trains with the ``train`` recipe (round
+    1's), in ``formats/<format>/``; each format's eval pairs the prompted model (``eval.agent``'s prompt, in that
+    method) with its adapter (zero-shot, in that method) on the ``eval_split`` questions. The report's Figure 3
+    table compares them on ``correct`` (Standard and CoT read no pages, so correct & grounded cannot credit them).
+    Needs ``react`` in ``methods``; may be added to a finished run, whose bootstrap it reuses."""
     objective_train: dict[Objective, dict[str, Any]] = Field(default_factory=dict)
     """``train`` keys for one objective's training on top of the recipe's (``{dpo: {learning_rate: 5.0e-6,
     num_train_epochs: 1}, grpo: {max_steps: 20}}``)."""
@@ -207,11 +224,23 @@ class QuickstartConfig(StrictModel):
                              "needs train.merge=true")
         for objective in self.after_sft:
             self.objective_train_config(objective)  # a bad key fails here, naming objective_train.<objective>
+        self._check_formats()
         on_previous = [m for m in self.methods if self.round_start_of(m) == "previous"]
         if on_previous and self.rounds > 1 and not self.train.merge:
             raise ValueError(f"round_start=previous ({', '.join(on_previous)}) trains round r on round r-1's merged "
                              "model: it needs train.merge=true")
         return self
+
+    def _check_formats(self) -> None:
+        if len(set(self.formats)) != len(self.formats):
+            raise ValueError(f"formats: name each format once, not {self.formats}")
+        if self.formats and "react" not in self.methods:
+            raise ValueError(f"formats ({', '.join(self.formats)}) fine-tunes each format on the react method's "
+                             f"episodes: methods must include react (not {self.methods})")
+        direct = [f for f in self.formats if f in ("standard", "cot")]
+        if direct and self.train.wire_format == "tools":
+            raise ValueError(f"formats: {', '.join(direct)} answer at once, with no action to call as a tool: "
+                             "train.wire_format tools is for act and react only")
 
     def split_sizes(self) -> tuple[int, int]:
         """(training questions, evaluated questions: ``eval_split``'s) of the task source; for real questions with

@@ -34,9 +34,14 @@ _KEEP_RATE = {"react": 0.21, "reflact": 0.09}
 _LATER_KEEP_RATE = 0.24
 EPISODE_COST = {
     "bootstrap": {"react": 1.0, "reflact": 1.3},
-    "prompted": {"react": 1.0, "reflact": 1.77},  # eval's generic prompt (six exemplars; ReflAct 10k tokens)
-    "tuned": {"react": 0.63, "reflact": 0.75},  # zero-shot
+    # eval's generic prompt (six exemplars; ReflAct 10k tokens); formats' Act, CoT and Standard are guesses (one
+    # completion each for CoT and Standard)
+    "prompted": {"react": 1.0, "reflact": 1.77, "act": 0.8, "cot": 0.25, "standard": 0.1},
+    "tuned": {"react": 0.63, "reflact": 0.75, "act": 0.5, "cot": 0.15, "standard": 0.05},  # zero-shot
 }
+# a zero-shot world example's tokens in each of formats' step formats: ReAct's measured, the others guessed from it
+# (Act: its steps less the thoughts; CoT: the thoughts on one line; Standard: instruction, question, answer)
+_FORMAT_TOKENS = {"react": 335, "act": 250, "cot": 130, "standard": 70}
 # an episode's cost by task source, against a world episode (FEVER's is still a guess)
 _SOURCE_COST = {"world": 1.0, "hotpotqa": 1.0, "fever": 2.0}
 # share of kept round-1 episodes left after near-duplicate removal and the per-task cap
@@ -79,6 +84,12 @@ class StageEstimate:
     """The SFT models' exploration for ``after_sft: [dpo]``, every method."""
     objectives: dict[str, float] = field(default_factory=dict)
     """Each ``after_sft`` objective's training, every method (GRPO's rollouts included)."""
+    formats_train: dict[str, float] = field(default_factory=dict)
+    """``formats``: each format's training."""
+    formats_prompted: float = 0.0
+    """``formats``: every format's prompted model on one server."""
+    formats_eval: dict[str, float] = field(default_factory=dict)
+    """``formats``: each format's tuned model on its own server."""
 
 
 @dataclass
@@ -96,6 +107,8 @@ def estimate_seconds(cfg: QuickstartConfig, kind: str) -> dict[str, float]:
     out = {"bootstrap": sum(est.bootstrap_rounds), "train": est.train, "eval": est.eval}
     if cfg.after_sft:
         out["after_sft"] = est.explore + sum(est.objectives.values())
+    if cfg.formats:
+        out["formats"] = sum(est.formats_train.values()) + est.formats_prompted + sum(est.formats_eval.values())
     return out
 
 
@@ -106,8 +119,32 @@ def estimate_stages(cfg: QuickstartConfig, kind: str) -> StageEstimate:
     # round 1: one server for every method; later rounds: one per method's tuned model
     boot = [b + rate["server_s"] * (1 if r == 0 else len(cfg.methods)) for r, b in enumerate(boot)]
     explore, objectives = _after_sft(cfg, kind)
+    formats_train, formats_prompted, formats_eval = _formats(cfg, kind, examples)
     return StageEstimate(bootstrap_rounds=boot, train=_training(cfg, kind, examples), eval=evals, explore=explore,
-                         objectives=objectives)
+                         objectives=objectives, formats_train=formats_train, formats_prompted=formats_prompted,
+                         formats_eval=formats_eval)
+
+
+def _formats(cfg: QuickstartConfig, kind: str, examples: _Examples) -> tuple[dict[str, float], float, dict[str, float]]:
+    """``formats``' stages: each format's training on one example a task round 1 solved (imported ones included),
+    every prompted model on one server, each tuned model on a server of its own."""
+    if not cfg.formats:
+        return {}, 0.0, {}
+    rate = RATES[kind]
+    n_train, n_test = cfg.split_sizes()
+    # one example a solved task, no more than ReAct's round 1 exports
+    n = min(examples.solved_r1["react"] * n_train, examples.own["react"][0]) + _imported_records(cfg)
+    epochs = cfg.train.num_train_epochs
+    if cfg.train.max_steps > 0:
+        epochs = cfg.train.max_steps * cfg.train.per_device_train_batch_size / max(n, 1)
+    train = {f: n * _FORMAT_TOKENS[f] * epochs / rate["train_tok_s"] for f in cfg.formats}
+
+    def episodes(stage: str, f: str) -> float:
+        units = n_test * EPISODE_COST[stage][f] * _SOURCE_COST[cfg.source]
+        return serving_seconds(units, kind, cfg.eval.concurrency)
+
+    prompted = sum(episodes("prompted", f) for f in cfg.formats) + rate["server_s"]
+    return train, prompted, {f: episodes("tuned", f) + rate["server_s"] for f in cfg.formats}
 
 
 # a DPO pair against an SFT example: two sides and the reference pass (the target of bench/dpo_step_cost.py)

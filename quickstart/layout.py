@@ -8,6 +8,7 @@
     <method>/dpo/, <method>/grpo/        after_sft: exploration store, pairs, adapter (+ adapter.rollouts/)
     imports/<i>/, gold_paths/            outside trajectories, imported into stores of the run
     eval/<method>/                       report.md/json, scores.png, per-model stores
+    formats/<format>/                    formats (Figure 3): dataset/, adapter/, eval/ of one step format
     report.md, report.json, scores.png   the headline: tuned vs prompted, per method and round
     quickstart-state.json                stages done, their wall time, the config they ran with
 """
@@ -87,6 +88,20 @@ class Layout:
 
     def eval_dir(self, method: str) -> Path:
         return self.out / "eval" / method
+
+    def format_dir(self, fmt: str) -> Path:
+        """What ``formats`` makes for step format ``fmt``: ``formats/<fmt>/``."""
+        return self.out / "formats" / fmt
+
+    def format_dataset(self, fmt: str) -> Path:
+        return self.format_dir(fmt) / "dataset"
+
+    def format_adapter(self, fmt: str) -> Path:
+        return self.format_dir(fmt) / "adapter"
+
+    def format_eval_dir(self, fmt: str) -> Path:
+        """The eval of ``fmt``'s prompted and tuned models: report.md/json, per-model stores."""
+        return self.format_dir(fmt) / "eval"
 
     def imported(self, i: int) -> Path:
         """The store of ``QuickstartConfig.imports[i]`` when it is imported (not a store used as it is)."""

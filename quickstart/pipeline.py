@@ -3,8 +3,9 @@
     run_quickstart(load_quickstart("smoke"), out=Path("runs/quickstart-smoke"))
 
 Every file lands under ``out`` (:mod:`actune.quickstart.layout`). The run is a list of stages: the task source's
-(:mod:`~actune.quickstart.sources`), each round's (:mod:`~actune.quickstart.rounds`), each method's eval
-(:mod:`~actune.quickstart.evaluation`), the report (:mod:`~actune.quickstart.report`).
+(:mod:`~actune.quickstart.sources`), each round's (:mod:`~actune.quickstart.rounds`), the ``after_sft`` objectives'
+(:mod:`~actune.quickstart.objectives`), each method's eval (:mod:`~actune.quickstart.evaluation`), the Figure 3
+formats' (:mod:`~actune.quickstart.formats`), the report (:mod:`~actune.quickstart.report`).
 
 Resuming: a stage recorded as done in ``quickstart-state.json`` (:mod:`~actune.quickstart.state`) is skipped; the
 stage that was running resumes through its own files (bootstrap and eval stores are append-only and skip finished
@@ -23,6 +24,7 @@ from actune.quickstart.config import QuickstartConfig, hardware_kind
 from actune.quickstart.context import RunContext
 from actune.quickstart.estimate import estimate_stages
 from actune.quickstart.evaluation import run_method_eval
+from actune.quickstart.formats import format_stages
 from actune.quickstart.layout import Layout
 from actune.quickstart.objectives import objective_stages
 from actune.quickstart.report import write_quickstart_report
@@ -44,6 +46,7 @@ def plan_stages(run: RunContext, kind: str) -> list[Stage]:
     stages += objective_stages(run, est)
     n_methods = len(run.cfg.methods)
     stages += [Stage(f"eval {m}", est.eval / n_methods, lambda m=m: run_method_eval(run, m)) for m in run.cfg.methods]
+    stages += format_stages(run, est)  # after the run's own result: Figure 3 reuses round 1's ReAct store
     stages.append(Stage("report", 5, lambda: _report(run)))
     return stages
 

@@ -21,6 +21,7 @@ from actune.atomic_write import atomic_write_bytes, atomic_write_text
 from actune.config import public_dump
 from actune.provenance import provenance, provenance_markdown
 from actune.quickstart.config import QuickstartConfig
+from actune.quickstart.formats_report import format_rows, formats_markdown
 from actune.quickstart.layout import Layout
 from actune.quickstart.round_inputs import round_epochs, trains_on_previous
 from actune.serve.hardware import served_dtype
@@ -181,7 +182,8 @@ def _signed(est: dict[str, Any]) -> str:
 
 
 def _markdown(title: str, rows: list[dict[str, Any]], stages: dict[str, Any], cfg: dict[str, Any],
-              training: list[dict[str, Any]], command: str | None = None) -> str:
+              training: list[dict[str, Any]], command: str | None = None, sections: list[str] | None = None) -> str:
+    """The report's text; ``sections``: lines placed after the methods' tables (the Figure 3 table)."""
     split = "test questions" if cfg.get("eval_split", "test") == "test" else "dev questions (a pilot: not a result)"
     lines = [f"# {title}", "", *([f"**{cfg['scale_note']}**", ""] if cfg.get("scale_note") else []),
              f"Headline: `{HEADLINE}` — the answer is right AND every page it rests on was read (a comparison "
@@ -206,7 +208,7 @@ def _markdown(title: str, rows: list[dict[str, Any]], stages: dict[str, Any], cf
         lines += _reference_markdown([r for r in rows if r["method"] == method])
         lines += _phrasing_markdown([r for r in rows if r["method"] == method])
         lines += ["", f"Per-kind tables, costs and failure modes: `eval/{method}/report.md`; plot: `scores.png`.", ""]
-    lines += _training_markdown(training)
+    lines += [*(sections or []), *_training_markdown(training)]
     if stages:
         total = sum(s.get("wall_s", 0) for s in stages.values())
         lines += ["## Stages (wall time)", "", "| stage | minutes |", "|---|---:|"]
@@ -272,11 +274,13 @@ def write_quickstart_report(cfg: QuickstartConfig, layout: Layout) -> dict[str, 
     title = f"Quickstart {cfg.name}, seed {cfg.seed}"
     paths = {"md": layout.out / "report.md", "json": layout.out / "report.json", "png": layout.out / "scores.png"}
     training = training_rows(cfg, layout)
+    formats = format_rows(cfg, layout)
     block = provenance(served_dtype(cfg.serve))
     atomic_write_text(paths["json"], json.dumps({"title": title, "headline": HEADLINE, "bar": BAR, "rows": rows,
-                                                 "training": training, "stages": stages,
+                                                 "training": training, "formats": formats, "stages": stages,
                                                  "config": public_dump(cfg), "provenance": block}, indent=2) + "\n")
-    markdown = _markdown(title, rows, stages, public_dump(cfg), training, state.get("command"))
+    markdown = _markdown(title, rows, stages, public_dump(cfg), training, state.get("command"),
+                         formats_markdown(formats))
     atomic_write_text(paths["md"], markdown + "\n" + "\n".join(provenance_markdown(block)))
     _plot(rows, paths["png"], title)
     return paths

@@ -1,6 +1,6 @@
 """The run's resume state (``quickstart-state.json``): the config it runs with and the stages done, each with its
 wall time. A rerun with the same settings resumes; one with other settings into the same folder is refused, so one
-folder always holds one experiment (only ``rounds`` may grow)."""
+folder always holds one experiment (only ``rounds`` may grow, and ``formats`` change)."""
 
 from __future__ import annotations
 
@@ -40,16 +40,26 @@ def load_state(layout: Layout, cfg: QuickstartConfig) -> dict[str, Any]:
         if not keys:  # the same run as stored by an older actune
             state["config"] = config
             return state
-        if keys == ["rounds"] and config["rounds"] > old.get("rounds", 0):
-            # More rounds on a finished run: earlier rounds stay valid (round r reads only rounds < r);
-            # eval and report are redone, and eval's stores skip the models already evaluated.
-            state["done"] = {k: v for k, v in state["done"].items() if not k.startswith(("eval ", "report"))}
+        if _extends(keys, old, config):
+            state["done"] = {k: v for k, v in state["done"].items() if not k.startswith(_redone(keys))}
             state["config"] = config
             return state
         raise ConfigError(f"{layout.out} holds a quickstart run with other settings (differs in: "
                           f"{', '.join(keys)}); use another --out, or the same preset, seed and overrides to resume "
-                          "(only --rounds may grow)")
+                          "(only --rounds may grow, and formats change)")
     return state
+
+
+def _extends(keys: list[str], old: dict[str, Any], config: dict[str, Any]) -> bool:
+    """Whether a config differing from the stored one in ``keys`` extends its run: more rounds (round r reads only
+    rounds < r) or other ``formats`` (each format's stages are its own, on round 1's store), nothing else."""
+    return set(keys) <= {"rounds", "formats"} and ("rounds" not in keys or config["rounds"] > old.get("rounds", 0))
+
+
+def _redone(keys: list[str]) -> tuple[str, ...]:
+    """The stages an extended run does again: the report, and with more rounds every eval (eval's stores skip the
+    models already evaluated)."""
+    return ("eval ", "report") if "rounds" in keys else ("report",)
 
 
 def stored_config_as_current(old: dict[str, Any]) -> dict[str, Any]:

@@ -45,7 +45,10 @@ class CardError(ValueError):
     """A card cannot be written for this folder (no prompt spec, a card of someone else's in the way...)."""
 
 _METHODS = {"react": ("ReAct", "Thought", "Action i: tool[argument] ... Action n: finish[answer]"),
-            "reflact": ("ReflAct", "Reflection", "Action i: tool[argument] ... FINAL ANSWER: answer")}
+            "reflact": ("ReflAct", "Reflection", "Action i: tool[argument] ... FINAL ANSWER: answer"),
+            "act": ("Act", None, "Action i: tool[argument] ... Action n: finish[answer]"),
+            "cot": ("CoT", "Thought", "Thought: ... Answer: answer"),
+            "standard": ("Standard", None, "Answer: answer")}
 
 
 def _known_name(name: str) -> str | None:
@@ -224,9 +227,14 @@ def _what_it_is(base_id: str | None, base_name: str, merged: bool) -> str:
 
 def _method_paragraph(method: str, mask_observations: bool | None) -> str:
     _, label, ending = _METHODS.get(method, (method, "Thought", "Action i: ..."))
-    return (f"`{method}`: each step is `{label} i: ...` then an action, answered by `Observation i: ...` "
-            f"(`{ending}`). "
-            + {True: f"Loss is on what the model writes ({label.lower()}s, actions, answers), never on the prompt or "
+    if method in ("cot", "standard"):
+        shape = f"`{method}`: one answer, no tool (`{ending}`). "
+    else:
+        step = f"`{label} i: ...` then an action" if label else "an action"
+        shape = f"`{method}`: each step is {step}, answered by `Observation i: ...` (`{ending}`). "
+    written = ", ".join(w for w in ((label or "").lower() + "s", "actions", "answers") if w != "s")
+    return (shape
+            + {True: f"Loss is on what the model writes ({written}), never on the prompt or "
                      "observations (`mask_observations: true`).",
                False: "Loss is on every token, prompt and observations included (`mask_observations: false`).",
                None: "Which tokens carried loss is not recorded."}[mask_observations])

@@ -20,7 +20,7 @@ def test_the_registry_runs_exactly_the_listed_methods():
 
 
 def test_step_formats_are_interactive_methods_each_with_its_conversion_rule():
-    assert set(STEPS_METHODS) <= set(INTERACTIVE_METHODS) <= set(METHODS)
+    assert set(INTERACTIVE_METHODS) <= set(STEPS_METHODS) <= set(METHODS)
     assert tuple(NEVER_CONVERTIBLE) == STEPS_METHODS
     assert all(set(never) <= set(METHODS) for never in NEVER_CONVERTIBLE.values())
 
@@ -44,8 +44,8 @@ def test_every_method_is_accepted_and_an_unknown_one_is_refused_listing_them(mod
 
 def test_only_step_formats_can_be_trained():
     assert [ExportConfig(steps_method=m).steps_method for m in STEPS_METHODS] == list(STEPS_METHODS)
-    assert QuickstartConfig(methods=list(STEPS_METHODS)).methods == list(STEPS_METHODS)
-    with pytest.raises(ValidationError, match="Input should be 'react' or 'reflact'"):
-        ExportConfig(steps_method="act")
+    assert QuickstartConfig(methods=["react", "reflact"]).methods == ["react", "reflact"]
+    with pytest.raises(ValidationError, match="Input should be 'react', 'reflact', 'act', 'cot' or 'standard'"):
+        ExportConfig(steps_method="preflect")
     with pytest.raises(ValidationError, match="Input should be 'react' or 'reflact'"):
         QuickstartConfig(methods=["act"])

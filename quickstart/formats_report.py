@@ -1,0 +1,89 @@
+"""The Figure 3 table of the quickstart report (``formats``): per step format, the prompted model against the one
+fine-tuned on the run's ReAct episodes in that format, paired on the same questions.
+
+The metric is ``correct`` (exact match for QA, label accuracy for FEVER), the ReAct paper's: Standard and CoT read
+no pages, so correct & grounded cannot credit them (it is given for Act and ReAct beside it).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from actune.quickstart.config import QuickstartConfig
+from actune.quickstart.formats import PROMPTED, TUNED
+from actune.quickstart.layout import Layout
+
+__all__ = ["FORMATS_METRIC", "format_rows", "formats_markdown"]
+
+FORMATS_METRIC = "correct"
+_GROUNDED = "correct_grounded"
+_READ_NO_PAGES = ("standard", "cot")
+
+
+def _json(path: Any) -> dict[str, Any] | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def _row(fmt: str, report: dict[str, Any], summary: dict[str, Any] | None,
+         meta: dict[str, Any] | None) -> dict[str, Any] | None:
+    """One format's row from its eval report, export summary and training meta; None until both models are in."""
+    models = {m["label"]: m for m in report["models"]}
+    if PROMPTED not in models or TUNED not in models:
+        return None
+    prompted, tuned = models[PROMPTED]["metrics"], models[TUNED]["metrics"]
+    grounded = None if fmt in _READ_NO_PAGES else {"prompted": prompted.get(_GROUNDED), "tuned": tuned.get(_GROUNDED)}
+    return {"format": fmt, "prompted": prompted[FORMATS_METRIC], "tuned": tuned[FORMATS_METRIC],
+            "vs_prompted": (models[TUNED].get("vs_first") or {}).get(FORMATS_METRIC), "correct_grounded": grounded,
+            "examples": (summary or {}).get("exported"), "tasks": (summary or {}).get("tasks"),
+            "steps": (meta or {}).get("steps")}
+
+
+def format_rows(cfg: QuickstartConfig, layout: Layout) -> list[dict[str, Any]]:
+    """A row per format of ``cfg.formats`` whose eval has reported both models, in ``formats`` order."""
+    from actune.bootstrap.export import SUMMARY_FILE
+    from actune.train.run import TRAINING_META_FILE
+
+    rows = []
+    for fmt in cfg.formats:
+        report = _json(layout.format_eval_dir(fmt) / "report.json")
+        row = report and _row(fmt, report, _json(layout.format_dataset(fmt) / SUMMARY_FILE),
+                              _json(layout.format_adapter(fmt) / TRAINING_META_FILE))
+        if row:
+            rows.append(row)
+    return rows
+
+
+def _mean(est: dict[str, Any] | None) -> str:
+    return "–" if not est or est.get("mean") is None else f"{est['mean']:.3f}"
+
+
+def _interval(est: dict[str, Any]) -> str:
+    if est.get("mean") is None:
+        return "–"
+    text = f"{est['mean'] * 100:+.1f} pts"
+    return text if est.get("low") is None else f"{text} [{est['low'] * 100:+.1f}, {est['high'] * 100:+.1f}]"
+
+
+def formats_markdown(rows: list[dict[str, Any]]) -> list[str]:
+    """The report's Figure 3 section ([] without rows)."""
+    if not rows:
+        return []
+    lines = ["## Figure 3: step formats, prompted vs fine-tuned", "",
+             "Each format's adapter learnt from the same bootstrapped ReAct episodes (one a solved training task), "
+             "converted: Standard the answer, CoT the thoughts as one reasoning, Act the actions and observations. "
+             f"`{FORMATS_METRIC}` (Standard and CoT read no pages: correct & grounded cannot credit them), the tuned "
+             "model paired against the prompted one in the same method (difference with its 95% interval, b / c: "
+             "questions only the prompted / only the tuned model got right, exact McNemar p).", "",
+             "| format | prompted | tuned | gain | b / c | McNemar p | correct & grounded (prompted → tuned) "
+             "| examples (tasks) | steps |",
+             "|---|---:|---:|---|---|---:|---|---|---:|"]
+    for r in rows:
+        vs = r["vs_prompted"]
+        gain, bc, p = ("–", "–", "–") if not vs else (_interval(vs["diff"]), f"{vs['b']} / {vs['c']}",
+                                                      f"{vs['p_value']:.2g}")
+        g = r["correct_grounded"]
+        grounded = "reads no pages" if g is None else f"{_mean(g['prompted'])} → {_mean(g['tuned'])}"
+        lines.append(f"| {r['format']} | {_mean(r['prompted'])} | {_mean(r['tuned'])} | {gain} | {bc} | {p} | "
+                     f"{grounded} | {r['examples']} ({r['tasks']}) | {r['steps']} |")
+    return lines + ["", "Each format's own tables: `formats/<format>/eval/report.md`.", ""]
