@@ -197,6 +197,8 @@ def test_paper_mode_has_no_repetition_or_parse_error_ending():
                                    AgentConfig(method="react", fidelity="paper"), scorer=exact_match_scorer))
     assert (traj.finish_reason, traj.prediction, traj.info["parse_errors"]) == ("answered", "1946", 3)
     assert [s.text for s in traj.steps if s.type == "action"] == ["Search[Sony]"] * 3 + ["Dance[now]"] * 3
+    # an unusable action is answered as the paper's wikienv answers it, not with actune's format hint
+    assert [s.text for s in traj.steps if s.type == "observation"][3:] == ["Invalid action: dance[now]"] * 3
     # actune's own endings, for contrast: the third Search[Sony] ends the episode
     actune = asyncio.run(run_episode(task, FakeEnvironment(), ScriptedLLM(REPEATING), AgentConfig(method="react"),
                                      scorer=exact_match_scorer))

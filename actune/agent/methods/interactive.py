@@ -161,7 +161,8 @@ async def dispatch_step(ep: Episode, parsed: ParsedStep, i: int, tokens: int, la
     if parsed.action is None or (action_names and parsed.action.name not in action_names):
         state.errors_in_row += 1
         events, state.ended = parse_error_events(ep, parsed, i, tokens, latency, meta, state.errors_in_row,
-                                                 format_hint(ep, parsed.error))
+                                                 _paper_invalid(ep, parsed) if ep.cfg.fidelity == "paper"
+                                                 else format_hint(ep, parsed.error))
         return events, False
     state.errors_in_row = 0
     events, state.ended = action_events(ep, parsed.action, parsed.action_text, i, tokens, latency, meta,
@@ -180,6 +181,15 @@ async def observe(ep: Episode, method: str, action: Action, i: int, state: Actin
         async for ev in final_answer_now(ep, method, i + 1):
             yield ev
     state.ended = ended or answer_now
+
+
+def _paper_invalid(ep: Episode, parsed: ParsedStep) -> str:
+    """What the paper's environments answer an unusable action, which its notebooks hand them as written (first
+    letter lower-cased): wikienv ``Invalid action: ...``, ALFWorld ``Nothing happens.``."""
+    if ep.env.finish_action is None:
+        return "Nothing happens."
+    text = (parsed.action_text or "").strip()
+    return f"Invalid action: {text[:1].lower() + text[1:]}"
 
 
 async def act_on(ep: Episode, method: str, parsed: ParsedStep, i: int, tokens: int, latency: float, meta: dict,
