@@ -7,14 +7,20 @@ no pages, so correct & grounded cannot credit them (it is given for Act and ReAc
 
 from __future__ import annotations
 
+import io
 import json
+from pathlib import Path
 from typing import Any
 
+from actune.atomic_write import atomic_write_bytes
 from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.formats import PROMPTED, TUNED
 from actune.quickstart.layout import Layout
 
-__all__ = ["FORMATS_METRIC", "format_rows", "formats_markdown"]
+__all__ = ["FORMATS_METRIC", "FIGURE3_PNG", "format_rows", "formats_markdown", "plot_formats"]
+
+FIGURE3_PNG = "figure3.png"
+"""The Figure 3 plot, beside the report."""
 
 FORMATS_METRIC = "correct"
 _GROUNDED = "correct_grounded"
@@ -74,7 +80,8 @@ def formats_markdown(rows: list[dict[str, Any]]) -> list[str]:
              "converted: Standard the answer, CoT the thoughts as one reasoning, Act the actions and observations. "
              f"`{FORMATS_METRIC}` (Standard and CoT read no pages: correct & grounded cannot credit them), the tuned "
              "model paired against the prompted one in the same method (difference with its 95% interval, b / c: "
-             "questions only the prompted / only the tuned model got right, exact McNemar p).", "",
+             f"questions only the prompted / only the tuned model got right, exact McNemar p). Plot: `{FIGURE3_PNG}`.",
+             "",
              "| format | prompted | tuned | gain | b / c | McNemar p | correct & grounded (prompted → tuned) "
              "| examples (tasks) | steps |",
              "|---|---:|---:|---|---|---:|---|---|---:|"]
@@ -87,3 +94,28 @@ def formats_markdown(rows: list[dict[str, Any]]) -> list[str]:
         lines.append(f"| {r['format']} | {_mean(r['prompted'])} | {_mean(r['tuned'])} | {gain} | {bc} | {p} | "
                      f"{grounded} | {r['examples']} ({r['tasks']}) | {r['steps']} |")
     return lines + ["", "Each format's own tables: `formats/<format>/eval/report.md`.", ""]
+
+
+def plot_formats(rows: list[dict[str, Any]], path: Path, title: str) -> None:
+    """The Figure 3 plot: per format, the prompted and the tuned model's ``correct`` with its 95% interval."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(max(4.5, 1.3 * len(rows) + 1.5), 3.6), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for i, key in enumerate((PROMPTED, TUNED)):
+        ests = [r[key] for r in rows]
+        means = [e["mean"] for e in ests]
+        err = [[m - e.get("low", m) for m, e in zip(means, ests)], [e.get("high", m) - m for m, e in zip(means, ests)]]
+        bars = ax.bar([j + (i - 0.5) * 0.4 for j in range(len(rows))], means, 0.4, yerr=err, capsize=3, label=key)
+        ax.bar_label(bars, labels=[f"{m:.2f}" for m in means], fontsize="x-small", padding=2)  # a 0 bar shows too
+    ax.set_xticks(range(len(rows)), [r["format"] for r in rows])
+    ax.set_ylim(0, 1.0)
+    ax.set_ylabel(f"{FORMATS_METRIC} (95% CI)")
+    ax.set_title(f"{title}: Figure 3")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    atomic_write_bytes(path, buf.getvalue())

@@ -21,7 +21,7 @@ from actune.atomic_write import atomic_write_bytes, atomic_write_text
 from actune.config import public_dump
 from actune.provenance import provenance, provenance_markdown
 from actune.quickstart.config import QuickstartConfig
-from actune.quickstart.formats_report import format_rows, formats_markdown
+from actune.quickstart.formats_report import FIGURE3_PNG, format_rows, formats_markdown, plot_formats
 from actune.quickstart.layout import Layout
 from actune.quickstart.round_inputs import round_epochs, trains_on_previous
 from actune.serve.hardware import served_dtype
@@ -283,4 +283,7 @@ def write_quickstart_report(cfg: QuickstartConfig, layout: Layout) -> dict[str, 
                          formats_markdown(formats))
     atomic_write_text(paths["md"], markdown + "\n" + "\n".join(provenance_markdown(block)))
     _plot(rows, paths["png"], title)
+    if formats:
+        paths["figure3"] = layout.out / FIGURE3_PNG
+        plot_formats(formats, paths["figure3"], title)
     return paths

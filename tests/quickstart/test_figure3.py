@@ -199,6 +199,7 @@ def test_the_report_has_a_figure3_row_per_format(tmp_path: Path) -> None:
     assert ("| standard | 0.050 | 0.150 | +10.0 pts [+5.0, +15.0] | 1 / 3 | 0.62 | reads no pages | 12 (12) | None |"
             in md)
     assert "| react | 0.100 | 0.350 | +25.0 pts [+20.0, +30.0] | 1 / 3 | 0.62 | 0.050 → 0.050 | 12 (12) | 9 |" in md
+    assert paths["figure3"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "Plot: `figure3.png`." in md
 
 
 def test_formats_can_be_added_to_a_finished_run(tmp_path: Path) -> None:
