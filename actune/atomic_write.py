@@ -19,9 +19,10 @@ import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-__all__ = ["atomic_writer", "atomic_write_text", "atomic_write_bytes", "replace_folder", "recover_folder"]
+__all__ = ["atomic_writer", "atomic_write_text", "atomic_write_bytes", "atomic_write_png", "replace_folder",
+           "recover_folder"]
 
 
 def _create_temp(path: Path) -> tuple[int, Path]:
@@ -169,3 +170,14 @@ def replace_folder(new: str | Path, out: str | Path) -> None:
     fsync_dir(out.parent)
     if moved_aside:
         shutil.rmtree(aside, ignore_errors=True)
+
+
+def atomic_write_png(fig: Any, path: str | Path) -> Path:
+    """A matplotlib figure as a PNG at ``path``, laid out tight, written whole or not at all."""
+    import io
+
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    atomic_write_bytes(path, buf.getvalue())
+    return Path(path)

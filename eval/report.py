@@ -26,7 +26,6 @@ model), ``vs_first`` (metric of ``paired_metrics`` -> the paired comparison agai
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from actune.atomic_write import atomic_write_bytes, atomic_write_text
+from actune.atomic_write import atomic_write_png, atomic_write_text
 from actune.eval.failures import FAILURE_MODES, failure_counts
 from actune.eval.stats import HEADLINE, PAIRED_METRICS, cost_per_episode, metric_names, model_stats, paired_comparison
 from actune.provenance import provenance_markdown
@@ -311,12 +310,7 @@ def plot_scores(report: dict[str, Any], path: str | Path) -> Path:
         ax.set_ylabel(f"{metric} ({report['confidence']:.0%} CI)")
         ax.set_title(f"{report['title']}: {metric}")
         ax.legend(fontsize="small")
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    path = Path(path)
-    atomic_write_bytes(path, buf.getvalue())
-    return path
+    return atomic_write_png(fig, path)
 
 
 def write_report(report: dict[str, Any], out_dir: str | Path) -> dict[str, Path]:

@@ -7,12 +7,11 @@ no pages, so correct & grounded cannot credit them (it is given for Act and ReAc
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
-from actune.atomic_write import atomic_write_bytes
+from actune.atomic_write import atomic_write_png
 from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.formats import PROMPTED, TUNED
 from actune.quickstart.layout import Layout
@@ -115,7 +114,4 @@ def plot_formats(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     ax.set_ylabel(f"{FORMATS_METRIC} (95% CI)")
     ax.set_title(f"{title}: Figure 3")
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    atomic_write_bytes(path, buf.getvalue())
+    atomic_write_png(fig, path)

@@ -12,12 +12,11 @@ tasks, steps, epochs, rank).
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
-from actune.atomic_write import atomic_write_bytes, atomic_write_text
+from actune.atomic_write import atomic_write_png, atomic_write_text
 from actune.config import public_dump
 from actune.provenance import provenance, provenance_markdown
 from actune.quickstart.config import QuickstartConfig
@@ -256,10 +255,7 @@ def _plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     ax.set_ylabel("correct & grounded (95% CI)")
     ax.set_title(title)
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    atomic_write_bytes(path, buf.getvalue())
+    atomic_write_png(fig, path)
 
 
 def write_quickstart_report(cfg: QuickstartConfig, layout: Layout) -> dict[str, Path]:
