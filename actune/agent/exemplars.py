@@ -62,8 +62,8 @@ PAPER_PROMPT_FILES = {"wiki": "react_prompts_naive.json", "fever": "react_fever.
                       "alfworld": "react_alfworld_3prompts.json"}
 #: The key suffix of the paper's runs: HotpotQA's six trajectories, FEVER's three.
 _PAPER_KEY_SUFFIX = {"wiki": "simple6", "fever": "simple3"}
-#: ALFWorld's keys are ``<react|act>_<task type>_<n>``: the prefix of each method.
-_ALFWORLD_KEY_PREFIX = {"react": "react", "act": "act"}
+#: ALFWorld's keys are ``<method>_<task type>_<n>``, for these methods.
+_ALFWORLD_METHODS = ("react", "act")
 
 
 class ExemplarError(ValueError):
@@ -211,14 +211,14 @@ def paper_prompt_key(method: str, env: str, key: str | None = None) -> str:
 def load_paper_alfworld_examples(path: str | Path, method: str, kind: str | None) -> str:
     """The two trajectories ReAct prompted an ALFWorld game of type ``kind`` with, as alfworld.ipynb
     concatenates them: ``d[f"react_{v}_1"] + d[f"react_{v}_0"]`` (``act_`` for Act)."""
-    if method not in _ALFWORLD_KEY_PREFIX:
+    if method not in _ALFWORLD_METHODS:
         raise ExemplarError(f"the ReAct paper prompted ALFWorld with react or act, not {method!r}")
     if not kind:
         raise ExemplarError("the ReAct paper prompts an ALFWorld game with trajectories of its type: the task "
                             "names none (task.meta['task_type'])")
     p = Path(path)
     data = read_json(p, ExemplarError, "prompt file")
-    keys = [f"{_ALFWORLD_KEY_PREFIX[method]}_{kind}_{n}" for n in (1, 0)]
+    keys = [f"{method}_{kind}_{n}" for n in (1, 0)]
     missing = [k for k in keys if not isinstance(data, dict) or not isinstance(data.get(k), str)]
     if missing:
         raise ExemplarError(f"{p}: no prompt key {missing[0]!r}")
