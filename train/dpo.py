@@ -11,7 +11,9 @@ itself (:func:`tokenize_pair`, by :func:`actune.train.masking.tokenize_segments`
 token ids with a loss flag per token (:class:`MaskedPreferenceCollator`). ``train.dpo`` holds any ``DPOConfig``
 field (``beta``, ``loss_type``...) on top of actune's. The dev slice (``eval_fraction``, by task) picks the
 checkpoint of the lowest dev loss; a rerun resumes from the last complete checkpoint. On a CPU, TRL's fused LM head
-projects only the completion tokens (:func:`actune.train.speed.fused_head_on_trained_positions`).
+projects only the completion tokens (:func:`actune.train.speed.fused_head_on_trained_positions`); with
+``train.padding_free`` (the default) a batch's sequences run as one padding-free row
+(:func:`actune.train.packed_rows.pack_fused_forward`), where TRL 1.16 would pad them.
 """
 
 from __future__ import annotations
@@ -133,15 +135,25 @@ def make_dpo_trainer(cfg: TrainConfig, args: Any, start: Start, train_ds: Any, d
     import torch
     from transformers import AutoModelForCausalLM
 
-    from actune.train.speed import fused_head_on_trained_positions
+    from actune.train.packed_rows import pack_fused_forward
+    from actune.train.speed import fused_head_on_trained_positions, padding_free_matches_padded, register_varlen_sdpa
 
     fused_head_on_trained_positions(cfg.loss_head != "trl")
-    model = AutoModelForCausalLM.from_pretrained(start.model_dir, dtype=getattr(torch, start.dtype))
+    packed = cfg.padding_free
+    kwargs = {"attn_implementation": register_varlen_sdpa()} if packed else {}
+    model = AutoModelForCausalLM.from_pretrained(start.model_dir, dtype=getattr(torch, start.dtype), **kwargs)
+    if packed and not padding_free_matches_padded(model):
+        model = AutoModelForCausalLM.from_pretrained(start.model_dir, dtype=getattr(torch, start.dtype))
+        packed = False
     tokenizer = start.tokenizer
     collator = _collator_class()(pad_token_id=tokenizer.pad_token_id, max_length=args.max_length,
                                  truncation_mode=args.truncation_mode)
-    return _trainer_class()(model=model, args=args, data_collator=collator, train_dataset=train_ds,
-                            eval_dataset=dev_ds, processing_class=tokenizer, peft_config=cfg.lora.peft_config())
+    trainer = _trainer_class()(model=model, args=args, data_collator=collator, train_dataset=train_ds,
+                               eval_dataset=dev_ds, processing_class=tokenizer, peft_config=cfg.lora.peft_config())
+    if packed:  # after TRL added its fused head to the model PEFT wraps
+        pack_fused_forward(trainer.model.get_base_model())
+    trainer.padding_free = packed  # TRL's own attribute, which it keeps False in 1.16
+    return trainer
 
 
 def train_dpo(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -159,9 +171,9 @@ def train_dpo(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> 
     tokenized = tokenized_pairs(pairs, start.tokenizer, args.max_length, say, str(cfg.dataset))
     train_ds, dev_ds = _split(tokenized.select_columns([*LOSS_COLUMNS, "task_id"]), cfg)
     train_ds, dev_ds = train_ds.select_columns(LOSS_COLUMNS), dev_ds.select_columns(LOSS_COLUMNS) if dev_ds else None
-    say(f"train dpo: {len(pairs)} pairs, {len(train_ds)} trained, {len(dev_ds) if dev_ds else 0} dev; "
-        f"beta {args.beta}; start {cfg.base_model}")
     trainer = make_dpo_trainer(cfg, args, start, train_ds, dev_ds)
+    say(f"train dpo: {len(pairs)} pairs, {len(train_ds)} trained, {len(dev_ds) if dev_ds else 0} dev; "
+        f"beta {args.beta}; start {cfg.base_model}; {'padding-free' if trainer.padding_free else 'padded'} batches")
     if dev_ds is not None:
         steps = steps_per_epoch(len(train_ds), trainer.args)
         trainer.args.eval_steps = trainer.args.save_steps = max(1, math.ceil(steps / cfg.evals_per_epoch))
@@ -169,7 +181,8 @@ def train_dpo(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> 
     result = train_resuming(trainer, start.ckpt_dir, say, "train dpo")
     dev = [(int(h["step"]), float(h["eval_loss"])) for h in trainer.state.log_history if "eval_loss" in h]
     meta = {"objective": "dpo", "base_model": cfg.base_model, "pairs": len(pairs), "train_pairs": len(train_ds),
-            "dev_pairs": len(dev_ds) if dev_ds else 0, "beta": args.beta, "loss_type": list(args.loss_type),
+            "dev_pairs": len(dev_ds) if dev_ds else 0, "padding_free": trainer.padding_free, "beta": args.beta,
+            "loss_type": list(args.loss_type),
             "steps": int(trainer.state.global_step), "final_loss": float(result.training_loss),
             "dev_losses": dev, "best_checkpoint": trainer.state.best_model_checkpoint,
             "minutes": round((time.perf_counter() - t0) / 60, 2)}

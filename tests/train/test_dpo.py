@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 from agent.fake_episodes import RIGHT, WALKMAN, WRONG_EARLY, WRONG_LATE
 from agent.fake_episodes import scripted_store as _store
 
@@ -68,6 +69,37 @@ def test_two_real_dpo_steps_on_the_embedded_model(tmp_path, embedded_model, prec
     assert json.loads((tmp_path / "dpo" / "actune_prompt.json").read_text())["method"] == "react"
     saved = json.loads((tmp_path / "dpo" / "training_meta.json").read_text())
     assert saved["steps"] == 2 and len(saved["losses"]) == 2  # a loss a logged step
+    assert saved["padding_free"] is True  # the default: each batch's sequences as one row
+
+
+def test_padding_free_dpo_learns_what_padded_dpo_learns(tmp_path, embedded_model):
+    """Three real steps each way from the same seed: the same losses and the same adapter, to float rounding (the
+    exact log-probabilities and gradients: tests/train/test_packed_rows.py)."""
+    from safetensors.torch import load_file
+
+    _store(tmp_path / "s.jsonl", [(WALKMAN, RIGHT), (WALKMAN, WRONG_LATE), (WALKMAN, RIGHT), (WALKMAN, WRONG_EARLY)])
+    export_pairs(tmp_path / "s.jsonl", tmp_path / "pairs")
+    runs = {}
+    for padding_free in (True, False):
+        cfg = TrainConfig(objective="dpo", base_model=str(embedded_model), dataset=tmp_path / "pairs",
+                          output_dir=tmp_path / f"dpo-{padding_free}", max_steps=3, per_device_train_batch_size=2,
+                          eval_fraction=0.0, learning_rate=1e-3, dtype="float32",
+                          lora={"r": 4, "alpha": 8, "dropout": 0.0},  # dropout masks follow the shapes
+                          padding_free=padding_free, dpo={"beta": 0.2})
+        meta = train_dpo(cfg, log=lambda m: None)
+        assert meta["padding_free"] is padding_free
+        saved = json.loads((cfg.output_dir / "training_meta.json").read_text())
+        runs[padding_free] = (saved["losses"], load_file(cfg.output_dir / "adapter_model.safetensors"))
+    (free_losses, free), (padded_losses, padded) = runs[True], runs[False]
+    assert free_losses == pytest.approx(padded_losses, abs=1e-4)
+    assert free_losses[-1] != pytest.approx(free_losses[0], abs=1e-3)  # step 3 scores what steps 1-2 learned
+    assert free.keys() == padded.keys()
+    moved = [k for k in free if "lora_B" in k and free[k].abs().max() > 0]
+    assert moved  # two steps trained the adapter
+    # Adam's first update is about lr * sign(gradient): elements whose gradient is rounding noise may take either
+    # sign, so the adapters are compared as a whole
+    diff = torch.cat([(free[k] - padded[k]).flatten() for k in free]).norm()
+    assert float(diff) < 1e-2 * float(torch.cat([padded[k].flatten() for k in free]).norm())
 
 
 def test_the_export_command_writes_pairs_when_the_run_trains_dpo(tmp_path, capsys):
