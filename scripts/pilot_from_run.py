@@ -8,7 +8,9 @@ objectives), instead of bootstrapping and training round 1 again:
 It copies the world and the named methods' folders, and writes a state whose config is the pilot's (the same
 overrides, in the same order, as the quickstart command that follows) with only round 1's world, bootstrap, export
 and training stages done: everything after them (exploration, DPO, GRPO, eval, report) runs. Only valid where the
-pilot's settings do not change what round 1 did (the preset, seed, world and round-1 recipe).
+pilot's settings do not change what round 1 did (the preset, seed, world and round-1 recipe). Where the pilot asks
+the source's eval questions (the same ``eval_split``), the prompted and round-1 models' eval episodes are copied
+too, so eval resumes them and plays only the new models.
 
 ``--retrain`` keeps only the world and round 1's episodes: export and training run again (another wire format,
 say, from the same kept episodes), and the prompted model's test episodes are copied, so eval resumes them:
@@ -29,14 +31,17 @@ from actune.quickstart.state import comparable
 
 def main(src: Path, dst: Path, overrides: list[str], retrain: bool = False) -> None:
     cfg = load_quickstart("full", overrides, hardware=hardware_kind())
+    state = json.loads((src / "quickstart-state.json").read_text())
+    # the models round 1 left unchanged keep their eval episodes when the pilot asks the same questions
+    same_questions = state["config"].get("eval_split", "test") == cfg.eval_split
+    reused = ["prompted"] if retrain else ["prompted", "tuned-r1"] if same_questions else []
     if not dst.exists():
         dst.mkdir(parents=True)
         for part in ("world", *cfg.methods):
             shutil.copytree(src / part, dst / part, symlinks=True,
                             ignore=shutil.ignore_patterns("adapter", "dataset") if retrain else None)
-        for method in cfg.methods if retrain else ():
-            shutil.copytree(src / "eval" / method / "prompted", dst / "eval" / method / "prompted")
-    state = json.loads((src / "quickstart-state.json").read_text())
+        for method, model in ((m, r) for m in cfg.methods for r in reused):
+            shutil.copytree(src / "eval" / method / model, dst / "eval" / method / model)
     state["config"] = comparable(public_dump(cfg))
     stages = () if retrain else ("export", "train")
     keep = {"world", "bootstrap round 1", *(f"{s} {m} round 1" for m in cfg.methods for s in stages)}
