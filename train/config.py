@@ -115,7 +115,8 @@ class TrainConfig(StrictModel):
     ``sft.model_init_kwargs.attn_implementation``), so each token sees exactly what it sees in a padded
     batch: the same logits, loss and gradients (checked on the model at start: one whose attention would let
     the examples of a row see each other trains padded, and the log says so), and no compute on padding.
-    Off at batch size 1 (nothing to pad). False: TRL's padded batches."""
+    Off at batch size 1 (nothing to pad). DPO too: a batch's chosen and rejected sequences run as one row
+    (:mod:`actune.train.packed_rows`), where TRL 1.16's DPO pads them. False: TRL's padded batches."""
     loss_head: Literal["auto", "trained", "trl"] = "auto"
     """How the loss reaches the vocabulary. ``trained``: only the positions whose next token is trained go
     through the LM head (the loss never needs the logits of the others: the same loss and gradients); no
