@@ -77,7 +77,7 @@ from actune.trajectory import Step, Trajectory, read_trajectory_lines
 
 __all__ = ["ExportError", "ExportSummary", "MethodCounts", "SUMMARY_FILE", "WIRE_FORMATS", "chat_example",
            "convert_steps", "convertible", "export_dataset", "export_rows", "judge_counts", "kept_records",
-           "near_duplicates", "text_example", "tools_example"]
+           "near_duplicates", "text_example", "tools_example", "write_export"]
 
 SUMMARY_FILE = "export_summary.json"
 
@@ -665,14 +665,22 @@ def export_dataset(
     instruction names the actions). An existing ``out_dir`` is replaced only once the new one is
     complete. Nothing to export is an :class:`ExportError` naming the filter that removed everything.
     """
-    from datasets import Dataset  # heavy import: only when exporting
-
-    from actune.bootstrap.dataset_card import CARD_FILE, card_settings, dataset_card
-
     # a crash of an earlier export between its two renames left the old dataset aside: put it back even
     # if this export fails before its own swap
     recover_folder(out_dir)
     rows, summary = export_rows(stores, wire, config, actions=actions)
+    return write_export(rows, summary, out_dir, config)
+
+
+def write_export(rows: list[dict[str, Any]], summary: ExportSummary, out_dir: str | Path,
+                 config: ExportConfig | None = None) -> ExportSummary:
+    """Write rows :func:`export_rows` selected (with its summary, under ``config``) as :func:`export_dataset`
+    does: for a caller that looked at the selection before writing it."""
+    from datasets import Dataset  # heavy import: only when exporting
+
+    from actune.bootstrap.dataset_card import CARD_FILE, card_settings, dataset_card
+
+    recover_folder(out_dir)
     ds = Dataset.from_list(rows)
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)

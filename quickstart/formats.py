@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from actune.bootstrap.config import ExportConfig
 from actune.eval.config import EvalConfig, EvalModel
@@ -31,6 +32,9 @@ from actune.quickstart.round_inputs import export_stores
 from actune.quickstart.stage import Stage
 from actune.quickstart.train_child import train_in_child_process
 from actune.train.config import TrainConfig
+
+if TYPE_CHECKING:
+    from actune.bootstrap.export_summary import ExportSummary
 
 __all__ = ["PROMPTED", "TUNED", "format_stages", "format_stores", "format_export_config", "selected_episodes",
            "export_format", "format_train_config", "format_eval_config", "eval_prompted_formats", "eval_format"]
@@ -84,30 +88,33 @@ def _actions(run: RunContext) -> Callable[[str], str]:
     return actions
 
 
-def selected_episodes(run: RunContext, fmt: str) -> list[tuple[str, str]]:
-    """(store, episode id) of the examples ``fmt``'s export holds, in order."""
+def _format_rows(run: RunContext, fmt: str) -> tuple[list[dict[str, Any]], ExportSummary]:
     from actune.bootstrap.export import export_rows
 
-    rows, _ = export_rows(format_stores(run), run.cfg.train.wire_format, format_export_config(run.cfg, fmt),
-                          actions=_actions(run))
+    return export_rows(format_stores(run), run.cfg.train.wire_format, format_export_config(run.cfg, fmt),
+                       actions=_actions(run))
+
+
+def selected_episodes(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(store, episode id) of the examples an export's rows hold, in order."""
     return [(r["source_store"], r["episode_id"]) for r in rows]
 
 
 def export_format(run: RunContext, fmt: str) -> None:
     """``fmt``'s training set, refused (:class:`~actune.bootstrap.export.ExportError`) unless it holds the very
     episodes the ReAct format does."""
-    from actune.bootstrap.export import ExportError, export_dataset
+    from actune.bootstrap.export import ExportError, write_export
 
+    rows, summary = _format_rows(run, fmt)
     if fmt != "react":
-        mine, react = selected_episodes(run, fmt), selected_episodes(run, "react")
+        mine, react = selected_episodes(rows), selected_episodes(_format_rows(run, "react")[0])
         if mine != react:
             odd = sorted(set(mine) ^ set(react))[:3]
             raise ExportError(f"formats: the {fmt} export holds other episodes than the react one ({len(mine)} "
                               f"against {len(react)}; e.g. {odd}): the formats would not learn from the same data")
-    stores = format_stores(run)
-    summary = export_dataset(stores, run.layout.format_dataset(fmt), run.cfg.train.wire_format,
-                             format_export_config(run.cfg, fmt), actions=_actions(run))
-    run.log(f"export format {fmt}: {summary.exported} examples of {summary.tasks} tasks from {len(stores)} store(s)")
+    write_export(rows, summary, run.layout.format_dataset(fmt), format_export_config(run.cfg, fmt))
+    run.log(f"export format {fmt}: {summary.exported} examples of {summary.tasks} tasks from "
+            f"{len(format_stores(run))} store(s)")
 
 
 def format_train_config(run: RunContext, fmt: str) -> TrainConfig:
