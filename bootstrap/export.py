@@ -58,12 +58,11 @@ from actune.agent.config import WIRES, Wire
 from actune.agent.reflection_parts import reflection_part_problems
 from actune.agent.render import (
     COT_PREFIX,
-    USER_STEP_TYPES,
+    assistant_turns_trained,
     episode_segments,
     instruction_for,
     render_messages,
     render_text,
-    trained_step,
     trajectory_prompt_context,
 )
 from actune.agent.tool_calls import render_tool_messages, tools_for
@@ -371,24 +370,9 @@ def chat_example(traj: Trajectory) -> dict[str, Any]:
     """One record as a chat-format example (``messages`` with per-turn ``train`` flags, and metadata)."""
     ctx = trajectory_prompt_context(traj)
     messages = render_messages(ctx, traj.steps)
-    # Which assistant turns hold an unreadable action: render_messages groups the non-observation
-    # steps between observations into one assistant turn, in order.
-    bad_turns: list[bool] = []
-    current, pending = False, False
-    for s in traj.steps:
-        if s.type in USER_STEP_TYPES:
-            if pending:
-                bad_turns.append(current)
-            current, pending = False, False
-        else:
-            current, pending = current or not trained_step(s), True
-    if pending:
-        bad_turns.append(current)
-    assistant = iter(bad_turns)
-    out = []
-    for m in messages:
-        train = m["role"] == "assistant" and not next(assistant)
-        out.append({"role": m["role"], "content": m["content"], "train": train})
+    trained = iter(assistant_turns_trained(traj.steps))
+    out = [{"role": m["role"], "content": m["content"], "train": m["role"] == "assistant" and next(trained)}
+           for m in messages]
     return {**_meta(traj, "chat"), "messages": out}
 
 

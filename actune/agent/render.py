@@ -52,6 +52,7 @@ __all__ = [
     "trajectory_prompt_context",
     "episode_segments",
     "trained_step",
+    "assistant_turns_trained",
 ]
 
 log = logging.getLogger(__name__)
@@ -432,6 +433,23 @@ def trained_step(step: Step) -> bool:
     if step.type in USER_STEP_TYPES or (step.type == "plan" and step.meta.get("reviser") == "reflector"):
         return False
     return not (step.type == "action" and step.action_name is None)
+
+
+def assistant_turns_trained(steps: list[Step]) -> list[bool]:
+    """For each assistant turn the chat and tools wires make of ``steps`` (the steps between two observations, in
+    order), whether a tuned model learns it: every step of it :func:`trained_step` accepts."""
+    flags: list[bool] = []
+    current: bool | None = None
+    for s in steps:
+        if s.type in USER_STEP_TYPES:
+            if current is not None:
+                flags.append(current)
+            current = None
+        else:
+            current = (current is None or current) and trained_step(s)
+    if current is not None:
+        flags.append(current)
+    return flags
 
 
 def episode_segments(traj: Trajectory, every_model_step: bool = False) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ import json
 from typing import Any
 
 from actune.agent.parser import ParsedStep
-from actune.agent.render import REFLECTION_FORMATS, USER_STEP_TYPES, PromptContext, trained_step
+from actune.agent.render import REFLECTION_FORMATS, USER_STEP_TYPES, PromptContext, assistant_turns_trained
 from actune.envs.actions import ActionSpec, tool_schema
 from actune.envs.base import Action
 from actune.trajectory import Step
@@ -51,8 +51,9 @@ def _arguments(spec: ActionSpec | None, value: str) -> str:
 def render_tool_messages(ctx: PromptContext, steps: list[Step],
                          specs: tuple[ActionSpec, ...]) -> list[dict[str, Any]]:
     """Chat messages of the tools wire (module docstring); each carries ``train`` (what a tuned model learns to
-    write: an assistant turn whose every step :func:`~actune.agent.render.trained_step` accepts)."""
+    write: :func:`~actune.agent.render.assistant_turns_trained`)."""
     by_name = {s.name: s for s in specs}
+    trained = iter(assistant_turns_trained(steps))
     msgs: list[dict[str, Any]] = []
     if ctx.instruction:
         msgs.append({"role": "system", "content": ctx.instruction.rstrip("\n"), "train": False})
@@ -68,8 +69,7 @@ def render_tool_messages(ctx: PromptContext, steps: list[Step],
             turn = None
             continue
         if turn is None:
-            turn = {"role": "assistant", "content": "", "train": True}
-        turn["train"] = turn["train"] and trained_step(s)
+            turn = {"role": "assistant", "content": "", "train": next(trained)}
         if s.type in ("thought", "reflection"):
             turn["content"] = s.text
         elif s.action_name is not None:

@@ -213,3 +213,18 @@ def test_docqa_exemplars_match_the_real_environment():
                 assert result.done and result.info["cited"] and strip_citations(result.info["answer"]) == ex.answer
     # the documented names (not the ReAct alias search[...]), so a model learns what describe_actions lists
     assert used == {"lexical_search", "finish"}
+
+
+def test_assistant_turns_trained_flags_each_turn_between_observations():
+    from actune.agent.render import assistant_turns_trained
+    from actune.trajectory import Step
+
+    revised = Step("plan", "p2", 0, meta={"reviser": "reflector"})
+    steps = [Step("thought", "t", 1), Step("action", "search[a]", 1, action_name="search", action_arg="a"),
+             Step("observation", "o", 1),
+             Step("thought", "t", 2), Step("action", "", 2),  # unreadable: answered with a hint, not learnt
+             Step("observation", "hint", 2),
+             revised, Step("answer", "finish[a]", 3, action_name="finish", action_arg="a")]
+    assert assistant_turns_trained(steps) == [True, False, False]
+    assert assistant_turns_trained(steps[:3]) == [True]  # ends on an observation: no open turn
+    assert assistant_turns_trained([]) == []
