@@ -29,6 +29,13 @@ from actune.quickstart.config import hardware_kind, load_quickstart
 from actune.quickstart.state import comparable
 
 
+def moved_model(store: Path, src: Path, dst: Path) -> None:
+    """A copied eval store whose records name the model by its folder under ``src`` names the copy under ``dst``
+    (the same weights, copied): else eval refuses to add the pilot's episodes to a store of another model."""
+    old, new = json.dumps(str(src.resolve()))[1:-1], json.dumps(str(dst.resolve()))[1:-1]
+    store.write_text(store.read_text().replace(f'"{old}/', f'"{new}/'))
+
+
 def main(src: Path, dst: Path, overrides: list[str], retrain: bool = False) -> None:
     cfg = load_quickstart("full", overrides, hardware=hardware_kind())
     state = json.loads((src / "quickstart-state.json").read_text())
@@ -42,6 +49,7 @@ def main(src: Path, dst: Path, overrides: list[str], retrain: bool = False) -> N
                             ignore=shutil.ignore_patterns("adapter", "dataset") if retrain else None)
         for method, model in ((m, r) for m in cfg.methods for r in reused):
             shutil.copytree(src / "eval" / method / model, dst / "eval" / method / model)
+            moved_model(dst / "eval" / method / model / "trajectories.jsonl", src, dst)
     state["config"] = comparable(public_dump(cfg))
     stages = () if retrain else ("export", "train")
     keep = {"world", "bootstrap round 1", *(f"{s} {m} round 1" for m in cfg.methods for s in stages)}
