@@ -64,8 +64,9 @@ def _one(objective: str, config_json: str) -> dict[str, Any]:
             tokenized = tokenize_dataset(load_from_disk(str(cfg.dataset)), start.tokenizer, cfg)
             train_ds = tokenized.select_columns(["input_ids", "labels"])
             args = sft_args(cfg, start.dtype, Path(tmp))
-            trainer, _ = make_trainer(cfg, args, start.dtype, start.model_dir, start.tokenizer, train_ds,
-                                      callbacks=[clock])
+            trainer, speed = make_trainer(cfg, args, start.dtype, start.model_dir, start.tokenizer, train_ds,
+                                          callbacks=[clock])
+            padding_free = speed["padding_free"]
         else:
             from actune.train.dpo import LOSS_COLUMNS, dpo_args, make_dpo_trainer, tokenized_pairs
 
@@ -74,13 +75,14 @@ def _one(objective: str, config_json: str) -> dict[str, Any]:
             pairs = tokenized_pairs(load_from_disk(str(cfg.dataset)), start.tokenizer, args.max_length, print)
             trainer = make_dpo_trainer(cfg, args, start, pairs.select_columns(LOSS_COLUMNS))
             trainer.add_callback(clock)
+            padding_free = trainer.padding_free
         setup_s = time.perf_counter() - t0  # the model load, and DPO's reference pass when it is precomputed
         trainer.train()  # train_speed's timed_train counts SFT tokens, which a pair has not; steps are timed alike
     if len(clock.ends) < 2:
         raise RuntimeError("run at least 2 steps: the first one is a warm-up and is not counted")
     wall, steps = clock.ends[-1] - clock.ends[0], len(clock.ends) - 1
     return {"step_s": round(wall / steps, 3), "steps": steps, "setup_s": round(setup_s, 2),
-            "padding_free": bool(getattr(trainer, "padding_free", cfg.padding_free)),
+            "padding_free": padding_free,
             "machine": cpu_features.describe_cpu(), "dtype": start.dtype}
 
 

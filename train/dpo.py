@@ -142,9 +142,8 @@ def make_dpo_trainer(cfg: TrainConfig, args: Any, start: Start, train_ds: Any, d
     packed = cfg.padding_free
     kwargs = {"attn_implementation": register_varlen_sdpa()} if packed else {}
     model = AutoModelForCausalLM.from_pretrained(start.model_dir, dtype=getattr(torch, start.dtype), **kwargs)
-    if packed and not padding_free_matches_padded(model):
-        model = AutoModelForCausalLM.from_pretrained(start.model_dir, dtype=getattr(torch, start.dtype))
-        packed = False
+    # as SFT does: a model that fails the check keeps its attention, which attends padded batches as SDPA does
+    packed = packed and padding_free_matches_padded(model)
     tokenizer = start.tokenizer
     collator = _collator_class()(pad_token_id=tokenizer.pad_token_id, max_length=args.max_length,
                                  truncation_mode=args.truncation_mode)

@@ -102,6 +102,19 @@ def test_padding_free_dpo_learns_what_padded_dpo_learns(tmp_path, embedded_model
     assert float(diff) < 1e-2 * float(torch.cat([padded[k].flatten() for k in free]).norm())
 
 
+def test_a_model_that_fails_the_padding_free_check_trains_padded(tmp_path, embedded_model, monkeypatch):
+    import actune.train.speed as speed
+
+    monkeypatch.setattr(speed, "padding_free_matches_padded", lambda model: False)
+    _store(tmp_path / "s.jsonl", [(WALKMAN, RIGHT), (WALKMAN, WRONG_LATE)])
+    export_pairs(tmp_path / "s.jsonl", tmp_path / "pairs")
+    cfg = TrainConfig(objective="dpo", base_model=str(embedded_model), dataset=tmp_path / "pairs",
+                      output_dir=tmp_path / "dpo", max_steps=1, per_device_train_batch_size=1, eval_fraction=0.0,
+                      dtype="float32", lora={"r": 4, "alpha": 8})
+    meta = train_dpo(cfg, log=lambda m: None)
+    assert meta["padding_free"] is False and meta["steps"] == 1
+
+
 def test_the_export_command_writes_pairs_when_the_run_trains_dpo(tmp_path, capsys):
     import argparse
 
