@@ -11,6 +11,15 @@
   collected by the loop). A small model answers comparisons right by chance half the time; grounding
   keeps only answers that were looked up. Tasks without supporting titles cannot be checked: they
   count as grounded and the verdict says ``grounding_checked: false``.
+- evidence (the headline's sense of "grounded"): where the task names the sentences that hold its answer
+  (``task.meta["evidence"]``: a list of evidence sets, each a list of sentences; HotpotQA's
+  ``supporting_facts`` resolved against the corpus), grounded means every sentence of one set was SHOWN in the
+  episode's observations (whitespace and case aside), not merely that its page was opened: a search shows a
+  page's first sentences, a lookup one more. ``grounding_level`` is then ``"evidence"`` and ``pages_read``
+  keeps the page-level check beside it. A task marked ``meta["evidence_known"] = False`` (a HotpotQA record
+  with supporting titles but no supporting sentences) is never evidence-grounded by default: its verdict says
+  ``grounding_level: "page"`` and :func:`record_verdict` leaves its ``grounded`` score out, so reports score
+  it apart. Other tasks (a plug-in's, ALFWorld) keep the page-level rule below.
 - FEVER: a claim may have several evidence sets (``task.meta["evidence_sets"]``, from
   :mod:`actune.tasks.fever`), each enough on its own to verify it. Grounded means ANY ONE set was read
   in full, not every title of every set (which would ask for pages the claim does not need);
@@ -41,7 +50,8 @@ from actune.agent.validate import step_order_problems
 from actune.envs.titles import normalize_title
 from actune.trajectory import Trajectory
 
-__all__ = ["NO_PAGE_METHODS", "Verdict", "judge", "record_verdict", "titles_read", "verdict_of"]
+__all__ = ["NO_PAGE_METHODS", "Verdict", "evidence_sets", "judge", "observations_text", "record_verdict", "titles_read",
+           "verdict_of"]
 
 NO_PAGE_METHODS: tuple[str, ...] = ("standard", "cot", "cot_sc")
 """Methods (of :data:`actune.agent.config.METHODS`) that answer from the model alone, reading no pages.
@@ -72,12 +82,45 @@ class Verdict:
     Defaults to true so verdicts stored before this field existed load unchanged."""
     reflection_problems: list[str] = field(default_factory=list)
     """ReflAct reflections lacking a part (module docstring); not part of ``kept``."""
+    grounding_level: str = "page"
+    """``"evidence"``: ``grounded`` says the supporting sentences were shown; ``"page"``: that the supporting
+    pages were opened (no sentences known for the task)."""
+    pages_read: bool | None = None
+    """The page-level check (every supporting page of one set opened), whatever ``grounding_level`` is; None in
+    verdicts stored before it existed."""
+    missing_evidence: list[str] = field(default_factory=list)
+    """Evidence sentences never shown (those of the closest set), with ``grounding_level == "evidence"``."""
+    evidence_known: bool = True
+    """False when the task's source lacks the sentences that hold its answer (``meta["evidence_known"]``): its
+    ``grounded`` is page-level only and reports leave it out of the evidence-level headline."""
 
 
 def titles_read(traj: Trajectory) -> list[str]:
     """The page titles the episode's observations came from, in the order first read."""
     env_info = traj.info.get("env_info") or {}
     return [t for t in env_info.get("titles") or [] if isinstance(t, str)]
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def observations_text(traj: Trajectory) -> str:
+    """Everything the episode's observations showed, whitespace-squashed and lower-cased (one string: an
+    evidence sentence is looked for in it whole)."""
+    return _squash(" \n ".join(s.text for s in traj.steps if s.type == "observation"))
+
+
+def evidence_sets(task_meta: dict[str, Any]) -> list[list[str]]:
+    """The task's evidence sets (lists of sentences; empty ones and non-strings dropped)."""
+    sets = task_meta.get("evidence") or []
+    out = [[x for x in s if isinstance(x, str) and x.strip()] for s in sets if isinstance(s, list)]
+    return [s for s in out if s]
+
+
+def _missing_evidence(sets: list[list[str]], shown: str) -> list[str]:
+    """The sentences of the closest set (fewest unshown, the first on a tie) that ``shown`` lacks."""
+    return min(([x for x in s if _squash(x) not in shown] for s in sets), key=len)
 
 
 def _missing(titles: list[Any], read: set[str]) -> list[str]:
@@ -103,18 +146,29 @@ def judge(traj: Trajectory, require_grounded: bool = True) -> Verdict:
         supporting = traj.task.meta.get("supporting_titles") or []
         missing = _missing(supporting, read)
         checked = bool(supporting)
-    grounded = not missing
+    pages_read = not missing
+    sentences = evidence_sets(traj.task.meta)
+    missing_evidence = _missing_evidence(sentences, observations_text(traj)) if sentences else []
+    grounded = not missing_evidence if sentences else pages_read
     kept = correct and (grounded or not require_grounded) and not problems
-    return Verdict(correct=correct, grounded=grounded, kept=kept, grounding_checked=checked,
+    return Verdict(correct=correct, grounded=grounded, kept=kept, grounding_checked=checked or bool(sentences),
                    require_grounded=require_grounded, missing_titles=missing, order_problems=problems,
-                   reflection_problems=reflection_part_problems(traj))
+                   reflection_problems=reflection_part_problems(traj),
+                   grounding_level="evidence" if sentences else "page", pages_read=pages_read,
+                   missing_evidence=missing_evidence,
+                   evidence_known=traj.task.meta.get("evidence_known") is not False)
 
 
 def record_verdict(traj: Trajectory, verdict: Verdict) -> Trajectory:
     """Write ``verdict`` into the record: whole in ``info["verdict"]``, and ``grounded``/``kept`` as 0/1
     scores beside the metric's (so filters over ``scores`` see them). Returns ``traj``."""
     traj.info["verdict"] = asdict(verdict)
-    traj.scores["grounded"] = float(verdict.grounded)
+    if verdict.evidence_known:
+        traj.scores["grounded"] = float(verdict.grounded)
+    else:  # page-level only where the source lacks the sentences: left out of the evidence-level headline
+        traj.scores.pop("grounded", None)
+    if verdict.pages_read is not None:
+        traj.scores["pages_read"] = float(verdict.pages_read)
     traj.scores["kept"] = float(verdict.kept)
     return traj
 

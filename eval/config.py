@@ -124,6 +124,15 @@ class EvalConfig(StrictModel):
     """Resume a model's store (``out_dir/<label>/``) even when its records of the model's method were produced
     by another base model, adapter, prompt or task file (each record's ``info.fingerprint``): its report then
     mixes both. Without it such an eval is refused, naming the differences."""
+    yardsticks: bool = True
+    """Run the content-free policies (:mod:`actune.eval.yardsticks`: a constant answer, the relation's most
+    frequent training answer, answers read off the question, with and without opening the pages it names) on
+    the same tasks, as rows of the report, and pair every model against the best of them. Never for ALFWorld
+    (a constant answer plays no game)."""
+    yardstick_train: TaskConfig | None = None
+    """The training questions the yardsticks' answers are fitted on (never the tasks under test). None: no
+    training answers to count, so the constant policies answer "yes" and the question-only ones keep their
+    defaults (yes, the first option)."""
     env: EnvConfig = Field(default_factory=EnvConfig)
     """The environment."""
     tasks: TaskConfig = Field(default_factory=TaskConfig)

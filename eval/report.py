@@ -103,10 +103,31 @@ def _paired(a: ModelResult, b: ModelResult, samples: int, confidence: float, see
                                  seed=seed).to_dict() for m in PAIRED_METRICS}
 
 
+def best_yardstick(yardsticks: Sequence[ModelResult], samples: int, confidence: float,
+                   seed: int) -> ModelResult | None:
+    """The yardstick with the highest headline mean (``correct`` breaking ties; the first of equals)."""
+    def key(y: ModelResult) -> tuple[float, float]:
+        stats = model_stats(y.records, samples=samples, confidence=confidence, seed=seed,
+                            metrics=[HEADLINE, "correct"], per_kind=False)["metrics"]
+        return (stats[HEADLINE]["mean"] or 0.0, stats["correct"]["mean"] or 0.0)
+    return max(yardsticks, key=key) if yardsticks else None
+
+
+def _yardstick_block(ys: Sequence[ModelResult], results: Sequence[ModelResult], metrics: list[str], samples: int,
+                     confidence: float, seed: int) -> tuple[list[dict[str, Any]], ModelResult | None]:
+    best = best_yardstick(ys, samples, confidence, seed)
+    rows = [{"label": y.label, "policy": y.model, "best": y is best,
+             **model_stats(y.records, samples=samples, confidence=confidence, seed=seed, metrics=metrics)} for y in ys]
+    return rows, best
+
+
 def build_report(results: Sequence[ModelResult], *, samples: int, confidence: float, seed: int,
-                 title: str = "eval", extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Every number of the report (see the module docstring)."""
+                 title: str = "eval", extra: dict[str, Any] | None = None,
+                 yardsticks: Sequence[ModelResult] = ()) -> dict[str, Any]:
+    """Every number of the report (see the module docstring); ``yardsticks`` (content-free policies on the same
+    tasks, :mod:`actune.eval.yardsticks`) become rows of their own and every model is paired against the best."""
     metrics = metric_names([t for r in results for t in r.records])
+    ys_rows, best = _yardstick_block(yardsticks, results, metrics, samples, confidence, seed)
     models = []
     phrasings = phrasing_breakdown(results, samples=samples, confidence=confidence, seed=seed)
     for i, r in enumerate(results):
@@ -121,11 +142,20 @@ def build_report(results: Sequence[ModelResult], *, samples: int, confidence: fl
             "endpoint": dict(r.endpoint) if r.endpoint else None, "store": r.store, **stats,
             "cost": cost_per_episode(r.records), "failures": failure_counts(r.records), "vs_first": vs_first,
             "vs_reference": vs_reference,
+            "vs_yardstick": ({"label": best.label, **_paired(best, r, samples, confidence, seed)}
+                             if best is not None else None),
             "by_phrasing": phrasings[i],
         })
     return {"title": title, "confidence": confidence, "bootstrap_samples": samples, "seed": seed,
             "headline": HEADLINE, "metrics": metrics, "paired_metrics": list(PAIRED_METRICS),
-            "total_episodes": sum(len(r.records) for r in results), **(extra or {}), "models": models}
+            "total_episodes": sum(len(r.records) for r in results), **(extra or {}),
+            "evidence_unknown_tasks": _evidence_unknown(results), "yardsticks": ys_rows,
+            "best_yardstick": best.label if best is not None else None, "models": models}
+
+
+def _evidence_unknown(results: Sequence[ModelResult]) -> int:
+    """Tasks whose source lacks the supporting sentences (scored apart: no evidence-level headline value)."""
+    return len({t.task.id for r in results for t in r.records if t.task.meta.get("evidence_known") is False})
 
 
 def _score(est: dict[str, Any]) -> str:
@@ -167,7 +197,7 @@ def headline_sentence(report: dict[str, Any]) -> str:
     h = report["headline"]
     models = report["models"]
     scores = ", ".join(f"`{m['label']}` {_score(m['metrics'][h])}" for m in models)
-    text = f"**Headline, `{h}`** (correct and grounded: every supporting page read): {scores}"
+    text = f"**Headline, `{h}`** (correct and grounded: {GROUNDED_MEANS}): {scores}"
     if len(models) > 1:
         first = models[0]["label"]
         diffs = []
@@ -175,7 +205,17 @@ def headline_sentence(report: dict[str, Any]) -> str:
             c = m["vs_first"][h]
             diffs.append(f"`{m['label']}` − `{first}` {_signed(c['diff'])} (McNemar p = {c['p_value']:.4g})")
         text += "; " + ", ".join(diffs)
+    best = report.get("best_yardstick")
+    if best:
+        row = next(y for y in report["yardsticks"] if y["label"] == best)
+        diffs = [f"`{m['label']}` − it {_signed(m['vs_yardstick'][h]['diff'])} "
+                 f"(p = {m['vs_yardstick'][h]['p_value']:.4g})" for m in models if m.get("vs_yardstick")]
+        text += f". The best content-free policy, `{best}`, scores {_score(row['metrics'][h])}: " + ", ".join(diffs)
     return text + "."
+
+
+GROUNDED_MEANS = ("the supporting sentences shown in the episode's observations where the task names them, else "
+                  "every supporting page opened")
 
 
 def _phrasing_markdown(models: list[dict[str, Any]], first: str) -> list[str]:
@@ -203,6 +243,34 @@ def _phrasing_markdown(models: list[dict[str, Any]], first: str) -> list[str]:
     return lines
 
 
+def _yardstick_markdown(report: dict[str, Any], metrics: list[str], pct: str) -> list[str]:
+    """The content-free policies' scores, then every model paired against the best of them."""
+    ys = report.get("yardsticks") or []
+    lines: list[str] = []
+    if report.get("evidence_unknown_tasks"):
+        lines += ["", f"{report['evidence_unknown_tasks']} tasks name no supporting sentences (the source lacks them): "
+                  f"they have no `{HEADLINE}` value and are scored apart, on `correct` and `correct_pages_read`."]
+    if not ys:
+        return lines
+    lines += ["", "## Yardsticks: content-free policies on the same tasks", "",
+              "Each answers from the question and the training answers alone (`actune.eval.yardsticks`); "
+              "`+search` opens the pages the question names first, which never changes its answer. The best "
+              f"(by `{HEADLINE}`) is marked *.", "", "| policy | tasks | " + " | ".join(metrics) + " |",
+              "|---|---:|" + "---|" * len(metrics)]
+    for y in ys:
+        lines.append(f"| {y['label']}{' *' if y['best'] else ''} | {y['tasks']} | "
+                     + " | ".join(_score(y["metrics"][k]) for k in metrics) + " |")
+    lines += ["", f"### Paired against `{report['best_yardstick']}`", "",
+              f"Difference (model − yardstick), paired bootstrap {pct} interval; exact McNemar test.", "",
+              "| label | metric | tasks | difference | b | c | McNemar p |", "|---|---|---:|---|---:|---:|---:|"]
+    for m in report["models"]:
+        for metric in report["paired_metrics"]:
+            c = m["vs_yardstick"][metric]
+            lines.append(f"| {m['label']} | {metric} | {c['tasks']} | {_signed(c['diff'])} | {c['b']} | {c['c']} | "
+                         f"{c['p_value']:.4g} |")
+    return lines
+
+
 def format_markdown(report: dict[str, Any]) -> str:
     """The report as Markdown: the headline, scores, per kind, cost, failure modes, paired tests against the
     first model."""
@@ -216,7 +284,8 @@ def format_markdown(report: dict[str, Any]) -> str:
     lines += [f"Scores are means over tasks (a task's attempts averaged) with {pct} percentile bootstrap intervals "
               f"({report['bootstrap_samples']} resamples, seed {report['seed']}). `correct` is the task's own "
               "correctness flag (exact match for QA); `correct_grounded` also needs the judge's grounding verdict "
-              "(every supporting page read), so a lucky guess does not count; a method that reads no pages (CoT) "
+              f"({GROUNDED_MEANS}; `correct_pages_read` is the page-level figure), so a lucky guess does not count; "
+              "a method that reads no pages (CoT) "
               "scores 0 on it, and a record without a verdict (written before eval judged episodes) is left out "
               "of it, not counted as wrong.", "", "## Scores", ""]
     lines.append("| label | model | served by | adapter | prompt | episodes | tasks | " + " | ".join(metrics) + " |")
@@ -236,6 +305,7 @@ def format_markdown(report: dict[str, Any]) -> str:
                     block = m["by_kind"].get(k)
                     cells.append(f"{_score(block['metrics'][metric])} (n={block['tasks']})" if block else "–")
                 lines.append(f"| {m['label']} | " + " | ".join(cells) + " |")
+    lines += _yardstick_markdown(report, metrics, pct)
     lines += _phrasing_markdown(models, first)
     lines += ["", "## Cost per episode", "", "| label | episodes | prompt tokens | completion tokens | wall s |",
               "|---|---:|---:|---:|---:|"]
@@ -284,7 +354,8 @@ def plot_scores(report: dict[str, Any], path: str | Path) -> Path:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    models = report["models"]
+    best = next((y for y in report.get("yardsticks") or [] if y["best"]), None)
+    models = [*report["models"], *([best] if best else [])]  # the best yardstick as a bar of its own
     metrics = report["paired_metrics"]
     kinds = sorted({k for m in models for k in m["by_kind"]})
     groups = ["all", *kinds] if len(kinds) > 1 else ["all"]
@@ -304,7 +375,8 @@ def plot_scores(report: dict[str, Any], path: str | Path) -> Path:
                 lows.append(0.0 if mean is None else mean - est["low"])
                 highs.append(0.0 if mean is None else est["high"] - mean)
             xs = [j + (i - (len(models) - 1) / 2) * width for j in range(len(groups))]
-            ax.bar(xs, means, width, yerr=[lows, highs], capsize=3, label=m["label"])
+            ax.bar(xs, means, width, yerr=[lows, highs], capsize=3, label=m["label"],
+                   hatch="//" if m is best else None)
         ax.set_xticks(range(len(groups)), groups)
         ax.set_ylim(0, 1.05)
         ax.set_ylabel(f"{metric} ({report['confidence']:.0%} CI)")

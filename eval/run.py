@@ -550,7 +550,7 @@ def _report(run: _EvalRun, name: str, interrupted: bool, restarts: int) -> dict[
         for p in run.plans
     ]
     report = build_report(results, samples=cfg.bootstrap_samples, confidence=cfg.confidence, seed=cfg.seed,
-                          title=name, extra={"run_id": run.run_id, "tasks": len(tasks), "attempts": cfg.attempts,
+                          yardsticks=_yardsticks(cfg, tasks), title=name, extra={"run_id": run.run_id, "tasks": len(tasks), "attempts": cfg.attempts,
                                              "interrupted": interrupted, "server_restarts": restarts,
                                              "provenance": _provenance(run)})
     paths = write_report(report, cfg.out_dir)
@@ -561,6 +561,16 @@ def _report(run: _EvalRun, name: str, interrupted: bool, restarts: int) -> dict[
         print(f"{m['label']:<16} episodes {m['episodes']:>5}  {scores}")
     print(f"eval: report in {paths['md']}, {paths['json']}, {paths['png']}", file=sys.stderr)
     return report
+
+
+def _yardsticks(cfg: EvalConfig, tasks: list[Task]) -> list[ModelResult]:
+    """The content-free policies on ``tasks`` (none when ``eval.yardsticks`` is off, or on ALFWorld)."""
+    if not cfg.yardsticks or cfg.env.name == "alfworld" or any(t.env == "alfworld" for t in tasks):
+        return []
+    from actune.eval.yardsticks import run_yardsticks
+
+    train = load_unique_tasks(cfg.yardstick_train, "eval.yardstick_train") if cfg.yardstick_train else []
+    return run_yardsticks(tasks, train, cfg.env)
 
 
 def _provenance(run: _EvalRun) -> dict[str, Any]:

@@ -9,8 +9,10 @@ episodes ran. Intervals are percentile bootstrap intervals from ``numpy.random.d
 same inputs and seed give the same numbers.
 
 The headline metric is ``correct_grounded``: an episode counts when it is correct AND the judge's verdict
-says grounded (``scores["grounded"]``, written by :func:`actune.judge.record_verdict`: every
-supporting page was read). A small model answers a two-way comparison right half the time by chance;
+says grounded (``scores["grounded"]``, written by :func:`actune.judge.record_verdict`: the supporting
+sentences were shown in its observations where the task names them, else every supporting page was read). A
+task whose source lacks its supporting sentences (``evidence_known: false``) has no value for it and is scored
+apart; ``correct_pages_read`` (correct, and every supporting page opened) is the page-level figure beside it. A small model answers a two-way comparison right half the time by chance;
 this metric does not count those guesses. A record without the grounded score (written before eval
 judged episodes) has no value for it: it is left out of that metric's mean, never counted as 0. Methods
 that read no pages (CoT, Standard) are never grounded, so they score 0 on it by design.
@@ -37,13 +39,16 @@ import numpy as np
 
 from actune.trajectory import Trajectory
 
-__all__ = ["Estimate", "PairedComparison", "METRICS", "HEADLINE", "PAIRED_METRICS", "NO_KIND", "metric_names",
+__all__ = ["Estimate", "PairedComparison", "METRICS", "HEADLINE", "PAGES", "PAIRED_METRICS", "NO_KIND", "metric_names",
            "metric_value", "task_values", "bootstrap_ci", "metric_estimate", "model_stats", "mcnemar_exact",
            "paired_comparison", "cost_per_episode"]
 
 HEADLINE = "correct_grounded"
 """The metric a report leads with (see the module docstring)."""
-METRICS = (HEADLINE, "correct", "em", "f1", "acc", "won")
+PAGES = "correct_pages_read"
+"""Correct and every supporting page opened (the judge's ``pages_read``): the page-level column beside the
+evidence-level headline."""
+METRICS = (HEADLINE, "correct", PAGES, "em", "f1", "acc", "won")
 """Metrics in report order: ``correct_grounded`` and ``correct`` (the task's own correctness flag: exact
 match for QA, label accuracy for FEVER, a win for ALFWorld) always, then the metric's scores when every
 record has them."""
@@ -74,6 +79,8 @@ def _grounded(traj: Trajectory) -> bool | None:
     if v is not None:
         return bool(v)
     verdict = traj.info.get("verdict")
+    if isinstance(verdict, dict) and verdict.get("evidence_known") is False:
+        return None
     if isinstance(verdict, dict) and isinstance(verdict.get("grounded"), bool):
         return verdict["grounded"]
     return None
@@ -87,6 +94,9 @@ def metric_value(traj: Trajectory, metric: str) -> float | None:
     if metric == HEADLINE:
         grounded = _grounded(traj)
         return None if grounded is None else float(bool(traj.correct) and grounded)
+    if metric == PAGES:
+        pages = traj.scores.get("pages_read")
+        return None if pages is None else float(bool(traj.correct) and bool(pages))
     v = traj.scores.get(metric)
     return None if v is None else float(v)
 

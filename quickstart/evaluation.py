@@ -66,6 +66,7 @@ def eval_config(run: RunContext, method: str) -> EvalConfig:
     return cfg.eval.model_copy(update={
         "out_dir": run.layout.eval_dir(method), "models": models, "env": run.env(cfg.eval.env),
         "tasks": run.tasks(cfg.eval_split), "agent": run.agent(cfg.eval.agent, method), "endpoints": [],
+        "yardstick_train": run.tasks("train"),
     })
 
 

@@ -28,8 +28,9 @@ from actune.serve.hardware import served_dtype
 __all__ = ["HEADLINE", "BAR", "headline_rows", "training_rows", "write_quickstart_report"]
 
 HEADLINE = "correct_grounded"
-BAR = {"ratio": 2.0, "points": 0.10, "p": 0.01}
-"""What counts as a clear gain of a tuned model over its prompted self (issue #7)."""
+BAR = {"ratio": 2.0, "points": 0.10, "p": 0.01, "yardstick_points": 0.05}
+"""What counts as a clear gain of a tuned model over its prompted self (issue #7), and over the best content-free
+policy on the same questions (issue #48: a gain a shortcut explains is no gain), each at p < ``p``."""
 
 
 def _comparison(model: dict[str, Any], metric: str) -> dict[str, Any] | None:
@@ -57,7 +58,15 @@ def headline_rows(report: dict[str, Any], method: str) -> list[dict[str, Any]]:
                     "points": a is not None and b is not None and b - a >= BAR["points"] - 1e-9,
                     "p": cmp["p_value"] < BAR["p"],
                 }
+                ys = m.get("vs_yardstick")
+                if ys:
+                    y = ys[HEADLINE]
+                    checks["yardstick"] = (y["diff"]["mean"] is not None
+                                           and y["diff"]["mean"] >= BAR["yardstick_points"] - 1e-9
+                                           and y["p_value"] < BAR["p"])
                 row["bar"] = {**checks, "met": all(checks.values())}
+        if m.get("vs_yardstick"):
+            row["vs_yardstick"] = {"label": m["vs_yardstick"]["label"], **m["vs_yardstick"][HEADLINE]}
         ref = m.get("vs_reference")
         if ref:  # an after_sft model against the SFT model it started from
             row["vs_reference"] = {"label": ref["label"], **ref[HEADLINE]}
@@ -65,7 +74,19 @@ def headline_rows(report: dict[str, Any], method: str) -> list[dict[str, Any]]:
                                   "vs_prompted": (b.get("vs_first") or {}).get(HEADLINE)}
                               for g, b in (m.get("by_phrasing") or {}).items()}
         rows.append(row)
+        if m["label"] == "prompted":
+            rows += _yardstick_rows(report, method)
     return rows
+
+
+def _yardstick_rows(report: dict[str, Any], method: str) -> list[dict[str, Any]]:
+    """The best content-free policy of the report as a row of its own (no bar: it is the bar)."""
+    best = next((y for y in report.get("yardsticks") or [] if y.get("best")), None)
+    if best is None:
+        return []
+    return [{"method": method, "label": best["label"], "model": best.get("policy"), HEADLINE: best["metrics"][HEADLINE],
+             "correct": best["metrics"]["correct"], "cost": None, "yardstick": True,
+             "by_phrasing": {}}]
 
 
 def _pct(est: dict[str, Any]) -> str:
@@ -189,21 +210,27 @@ def _markdown(title: str, rows: list[dict[str, Any]], stages: dict[str, Any], cf
              f"answered by luck does not count). Means over held-out {split} with 95% bootstrap "
              "intervals; tuned models are paired against `prompted` (the generic few-shot prompt) with an exact "
              f"McNemar test. The bar: >= {BAR['ratio']:g}x the prompted rate, >= {BAR['points'] * 100:g} points "
-             f"higher, p < {BAR['p']:g}.", ""]
+             f"higher, p < {BAR['p']:g}; and, where the eval ran yardsticks (content-free policies: a constant "
+             "answer, answers read off the question, with and without opening the pages it names), >= "
+             f"{BAR['yardstick_points'] * 100:g} points above the best of them, p < {BAR['p']:g} (`yardstick:` rows).",
+             ""]
     for method in dict.fromkeys(r["method"] for r in rows):
         lines += [f"## {method}", "",
-                  "| model | correct & grounded | correct | vs prompted (diff) | b / c | McNemar p | ratio | bar |",
-                  "|---|---|---|---|---|---:|---:|---|"]
+                  "| model | correct & grounded | correct | vs prompted (diff) | b / c | McNemar p | ratio | "
+                  "vs best yardstick (diff, b / c, p) | bar |",
+                  "|---|---|---|---|---|---:|---:|---|---|"]
         for r in (r for r in rows if r["method"] == method):
             vs = r.get("vs_prompted")
             bar = r.get("bar")
             verdict = "–" if bar is None else ("**met**" if bar["met"] else "missed (" + ", ".join(
-                k for k in ("ratio", "points", "p") if not bar[k]) + ")")
+                k for k in ("ratio", "points", "p", "yardstick") if k in bar and not bar[k]) + ")")
+            ys = r.get("vs_yardstick")
+            vs_y = "–" if not ys else f"{_pct(ys['diff'])}, {ys['b']} / {ys['c']}, p = {ys['p_value']:.2g}"
             ratio = "–" if not vs or vs["ratio"] is None else f"{vs['ratio']:.2f}x"
             diff, bc, p = ("–", "–", "–") if not vs else (_pct(vs["diff"]), f"{vs['b']} / {vs['c']}",
                                                           f"{vs['p_value']:.2g}")
             lines.append(f"| {r['label']} | {_pct(r[HEADLINE])} | {_pct(r['correct'])} | {diff} | {bc} | {p} | "
-                         f"{ratio} | {verdict} |")
+                         f"{ratio} | {vs_y} | {verdict} |")
         lines += _reference_markdown([r for r in rows if r["method"] == method])
         lines += _phrasing_markdown([r for r in rows if r["method"] == method])
         lines += ["", f"Per-kind tables, costs and failure modes: `eval/{method}/report.md`; plot: `scores.png`.", ""]

@@ -42,8 +42,27 @@ def test_every_answerable_dev_question_tested_and_train_loses_the_one_sharing_a_
     assert (tmp_path / "corpus.jsonl").is_symlink()
     assert (tmp_path / "corpus.jsonl").resolve() == (SMALL / "wiki_paragraphs.jsonl").resolve()
     callas = next(r for r in test if r["id"] == "5a84f4c75542997175ce1f31")
+    # the evidence: the supporting sentences as the corpus writes them (Maria Callas's third, Bellini's first)
     assert callas["meta"] == {"kind": "bridge", "supporting_titles": ["Maria Callas", "Vincenzo Bellini"],
-                              "level": callas["meta"]["level"], "source": "hotpotqa-dev"}
+                              "level": callas["meta"]["level"], "source": "hotpotqa-dev", "evidence": [[
+                                  'Her repertoire ranged from classical "opera seria" to the "bel canto" operas of '
+                                  "Donizetti, Bellini and Rossini and further, to the works of Verdi and Puccini; and, "
+                                  "in her early career, to the music dramas of Wagner.",
+                                  "Vincenzo Salvatore Carmelo Francesco Bellini (] ; 3 November 1801 – 23 September "
+                                  "1835) was an Italian opera composer, who was known for his long-flowing melodic "
+                                  'lines for which he was named "the Swan of Catania".']]}
+    assert m["evidence_known"] == {"train": 4, "dev": 0, "test": 7}
+
+
+def test_a_record_without_supporting_sentences_is_marked_evidence_unknown(tmp_path: Path) -> None:
+    from actune.hotpotqa_source import task_evidence
+    from actune.task_record import Task
+
+    pages = {"a": ["A one.", " A two."], "b": ["B one."]}
+    assert task_evidence(Task("1", "q", meta={"supporting_facts": [["A", 1], ["B", 0]]}), pages) == ["A two.", "B one."]
+    # titles only (349 of the 1,388 dev records of ../shared's copy), or an index the page lacks: unknown
+    assert task_evidence(Task("2", "q", meta={"supporting_titles": ["A"]}), pages) is None
+    assert task_evidence(Task("3", "q", meta={"supporting_facts": [["A", 5]]}), pages) is None
 
 
 def test_splits_share_no_question_and_no_page_whatever_the_seed(tmp_path: Path) -> None:

@@ -143,7 +143,8 @@ def test_fever_one_evidence_set_read_in_full_is_enough() -> None:
     t = _traj(["Soul Food (film)", "Fox 2000 Pictures", "Soul Food"], ["soul_food_(film)"],
               evidence_sets=[["Fox 2000 Pictures", "Soul Food"], ["Soul Food (film)"]])
     assert judge(t) == Verdict(correct=True, grounded=True, kept=True, grounding_checked=True,
-                               require_grounded=True, missing_titles=[], order_problems=[], grounding_applies=True)
+                               require_grounded=True, missing_titles=[], order_problems=[], grounding_applies=True,
+                               pages_read=True)
     # the flat supporting_titles rule alone would have asked for all three pages
     flat = judge(_traj(["Soul Food (film)", "Fox 2000 Pictures", "Soul Food"], ["Soul Food (film)"]))
     assert (flat.grounded, flat.missing_titles) == (False, ["Fox 2000 Pictures", "Soul Food"])
@@ -156,12 +157,12 @@ def test_fever_no_set_read_lists_what_the_closest_set_lacks() -> None:
               evidence_sets=sets)
     assert judge(t) == Verdict(correct=True, grounded=False, kept=False, grounding_checked=True,
                                require_grounded=True, missing_titles=["Hayley Williams"], order_problems=[],
-                               grounding_applies=True)
+                               grounding_applies=True, pages_read=False)
     # nothing read: the closest (fewest missing) is the second; on a tie the first set would be named
     t0 = _traj(["Paramore"], [], evidence_sets=sets)
     assert judge(t0) == Verdict(correct=True, grounded=False, kept=False, grounding_checked=True,
                                 require_grounded=True, missing_titles=["Hayley Williams", "Paramore"],
-                                order_problems=[], grounding_applies=True)
+                                order_problems=[], grounding_applies=True, pages_read=False)
     tie = judge(_traj(["A", "B"], [], evidence_sets=[["A"], ["B"]]))
     assert (tie.grounded, tie.missing_titles) == (False, ["A"])
 
@@ -170,6 +171,44 @@ def test_fever_empty_evidence_sets_fall_back_to_supporting_titles() -> None:
     # NOT ENOUGH INFO claims have no sets; an empty set inside the list must not ground every episode
     assert judge(_traj([], ["A"], evidence_sets=[])) == Verdict(
         correct=True, grounded=True, kept=True, grounding_checked=False, require_grounded=True,
-        missing_titles=[], order_problems=[], grounding_applies=True)
+        missing_titles=[], order_problems=[], grounding_applies=True, pages_read=True)
     v = judge(_traj(["A"], [], evidence_sets=[[]]))
     assert (v.grounded, v.grounding_checked, v.missing_titles) == (False, True, ["A"])
+
+
+# --- evidence-level grounding --------------------------------------------------------------------------------
+
+def _evidence_traj(observations: list[str], evidence, **meta) -> Trajectory:
+    steps = []
+    for i, obs in enumerate(observations, start=1):
+        steps += [Step("action", f"search[P{i}]", i, "search", f"P{i}"), Step("observation", obs, i)]
+    steps.append(Step("answer", "finish[X]", len(observations) + 1, "finish", "X"))
+    task_meta = {"kind": "bridge", "supporting_titles": ["A", "B"], "evidence": evidence, **meta}
+    return Trajectory(task=TaskRecord("t1", "q?", "X", meta=task_meta), method="act", steps=steps,
+                      prediction="X", correct=True, info={"env_info": {"titles": ["A", "B"]}})
+
+
+def test_evidence_grounding_needs_every_sentence_shown_not_the_pages_opened() -> None:
+    evidence = [["A was born in Rome.", "Rome  is in\nItaly."]]
+    # both pages opened, only the first sentence shown (the second sat past the five a search shows)
+    v = judge(_evidence_traj(["Intro. a was born in rome. More."], evidence))
+    assert (v.grounded, v.pages_read, v.grounding_level, v.missing_evidence) == (
+        False, True, "evidence", ["Rome  is in\nItaly."])
+    assert not v.kept
+    # shown across two observations, whitespace and case aside: grounded
+    v = judge(_evidence_traj(["A was born in Rome.", "(Result 1 / 1) Rome is in Italy."], evidence))
+    assert (v.grounded, v.kept, v.missing_evidence) == (True, True, [])
+    # one of two sets shown in full is enough; the closest set is named when none is
+    v = judge(_evidence_traj(["A was born in Rome."], [["Z."], ["A was born in Rome."]]))
+    assert v.grounded
+    assert judge(_evidence_traj(["nothing"], [["x1.", "x2."], ["y1."]])).missing_evidence == ["y1."]
+
+
+def test_evidence_unknown_is_scored_apart_never_grounded_by_default() -> None:
+    t = _evidence_traj(["A was born in Rome."], [], evidence_known=False)
+    v = judge(t)
+    assert (v.grounding_level, v.evidence_known, v.pages_read, v.grounded) == ("page", False, True, True)
+    record_verdict(t, v)
+    assert "grounded" not in t.scores and t.scores["pages_read"] == 1.0
+    from actune.eval.stats import HEADLINE, PAGES, metric_value
+    assert metric_value(t, HEADLINE) is None and metric_value(t, PAGES) == 1.0

@@ -76,7 +76,7 @@ def test_report_files_hold_the_stats(tmp_path: Path) -> None:
 
     md = paths["md"].read_text()
     assert md.splitlines()[2] == (
-        f"**Headline, `correct_grounded`** (correct and grounded: every supporting page read): "
+        f"**Headline, `correct_grounded`** (correct and grounded: the supporting sentences shown in the episode's observations where the task names them, else every supporting page opened): "
         f"`prompted` {score(prompted['metrics']['correct_grounded'])}, "
         f"`tuned` {score(tuned['metrics']['correct_grounded'])}, "
         f"`oracle` {score(oracle['metrics']['correct_grounded'])}; "
@@ -120,7 +120,7 @@ def test_report_with_an_empty_model(tmp_path: Path) -> None:
                                            "wall_s": None}
     assert paths["png"].stat().st_size > 0
     md = format_markdown(report)
-    assert "**Headline, `correct_grounded`** (correct and grounded: every supporting page read): `a` –, `b` –; " in md
+    assert "**Headline, `correct_grounded`** (correct and grounded: the supporting sentences shown in the episode's observations where the task names them, else every supporting page opened): `a` –, `b` –; " in md
     assert "| b | 0 | – | – | – |" in md
 
 

@@ -1,0 +1,175 @@
+"""Yardsticks: the best content-free policies, run on the same test tasks as the models and judged alike.
+
+    results = run_yardsticks(tasks, train_tasks, env_config)      # one ModelResult per policy
+
+A tuned model's gain means something only beside what needs no reading. Each policy here decides its answer
+from the question text and the training answers alone, never from a page: it may open the pages the question
+names (so it can be "grounded" exactly as far as opening them shows the evidence), but what they say never
+changes its answer. Policies (each only where it applies; "training" is the training split, never the test):
+
+- ``constant``: the most frequent training answer, no action. With a small label set (FEVER's three labels,
+  yes/no-only tasks), one ``constant-<label>`` policy per label instead.
+- ``kind-majority``: the most frequent training answer of the task's relation (``meta.relation``, ``family``
+  or ``template``, else its ``kind``), falling back to ``constant``.
+- ``question-only``: read off the question: a yes/no question gets the training majority of yes/no; an
+  "A or B" question the option in the position training answers most often; any other the question's last
+  named entity (a capitalised span).
+- ``question-only+search``: the same answers, after searching each entity the question names (wiki-like
+  environments with a ``search`` action).
+
+Every episode is scored by the task metric and judged by :func:`actune.judge.judge`, so a yardstick's
+``correct_grounded`` means what a model's does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from actune.envs.base import Action
+from actune.envs.config import EnvConfig
+from actune.envs.factory import make_env
+from actune.eval.report import ModelResult
+from actune.judge import judge, record_verdict
+from actune.task_record import Task
+from actune.tasks.metrics import normalize_answer, score_prediction
+from actune.trajectory import ModelRecord, Step, TaskRecord, Trajectory
+
+__all__ = ["LABEL_SET_MAX", "Policy", "named_entities", "options", "policies", "run_yardsticks", "yes_no_question"]
+
+LABEL_SET_MAX = 4
+"""Training answers drawn from at most this many distinct values, each given more than once, are a label set (FEVER's):
+one constant policy each."""
+YARDSTICK_PREFIX = "yardstick:"
+_AUX = re.compile(r"^(are|is|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", re.I)
+_ENTITY = re.compile(r"(?:[A-Z0-9][\w'’.&-]*)(?:\s+(?:(?:of|the|de|da|das|do|dos|del|della|di|in|for|on|la|le|von|van|du|y|al|bin|ibn)\s+)*[A-Z0-9][\w'’.&-]*)*")
+#: opening words that are not part of a name ("Both X and Y ...", "Between X and Y, ...")
+_OPENERS = {"both", "between", "which", "what", "who", "whom", "whose", "where", "when", "how", "in", "are", "is",
+            "was", "were", "do", "does", "did", "name"}
+
+
+def yes_no_question(question: str) -> bool:
+    """A question an auxiliary verb opens ("Are A and B both ...?", "Are both A or B a genus of ...?")."""
+    return bool(_AUX.match(question.strip()))
+
+
+def options(question: str) -> tuple[str, str] | None:
+    """The two options of an "..., A or B?" question (the clause after the last comma or colon; else the
+    named entities either side of " or "); None when it offers none."""
+    text = question.strip().rstrip("?").strip()
+    if " or " not in text or yes_no_question(question):
+        return None
+    head, _, tail = text.rpartition(" or ")
+    clause = re.split(r",\s*", head)[-1]
+    if clause == head:  # no comma: the named entity just before " or "
+        found = named_entities(head)
+        clause = found[-1] if found else ""
+    found_tail = named_entities(tail)
+    second = found_tail[0] if found_tail and tail.startswith(found_tail[0]) else tail
+    first, second = clause.strip(" \"'"), second.strip(" \"'")
+    return (first, second) if first and second and first != second else None
+
+
+def named_entities(question: str) -> list[str]:
+    """Capitalised spans of the question, in order, without its opening word when that is a plain word
+    ("Which", "Are")."""
+    found = []
+    for span in _ENTITY.findall(question):
+        words = span.split()
+        while words and words[0].lower() in _OPENERS:
+            words = words[1:]
+        found.append(" ".join(words).rstrip("'’s").strip() if span.endswith(("'s", "’s")) else " ".join(words))
+    return [f for f in dict.fromkeys(found) if len(f) > 1]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One content-free policy: what it searches and what it answers, from the question alone."""
+
+    name: str
+    answer: Callable[[Task], str]
+    searches: Callable[[Task], list[str]] = lambda task: []
+
+
+def _most(counter: Counter, default: str) -> str:
+    return counter.most_common(1)[0][0] if counter else default
+
+
+def _relation(task: Task) -> str:
+    m = task.meta
+    return str(m.get("relation") or m.get("family") or m.get("template") or m.get("kind") or "")
+
+
+def _searches(task: Task) -> list[str]:
+    return list(options(task.question) or named_entities(task.question))[:3]
+
+
+def policies(train: Sequence[Task], has_search: bool) -> list[Policy]:
+    """The policies fitted on ``train`` (see the module docstring)."""
+    answers = Counter(t.answer for t in train if t.answer)
+    constant = _most(answers, "yes")
+    if 0 < len(answers) <= LABEL_SET_MAX and min(answers.values()) > 1:
+        out = [Policy(f"constant-{normalize_answer(a).replace(' ', '-') or 'blank'}", lambda t, a=a: a)
+               for a in sorted(answers)]
+        return out  # a label set: nothing but the labels to guess from
+    by_relation: dict[str, Counter] = {}
+    for t in train:
+        by_relation.setdefault(_relation(t), Counter())[t.answer] += 1
+    yes_no = Counter(normalize_answer(t.answer) for t in train if yes_no_question(t.question)
+                     and normalize_answer(t.answer) in ("yes", "no"))
+    position = Counter()
+    for t in train:
+        opts = options(t.question)
+        if opts:
+            norm = [normalize_answer(o) for o in opts]
+            if normalize_answer(t.answer) in norm:
+                position[norm.index(normalize_answer(t.answer))] += 1
+    majority_yes_no, side = _most(yes_no, "yes"), int(_most(position, 0))
+
+    def read_off(t: Task) -> str:
+        opts = options(t.question)
+        if opts:
+            return opts[side]
+        if yes_no_question(t.question):
+            return majority_yes_no
+        entities = named_entities(t.question)
+        return entities[-1] if entities else constant
+
+    out = [Policy("constant", lambda t: constant),
+           Policy("kind-majority", lambda t: _most(by_relation.get(_relation(t), Counter()), constant)),
+           Policy("question-only", read_off)]
+    if has_search:
+        out.append(Policy("question-only+search", read_off, _searches))
+    return out
+
+
+def _episode(policy: Policy, task: Task, env) -> Trajectory:
+    env.reset(task)
+    steps: list[Step] = []
+    titles: list[str] = []
+    for i, term in enumerate(policy.searches(task), start=1):
+        result = env.step(Action("search", term))
+        titles += [t for t in result.info.get("titles") or [] if isinstance(t, str)]
+        steps += [Step("action", f"search[{term}]", i, "search", term), Step("observation", result.observation, i)]
+    answer = policy.answer(task)
+    n = len(steps) // 2 + 1
+    steps.append(Step("answer", f"{env.finish_action}[{answer}]", n, env.finish_action, answer))
+    traj = Trajectory(task=TaskRecord.of(task), method="act", model=ModelRecord(name=YARDSTICK_PREFIX + policy.name),
+                      steps=steps, prediction=answer, finish_reason="answered", run_id="yardsticks",
+                      episode_id=hashlib.sha256(f"{policy.name}\x1f{task.id}".encode()).hexdigest()[:16],
+                      info={"env_info": {"titles": list(dict.fromkeys(titles))}, "parse_errors": 0})
+    traj.correct, scores = score_prediction(task, answer, {})
+    traj.scores = {k: float(v) for k, v in scores.items()}
+    return record_verdict(traj, judge(traj, require_grounded=True))
+
+
+def run_yardsticks(tasks: Sequence[Task], train: Sequence[Task], env_config: EnvConfig) -> list[ModelResult]:
+    """Every policy of :func:`policies` run on ``tasks`` in the environment ``env_config`` names."""
+    env = make_env(env_config)
+    has_search = "search" in (getattr(env, "action_names", ()) or ())
+    return [ModelResult(label=YARDSTICK_PREFIX + p.name, model="(no model: " + p.name + ")",
+                        records=[_episode(p, t, env) for t in tasks])
+            for p in policies(train, has_search)]

@@ -1,0 +1,72 @@
+"""The content-free policies on the small HotpotQA fixture, in the real wiki environment, judged like episodes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from actune.envs.config import EnvConfig
+from actune.eval.report import build_report, ModelResult
+from actune.eval.stats import HEADLINE
+from actune.eval.yardsticks import named_entities, options, policies, run_yardsticks, yes_no_question
+from actune.hotpotqa_source import HotpotQASource, write_hotpotqa_tasks
+from actune.task_record import Task
+from actune.tasks.config import TaskConfig
+from actune.tasks.loading import load_tasks
+
+SMALL = Path(__file__).resolve().parents[1] / "data" / "hotpotqa_small"
+
+
+def test_question_parsing() -> None:
+    assert options("Which magazine was started first, Arthur's Magazine or First for Women?") == (
+        "Arthur's Magazine", "First for Women")
+    assert options("Who was born first Doug Liman or Saul Metzstein?") == ("Doug Liman", "Saul Metzstein")
+    # an auxiliary verb opens a yes/no question, whatever "or" it holds
+    assert yes_no_question("Are both Lygodium or Maxillaria a genus of orchids?")
+    assert options("Are both Lygodium or Maxillaria a genus of orchids?") is None
+    assert named_entities("What profession does H. L. Mencken and Albert Camus have in common?") == [
+        "H. L. Mencken", "Albert Camus"]
+    assert named_entities("Are Fabián Bielinsky and Nelson Pereira dos Santos both directors?") == [
+        "Fabián Bielinsky", "Nelson Pereira dos Santos"]
+
+
+def test_policies_fit_on_training_answers_only() -> None:
+    train = [Task(str(i), q, a) for i, (q, a) in enumerate([
+        ("Is A older than B?", "no"), ("Was C born first?", "no"), ("Are D and E both towns?", "yes"),
+        ("Which came first, F or G?", "G"), ("Which is older, H or I?", "I"), ("Who wrote J?", "K")])]
+    by_name = {p.name: p for p in policies(train, has_search=True)}
+    assert list(by_name) == ["constant", "kind-majority", "question-only", "question-only+search"]
+    probe = [Task("a", "Are X and Y both rivers?"), Task("b", "Which is longer, Nile or Amazon?"),
+             Task("c", "Who directed The Big Sleep?")]
+    assert [by_name["question-only"].answer(t) for t in probe] == ["no", "Amazon", "The Big Sleep"]
+    assert by_name["constant"].answer(probe[0]) == "no"
+    # FEVER's labels, each given more than once: one constant policy per label and nothing else
+    labels = [Task(str(i), "claim", a) for i, a in enumerate(["SUPPORTS"] * 3 + ["REFUTES"] * 2 + ["NOT ENOUGH INFO"] * 2)]
+    assert [p.name for p in policies(labels, has_search=True)] == [
+        "constant-not-enough-info", "constant-refutes", "constant-supports"]
+
+
+def test_yardsticks_on_the_fixture_in_the_real_environment(tmp_path: Path) -> None:
+    write_hotpotqa_tasks(HotpotQASource(data_dir=str(SMALL), n_test=7, n_dev=0), tmp_path / "tasks")
+    load = lambda s: load_tasks(TaskConfig(format="custom", path=str(tmp_path / "tasks" / f"{s}.jsonl"), split=s))  # noqa: E731
+    env = EnvConfig(name="wiki", backend="local", corpus=str(tmp_path / "tasks" / "corpus.jsonl"),
+                    index_dir=str(tmp_path / "index"))
+    results = {r.label: r for r in run_yardsticks(load("test"), load("train"), env)}
+    assert list(results) == ["yardstick:constant", "yardstick:kind-majority", "yardstick:question-only",
+                             "yardstick:question-only+search"]
+    correct = {k: sum(t.correct for t in r.records) for k, r in results.items()}
+    grounded = {k: sum(bool(t.scores.get("grounded")) and t.correct for t in r.records) for k, r in results.items()}
+    # three yes/no questions answered "yes" right without reading; only opening both pages grounds two of them
+    assert correct == {"yardstick:constant": 3, "yardstick:kind-majority": 3, "yardstick:question-only": 3,
+                       "yardstick:question-only+search": 3}
+    assert grounded == {"yardstick:constant": 0, "yardstick:kind-majority": 0, "yardstick:question-only": 0,
+                        "yardstick:question-only+search": 2}
+    searched = next(t for t in results["yardstick:question-only+search"].records if "Bielinsky" in t.task.question)
+    assert [s.action_arg for s in searched.steps if s.type == "action"] == [
+        "Fabián Bielinsky", "Nelson Pereira dos Santos"]
+    # the report pairs every model against the best of them
+    model = ModelResult("tuned", records=results["yardstick:question-only"].records)
+    report = build_report([model], samples=100, confidence=0.95, seed=0, yardsticks=list(results.values()))
+    assert report["best_yardstick"] == "yardstick:question-only+search"
+    vs = report["models"][0]["vs_yardstick"]
+    assert vs["label"] == "yardstick:question-only+search"
+    assert (vs[HEADLINE]["b"], vs[HEADLINE]["c"]) == (2, 0)
