@@ -12,6 +12,12 @@ the sentence that holds the answer. A question whose answer no page shows (beyon
 returns) gets no path rather than an answer the episode never read. Every path is judged like the model's own
 episodes (correct and grounded), and the store skips tasks it holds, so a stopped run resumes.
 
+Reading, not only opening (issue #48): where the task names its evidence sentences (``meta.evidence``), the path
+shows every one of them. A sentence past the first five a search shows is brought up with ``lookup[keyword]``, the
+keyword a word of the question that the sentence holds (the one whose hits reach it soonest), as a reader would;
+a comparison's last thought quotes both pages' facts, not the winner's alone. A path that cannot show its
+evidence is judged not grounded and left out (``skipped["not_kept"]``).
+
 A FEVER claim's label is no sentence of a page: its path searches the first evidence set's pages and quotes the
 sentence that shares most words with the claim before the verdict; a NOT ENOUGH INFO claim (no evidence) searches
 the page its first words name and says the page does not settle it.
@@ -33,7 +39,7 @@ from actune.envs.base import Action, Environment, StepResult
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.envs.titles import base_title, normalize_title
-from actune.judge import judge, record_verdict
+from actune.judge import evidence_sets, judge, record_verdict
 from actune.store import TrajectoryStore
 from actune.task_record import Task
 from actune.tasks.metrics import score_prediction
@@ -101,17 +107,42 @@ def _link_thought(obs: str, next_title: str) -> str:
     return f"{sentence} I need to search {next_title}." if sentence else f"Next, I need to search {next_title}."
 
 
-def _answer_thought(observations: list[str], answer: str) -> str | None:
-    """The last thought: yes/no quotes each page's first sentence (the comparison's facts); any other answer
-    quotes the sentence that shows it (None when no page shows it)."""
-    if answer.strip().lower() in _YES_NO:
-        facts = " ".join(_first_sentence(o) for o in observations)
+_QUOTE_WORDS = 60
+"""At most this many words quoted in a last thought: eval generates a step in ``max_tokens`` (128 in the presets),
+and a thought cut off there leaves no action."""
+
+
+def _quoted(sentences: list[str]) -> str:
+    """The sentences, each cut to its share of :data:`_QUOTE_WORDS` (a cut one ends in "...")."""
+    share = max(8, _QUOTE_WORDS // max(1, len(sentences)))
+    out = []
+    for s in sentences:
+        words = s.split()
+        out.append(" ".join(words[:share]) + (" ..." if len(words) > share else ""))
+    return " ".join(out)
+
+
+def _answer_thought(observations: list[str], answer: str, task: Task | None = None) -> str | None:
+    """The last thought: a comparison (a yes/no answer, or ``meta.kind == "comparison"``) quotes both facts (its
+    evidence sentences where known, else each page's first sentence); any other answer quotes the sentence that
+    shows it (None when no page shows it)."""
+    evidence = (evidence_sets(task.meta) or [[]])[0] if task is not None else []
+    comparison = answer.strip().lower() in _YES_NO or (task is not None and task.meta.get("kind") == "comparison")
+    if comparison:
+        facts = _quoted(evidence or [_first_sentence(o) for o in observations])
         return f"{facts} So the answer is {answer}."
+    shown = " ".join(" ".join(o.split()) for o in observations).lower()
+    for sentence in reversed(evidence):  # the evidence sentence that shows the answer, where the path showed it
+        if answer.strip().lower() in sentence.lower() and " ".join(sentence.split()).lower() in shown:
+            return f"{_quoted([sentence])} So the answer is {answer}."
     for obs in reversed(observations):
-        sentence = _sentence_with(obs, answer.strip())
+        sentence = _sentence_with(_LOOKUP_PREFIX.sub("", obs), answer.strip())
         if sentence:
             return f"{sentence} So the answer is {answer}."
     return None
+
+
+_LOOKUP_PREFIX = re.compile(r"^\(Result \d+ / \d+\) ")
 
 
 def _record(task: Task, env: Environment, steps: list[Step], titles: list[str], answer: str) -> Trajectory:
@@ -138,6 +169,51 @@ class _Read:
     titles: list[str]
 
 
+_STOP = frozenset("what which where when who whom whose that this with from were was are is the and for did does "
+                  "have has had also both than then into their there they them been being film album".split())
+
+
+def _keyword(sentence: str, page: list[str], question: str) -> tuple[str, int] | None:
+    """(a word of the question that ``sentence`` holds, how many lookups of it reach the sentence): the word whose
+    hits reach it soonest, the longer word on a tie; None when no question word of four letters or more does (or
+    only past the third hit)."""
+    words = dict.fromkeys(w for w in re.findall(r"[A-Za-z0-9][\w'-]*", question) if len(w) >= 4 and w.lower() not in _STOP)
+    best: tuple[int, int, str] | None = None
+    for w in words:
+        hits = [x for x in page if w.lower() in x.lower()]
+        if sentence in hits and hits.index(sentence) < 3:
+            cand = (hits.index(sentence) + 1, -len(w), w)
+            best = cand if best is None or cand < best else best
+    return None if best is None else (best[2], best[0])
+
+
+def _look_up_evidence(task: Task, env: Environment, read: "_Read", it: int) -> int:
+    """After a search opened a page: look up each evidence sentence of the page that no observation showed yet
+    (:func:`_keyword`), appending the steps to ``read``; the last iteration used."""
+    page = getattr(env, "page", None)  # the wiki environment's open page; other environments show whole pages
+    evidence = (evidence_sets(task.meta) or [[]])[0]
+    if page is None or not evidence:
+        return it
+    sentences = [x.strip() for x in page.sentences]
+    for sentence in evidence:
+        shown = " ".join(" ".join(o.split()) for o in read.observations).lower()
+        if sentence not in sentences or " ".join(sentence.split()).lower() in shown:
+            continue
+        found = _keyword(sentence, sentences, task.question)
+        if found is None:
+            continue
+        word, times = found
+        for k in range(times):
+            it += 1
+            result = env.step(Action("lookup", word))
+            thought = (f"The page does not say it yet. I need to look up {word}." if k == 0
+                       else f"Not this one. I need to look up {word} again.")
+            read.steps += [Step("thought", thought, it), Step("action", f"lookup[{word}]", it, "lookup", word),
+                           Step("observation", result.observation, it)]
+            read.observations.append(result.observation)
+    return it
+
+
 def _search_all(task: Task, env: Environment, plan: list[tuple[str, str | None]]) -> _Read | None:
     """Run ``plan`` (each a search and the search to miss before it, or None) in a fresh episode, each step's
     thought linking it to the page before; None when a search meant to open a page opens none."""
@@ -160,9 +236,11 @@ def _search_all(task: Task, env: Environment, plan: list[tuple[str, str | None]]
         read.steps += [Step("thought", thought, it), Step("action", f"search[{term}]", it, "search", term),
                        Step("observation", result.observation, it)]
         read.observations.append(result.observation)
+        seen = len(read.observations) - 1
+        it = _look_up_evidence(task, env, read, it)
         if k + 1 < len(plan):
             nxt, nxt_miss = plan[k + 1]
-            thought = _link_thought(result.observation, nxt_miss or nxt)
+            thought = _link_thought(" ".join(read.observations[seen:]), nxt_miss or nxt)
     return read
 
 
@@ -186,7 +264,7 @@ def gold_path(task: Task, env: Environment, misses: bool = False) -> tuple[Traje
     read = _search_all(task, env, [_search_term(t, task.question, env, misses) for t in order])
     if read is None:
         return None, "page_not_found"
-    final = _answer_thought(read.observations, task.answer)
+    final = _answer_thought(read.observations, task.answer, task)
     if final is None:
         return None, "answer_not_shown"
     return _finished(task, env, read, final), None

@@ -157,3 +157,50 @@ def test_with_misses_a_path_misses_the_questions_form_then_picks_the_page_from_t
     assert steps[5][1].startswith("Could not find Marco Da Silva. Similar: [") and "Marco Da Silva (dancer)" in steps[5][1]
     assert steps[-1] == ("answer", "finish[Erika Jayne]", 4)
     assert traj.info["verdict"]["kept"] and traj.info["env_info"]["titles"] == ["Erika Jayne", "Marco Da Silva (dancer)"]
+
+
+# --- reading: evidence past the first five sentences, both facts of a comparison (issue #48) -----------------
+
+LONG = {"Mount Tabor Park": ["Mount Tabor Park is a park in Portland.", "It has a volcano.", "It has trees.",
+                             "It has paths.", "It has a reservoir.", "It has a statue.",
+                             "The park was designed by John Charles Olmsted in 1903."],
+        "Laurelhurst Park": ["Laurelhurst Park is a park in Portland, opened in 1914."]}
+
+
+def _long_env(tmp_path: Path) -> EnvConfig:
+    corpus = tmp_path / "long.jsonl"
+    corpus.write_text("".join(json.dumps({"title": t, "sentences": s}) + "\n" for t, s in LONG.items()))
+    return EnvConfig(name="wiki", corpus=str(corpus), index_dir=str(tmp_path / "idx-long"))
+
+
+def test_evidence_past_the_first_five_sentences_is_looked_up_with_a_word_of_the_question(tmp_path: Path) -> None:
+    evidence = ["The park was designed by John Charles Olmsted in 1903."]
+    task = Task(id="t9", question="Who designed Mount Tabor Park?", answer="John Charles Olmsted", split="train",
+                meta={"supporting_titles": ["Mount Tabor Park"], "kind": "bridge", "evidence": [evidence]})
+    traj, why = gold_path(task, make_env(_long_env(tmp_path)))
+    assert why is None
+    assert [(s.type, s.text) for s in traj.steps][3:] == [
+        ("thought", "The page does not say it yet. I need to look up designed."),
+        ("action", "lookup[designed]"),
+        ("observation", "(Result 1 / 1) The park was designed by John Charles Olmsted in 1903."),
+        ("thought", "The park was designed by John Charles Olmsted in 1903. So the answer is John Charles Olmsted."),
+        ("answer", "finish[John Charles Olmsted]")]
+    v = traj.info["verdict"]
+    assert (v["grounding_level"], v["grounded"], v["kept"]) == ("evidence", True, True)
+
+
+def test_a_comparison_quotes_both_facts_and_unshowable_evidence_is_not_kept(tmp_path: Path) -> None:
+    evidence = ["It has a reservoir.", "Laurelhurst Park is a park in Portland, opened in 1914."]
+    task = Task(id="t10", question="Which is older, Mount Tabor Park or Laurelhurst Park?", answer="Mount Tabor Park",
+                split="train", meta={"supporting_titles": ["Mount Tabor Park", "Laurelhurst Park"],
+                                     "kind": "comparison", "evidence": [evidence]})
+    traj, _ = gold_path(task, make_env(_long_env(tmp_path)))
+    assert traj.steps[-2].text == ("It has a reservoir. Laurelhurst Park is a park in Portland, opened in 1914. "
+                                   "So the answer is Mount Tabor Park.")
+    assert traj.info["verdict"]["kept"]
+    # a sentence no search shows and no question word finds: the path is judged not grounded, so never trained on
+    hidden = Task(id="t11", question="Which is older, Mount Tabor Park or Laurelhurst Park?", answer="Mount Tabor Park",
+                  split="train", meta={"supporting_titles": ["Mount Tabor Park", "Laurelhurst Park"],
+                                       "kind": "comparison", "evidence": [["It has a statue."]]})
+    traj, _ = gold_path(hidden, make_env(_long_env(tmp_path)))
+    assert traj.info["verdict"]["missing_evidence"] == ["It has a statue."] and not traj.info["verdict"]["kept"]
