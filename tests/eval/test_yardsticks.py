@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from actune.envs.config import EnvConfig
 from actune.eval.report import build_report, ModelResult
 from actune.eval.stats import HEADLINE
@@ -70,3 +72,22 @@ def test_yardsticks_on_the_fixture_in_the_real_environment(tmp_path: Path) -> No
     vs = report["models"][0]["vs_yardstick"]
     assert vs["label"] == "yardstick:question-only+search"
     assert (vs[HEADLINE]["b"], vs[HEADLINE]["c"]) == (2, 0)
+
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "hotpotqa"
+
+
+@pytest.mark.skipif(not (SHARED / "wiki_paragraphs.jsonl").is_file(), reason="needs ../shared/data/hotpotqa")
+def test_on_the_real_split_0_the_script_that_reads_nothing_is_the_bar(tmp_path: Path) -> None:
+    """Issue #48's finding, as the product now reports it: on split seed 0's 500 test questions (300 with their
+    supporting sentences known), answers read off the question reach exact match 59/500, and opening the pages it
+    names grounds 20 of them at the evidence level."""
+    write_hotpotqa_tasks(HotpotQASource(data_dir=str(SHARED)), tmp_path / "tasks")
+    load = lambda s: load_tasks(TaskConfig(format="custom", path=str(tmp_path / "tasks" / f"{s}.jsonl"), split=s))  # noqa: E731
+    test = load("test")
+    assert sum(t.meta.get("evidence_known") is not False for t in test) == 300
+    env = EnvConfig(name="wiki", backend="local", corpus=str(tmp_path / "tasks" / "corpus.jsonl"))
+    got = {r.label: (sum(t.correct for t in r.records), sum(bool(t.correct and t.scores.get("grounded"))
+                                                         for t in r.records)) for r in run_yardsticks(test, load("train"), env)}
+    assert got == {"yardstick:constant": (32, 0), "yardstick:kind-majority": (34, 0),
+                   "yardstick:question-only": (59, 0), "yardstick:question-only+search": (59, 20)}

@@ -39,6 +39,21 @@ def test_headline_bar_met_and_missed() -> None:
     assert missed[1]["bar"] == {"ratio": False, "points": True, "p": False, "met": False}
 
 
+def test_the_bar_asks_for_five_points_over_the_best_yardstick_and_shows_its_row() -> None:
+    report = _report((0.00, 0.0, 0.0), (0.13, 0.10, 0.16), b=1, c=40, p=1e-10)
+    y = {"mean": 0.11, "low": 0.08, "high": 0.14, "n": 300}
+    report["yardsticks"] = [{"label": "yardstick:question-only+search", "policy": "(no model)", "best": True,
+                             "metrics": {"correct_grounded": y, "correct": y}}]
+    vs = {"metric": "correct_grounded", "tasks": 300, "pairs": 300, "mean_a": 0.11, "mean_b": 0.13,
+          "diff": {"mean": 0.02, "low": -0.02, "high": 0.06, "n": 300}, "b": 23, "c": 29, "p_value": 0.49}
+    report["models"][1]["vs_yardstick"] = {"label": "yardstick:question-only+search", "correct_grounded": vs}
+    rows = headline_rows(report, "react")
+    # the gain over the prompted model is met; over the script that reads nothing it is not: a miss
+    assert [r["label"] for r in rows] == ["prompted", "yardstick:question-only+search", "tuned-r1"]
+    assert rows[2]["bar"] == {"ratio": True, "points": True, "p": True, "yardstick": False, "met": False}
+    assert rows[2]["vs_yardstick"]["b"] == 23 and "bar" not in rows[1]
+
+
 def test_report_json_is_written_with_rows(tmp_path: Path) -> None:
     cfg = load_quickstart("smoke")
     layout = Layout(tmp_path)
