@@ -4,9 +4,10 @@ Output folder::
 
     corpus.jsonl   one page a line: {"title": ..., "sentences": [...]}  (served by the wiki env)
     train.jsonl    task lines: {"id", "question", "answer", "aliases", "meta": {kind, supporting_titles,
-    dev.jsonl          template, heldout_template, lookup_needed[, answer_position][, phrasing, family]}}
-    test.jsonl
-    world.json     manifest: version, seed, sizes, mix, counts, templates[, phrasing_groups, families]
+    dev.jsonl          template, heldout_template, lookup_needed[, answer_position][, phrasing, family,
+    test.jsonl         wording_distance, wording_near[, wording_far_half][, fact_in_train]]}}
+    world.json     manifest: version, seed, sizes, mix, counts, templates[, phrasing_groups, families,
+                   heldout_distances]
 
 Everything comes from ``random.Random(cfg.seed)``, so the same config writes the same bytes.
 """
@@ -24,6 +25,7 @@ from actune.atomic_write import atomic_write_text
 from actune.config import actune_home
 from actune.world.config import WORLD_VERSION, WorldConfig
 from actune.world.entities import World, build_world
+from actune.world.phrasings import NEW_PHRASING
 from actune.world.questions import RELATIONS, TEMPLATES, sample_splits
 
 __all__ = ["GeneratedWorld", "generate_world", "write_world", "default_world_dir", "WORLD_FILES"]
@@ -63,6 +65,7 @@ def generate_world(cfg: WorldConfig) -> GeneratedWorld:
     if cfg.phrasings == "families":
         manifest["phrasing_groups"] = {split: _count(records, "phrasing") for split, records in splits.items()}
         manifest["families"] = _families_used(splits)
+        manifest["heldout_distances"] = _heldout_distances(splits)
     return GeneratedWorld(world, corpus, splits, manifest)
 
 
@@ -81,6 +84,19 @@ def _families_used(splits: dict[str, list[dict[str, Any]]]) -> dict[str, dict[st
             m = r["meta"]
             out.setdefault(m["template"], {}).setdefault(m["phrasing"], set()).add(m["family"])
     return {rel: {g: sorted(f) for g, f in sorted(groups.items())} for rel, groups in sorted(out.items())}
+
+
+def _heldout_distances(splits: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, dict[str, int]]]:
+    """Split -> relation -> held-out family asked there -> its questions' least ``wording_distance`` (word edits
+    to the nearest trained wording of the relation; ``NEAR_EDITS`` or fewer is near)."""
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for split, records in splits.items():
+        for r in records:
+            m = r["meta"]
+            if m["phrasing"] == NEW_PHRASING:
+                fams = out.setdefault(split, {}).setdefault(m["template"], {})
+                fams[m["family"]] = min(fams.get(m["family"], m["wording_distance"]), m["wording_distance"])
+    return {split: {rel: dict(sorted(f.items())) for rel, f in sorted(rels.items())} for split, rels in out.items()}
 
 
 def _jsonl(records: list[dict[str, Any]]) -> str:

@@ -16,15 +16,26 @@ questions do.
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 
-__all__ = ["Family", "FAMILIES", "PHRASING_GROUPS", "SEEN", "NEW_PHRASING", "NEW_RELATION", "assign_families",
-           "phrasing_group"]
+__all__ = ["Family", "FAMILIES", "PHRASING_GROUPS", "SEEN", "NEW_PHRASING", "NEW_RELATION", "NEW_PHRASING_FAR",
+           "NEW_PHRASING_FACT_FREE", "NEAR_EDITS", "Wording", "assign_families", "word_edits", "heldout_wordings",
+           "phrasing_group", "report_groups"]
 
 SEEN, NEW_PHRASING, NEW_RELATION = "seen", "new_phrasing", "new_relation"
 PHRASING_GROUPS = (SEEN, NEW_PHRASING, NEW_RELATION)
 """``meta.phrasing`` of a world question: a trained wording of a trained relation; a wording no training
 question uses, of a trained relation; a relation no training question asks."""
+
+NEW_PHRASING_FAR, NEW_PHRASING_FACT_FREE = "new_phrasing_far", "new_phrasing_fact_free"
+"""Report groups inside ``new_phrasing`` (:func:`report_groups`): the half of the held-out wordings farthest from
+any trained one (``meta.wording_far_half``), and the held-out questions whose fact no training question asks
+(``meta.fact_in_train`` false)."""
+
+NEAR_EDITS = 1
+"""A held-out wording at most this many word edits from a trained wording of its relation is *near*
+(``meta.wording_near``): "In which year was X established?" against the trained "...founded?"."""
 
 # Held-out templates of a templates-mode world (WorldConfig.phrasings: templates): founder_birthplace
 # rewords a trained relation, the others ask relations training never asks.
@@ -193,3 +204,80 @@ def phrasing_group(meta: dict) -> str | None:
     if "heldout_template" not in meta:
         return None
     return _TEMPLATE_GROUPS.get(str(meta.get("template")), NEW_PHRASING) if meta["heldout_template"] else SEEN
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\{\w+\}|[\w']+", text.lower())
+
+
+def word_edits(a: str, b: str) -> int:
+    """Word-level edit distance (insertions, deletions, substitutions of whole words; case and punctuation
+    ignored, a field such as ``{company}`` one word): "When was {company} founded?" -> "When was {company}
+    established?" is 1."""
+    wa, wb = _words(a), _words(b)
+    prev = list(range(len(wb) + 1))
+    for i, x in enumerate(wa, 1):
+        cur = [i]
+        for j, y in enumerate(wb, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))
+        prev = cur
+    return prev[-1]
+
+
+@dataclass(frozen=True)
+class Wording:
+    """A held-out variant of a world's trained relation, measured against the relation's trained variants."""
+
+    relation: str
+    family: str
+    text: str
+    distance: int
+    """Word edits to the nearest variant of a trained family of the same relation (:func:`word_edits`); the
+    form is not considered, so "Was X born after Y?" is 1 from a trained "Was X born before Y?"."""
+    near: bool
+    """``distance <= NEAR_EDITS``."""
+    far_half: bool
+    """Among the farthest half of its split's held-out wordings: ranked by ``distance``, then by edits per word
+    of the longer text, then by relation and text; the first ``ceil(n / 2)`` of ``n``."""
+
+
+def heldout_wordings(assignment: dict[str, dict[str, list[str]]]) -> dict[str, dict[tuple[str, str], Wording]]:
+    """Split (``dev``, ``test``) -> (relation, variant text) -> :class:`Wording`, for every variant of the split's
+    held-out families in ``assignment`` (:func:`assign_families`)."""
+    out: dict[str, dict[tuple[str, str], Wording]] = {}
+    for split in ("dev", "test"):
+        measured = []
+        for rel, families in sorted(assignment.items()):
+            by_id = {f.id: f for f in FAMILIES[rel]}
+            trained = [t for fid in families["train"] for t in by_id[fid].texts]
+            for fid in families[split]:
+                for text in by_id[fid].texts:
+                    edits = [(word_edits(text, t), t) for t in trained]
+                    d, per_word = min((e, e / max(len(_words(text)), len(_words(t)))) for e, t in edits)
+                    measured.append((d, per_word, rel, fid, text))
+        ranked = sorted(measured, key=lambda m: (-m[0], -m[1], m[2], m[4]))
+        far = {(m[2], m[4]) for m in ranked[:(len(ranked) + 1) // 2]}
+        out[split] = {(rel, text): Wording(rel, fid, text, d, d <= NEAR_EDITS, (rel, text) in far)
+                      for d, _, rel, fid, text in measured}
+    return out
+
+
+def report_groups(metas: list[dict]) -> dict[str, list[int]]:
+    """Group -> indices into ``metas`` (world tasks' meta): each :func:`phrasing_group`, and inside
+    ``new_phrasing`` the far half of the held-out wordings (:data:`NEW_PHRASING_FAR`, where the meta has
+    ``wording_far_half``) and the questions no training question shares a fact with
+    (:data:`NEW_PHRASING_FACT_FREE`, only where some held-out question does share one: a world drawn with
+    ``fact_disjoint`` has no other). A task may be in two groups; other tasks are in none."""
+    groups: dict[str, list[int]] = {}
+    for i, meta in enumerate(metas):
+        g = phrasing_group(meta)
+        if g is not None:
+            groups.setdefault(g, []).append(i)
+        if g == NEW_PHRASING and meta.get("wording_far_half"):
+            groups.setdefault(NEW_PHRASING_FAR, []).append(i)
+    held = groups.get(NEW_PHRASING, [])
+    fact_free = [i for i in held if metas[i].get("fact_in_train") is False]
+    if any(metas[i].get("fact_in_train") for i in held):
+        groups[NEW_PHRASING_FACT_FREE] = fact_free
+    order = (SEEN, NEW_PHRASING, NEW_PHRASING_FAR, NEW_PHRASING_FACT_FREE, NEW_RELATION)
+    return {g: groups[g] for g in sorted(groups, key=lambda g: order.index(g) if g in order else len(order))}

@@ -6,7 +6,8 @@ held-out template that appears only in dev and test (``meta.heldout_template``),
 tuning taught a skill or a phrasing. A ``families`` world (``WorldConfig.phrasings``) words each
 relation in several families instead and holds whole families out (:mod:`actune.world.phrasings`).
 No question is asked twice in a world, and comparison answers are balanced between the first and the
-second entity so that position gives nothing away.
+second entity so that position gives nothing away. No training question shares a fact (a supporting page and
+the answer: :func:`fact_pairs`) with a dev or test question (``WorldConfig.fact_disjoint``).
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from typing import Any, Callable
 
 from actune.world.config import WorldConfig
 from actune.world.entities import SEARCH_SENTENCES, World
-from actune.world.phrasings import FAMILIES, NEW_PHRASING, NEW_RELATION, SEEN, Family, assign_families
+from actune.world.phrasings import (FAMILIES, NEW_PHRASING, NEW_RELATION, SEEN, Family, Wording, assign_families,
+                                     heldout_wordings)
 
-__all__ = ["Template", "TEMPLATES", "RELATIONS", "KINDS", "Question", "family_assignment", "sample_splits"]
+__all__ = ["Template", "TEMPLATES", "RELATIONS", "KINDS", "Question", "family_assignment", "fact_pairs",
+           "sample_splits"]
 
 KINDS = ("single", "bridge", "comparison")
 
@@ -196,7 +199,8 @@ class _Pools:
         pool = self._pool(t)
         if not pool:
             raise ValueError(f"the world is too small: template {t.id!r} has no unused subject left; "
-                             "raise n_people/n_companies/n_cities or ask fewer questions")
+                             "raise n_people/n_companies/n_cities, ask fewer questions or, to let training ask dev "
+                             "and test questions' facts, set fact_disjoint=false")
         return pool.pop()
 
 
@@ -261,8 +265,43 @@ def _pick(kind: str, slot: _Slot, split: str, pools: _Pools, rng: random.Random,
     return t, next(f for f in FAMILIES[t.id] if f.id == fid)
 
 
+def fact_pairs(question: str | list[str], answer: str) -> set[tuple[str, str]]:
+    """The facts a question asks, as (supporting page, answer) pairs: ``fact_pairs(meta["supporting_titles"],
+    answer)``. A training question sharing one with a test question asked that test question's fact (a person's
+    birth city, asked again as the founder's birth city of that person's company)."""
+    return {(title, answer) for title in question}
+
+
+def _ask(world: World, t: Template, family: Family | None, variant: str | None, subject: Any,
+         first: bool | None) -> Question:
+    """``t``'s question about ``subject`` in ``family``'s ``variant``; a comparison's pair is ordered so that the
+    first-named entity is the earlier one exactly when ``first``."""
+    if first is not None:
+        a, b = subject
+        if (t.realise(world, (a, b)).answer == a) != first:
+            subject = (b, a)
+    q = t.realise(world, subject)
+    return q if family is None else _reword(world, q, family, variant or "", subject)
+
+
+def _wording_meta(split: str, group: str | None, t: Template, variant: str | None,
+                  wordings: dict[str, dict[tuple[str, str], Wording]]) -> dict[str, Any]:
+    """A families world question's distance to the nearest trained wording of its relation (0 for a trained
+    wording, None for a relation training never asks) and whether that is near; a held-out wording's half."""
+    if group == SEEN:
+        return {"wording_distance": 0, "wording_near": True}
+    if group == NEW_RELATION:
+        return {"wording_distance": None, "wording_near": False}
+    w = wordings[split][t.id, variant or ""]
+    return {"wording_distance": w.distance, "wording_near": w.near, "wording_far_half": w.far_half}
+
+
 def _split_questions(split: str, n: int, cfg: WorldConfig, world: World, pools: _Pools, rng: random.Random,
-                     families: dict[str, dict[str, list[str]]] | None) -> list[dict]:
+                     families: dict[str, dict[str, list[str]]] | None, held_facts: set[tuple[str, str]]) -> list[dict]:
+    """``split``'s questions. A dev or test question adds its facts to ``held_facts``; a training subject whose
+    question would ask one of them is skipped (``cfg.fact_disjoint``)."""
+    wordings = heldout_wordings(families) if families is not None else {}
+    avoid = held_facts if split == "train" and cfg.fact_disjoint else set()
     records = []
     for kind, count in _kind_counts(n, cfg).items():
         plan = _plan(kind, count, split, cfg, rng, families is not None)
@@ -270,23 +309,25 @@ def _split_questions(split: str, n: int, cfg: WorldConfig, world: World, pools: 
         first_flags = [i % 2 == 0 for i in range(count)] if kind == "comparison" else []
         rng.shuffle(first_flags)
         for i, slot in enumerate(plan):
-            t, family = _pick(kind, slot, split, pools, rng, families)
-            subject = pools.draw(t)
-            if kind == "comparison":
-                a, b = subject
-                earlier = t.realise(world, (a, b)).answer
-                if (earlier == a) != first_flags[i]:
-                    subject = (b, a)
-            q = t.realise(world, subject)
-            if family is not None:
-                q = _reword(world, q, family, rng.choice(family.texts), subject)
+            first = first_flags[i] if kind == "comparison" else None
+            while True:  # a template whose subjects left all ask a held-out fact gives way to another
+                t, family = _pick(kind, slot, split, pools, rng, families)
+                subject = pools.draw(t)
+                variant = rng.choice(family.texts) if family is not None else None
+                q = _ask(world, t, family, variant, subject, first)
+                while fact_pairs(q.supporting_titles, q.answer) & avoid and pools.remaining(t):
+                    q = _ask(world, t, family, variant, pools.draw(t), first)
+                if not fact_pairs(q.supporting_titles, q.answer) & avoid:
+                    break
+            if split != "train":
+                held_facts |= fact_pairs(q.supporting_titles, q.answer)
             late = any(world.pages[title].fact_index[fact] >= SEARCH_SENTENCES for title, fact in q.facts)
             group = slot[2]
             meta: dict[str, Any] = {"kind": kind, "supporting_titles": q.supporting_titles, "template": t.id,
                                     "heldout_template": t.heldout if group is None else group != SEEN,
                                     "lookup_needed": late}
             if family is not None:
-                meta.update(phrasing=group, family=family.id)
+                meta.update(phrasing=group, family=family.id, **_wording_meta(split, group, t, variant, wordings))
             # a yes/no comparison has no answer position
             if kind == "comparison" and q.answer in q.supporting_titles:
                 meta["answer_position"] = "first" if q.answer == q.supporting_titles[0] else "second"
@@ -307,8 +348,13 @@ def sample_splits(cfg: WorldConfig, world: World, rng: random.Random) -> dict[st
     """Task records per split (``train``, ``dev``, ``test``), each question unique in the world."""
     pools = _Pools(world, rng)
     families = family_assignment(cfg, rng)
+    held_facts: set[tuple[str, str]] = set()
     # Test and dev first: their held-out questions must be drawn, while train can move to another
-    # template when one runs out of subjects.
-    out = {split: _split_questions(split, n, cfg, world, pools, rng, families)
+    # template when one runs out of subjects, and skips a subject whose fact dev or test asks.
+    out = {split: _split_questions(split, n, cfg, world, pools, rng, families, held_facts)
            for split, n in (("test", cfg.n_test), ("dev", cfg.n_dev), ("train", cfg.n_train))}
+    if families is not None:  # a families world's dev and test questions say whether training asks their fact
+        trained = {f for r in out["train"] for f in fact_pairs(r["meta"]["supporting_titles"], r["answer"])}
+        for r in out["dev"] + out["test"]:
+            r["meta"]["fact_in_train"] = bool(fact_pairs(r["meta"]["supporting_titles"], r["answer"]) & trained)
     return {split: out[split] for split in ("train", "dev", "test")}
