@@ -1,5 +1,5 @@
 """Real FEVER as a quickstart task source: claims over the local FEVER wiki, train and test sharing no claim
-and no evidence page.
+and no page (a claim's evidence page, or the page a NOT ENOUGH INFO claim is about).
 
     write_fever_tasks(FeverSource(data_dir="data/fever"), out_dir)
 
@@ -8,13 +8,14 @@ writes ``corpus.jsonl`` (the pages the ReAct paper's FEVER runs read, from their
 judge's any-one-evidence-set grounding apply) and ``tasks.json``. A SUPPORTS or REFUTES claim is used when one
 of its evidence sets lies wholly in the corpus (only those sets are kept: a claim is grounded when one was
 read); NOT ENOUGH INFO claims have no evidence and make up ``nei_share`` of each split, as the labels are
-mixed in FEVER. Claims that share an evidence page are grouped and a group goes whole to one split, so no
-training claim's evidence is a test claim's; no claim text is asked in two splits (NOT ENOUGH INFO claims have no
-evidence, and a few name a page that is another split's evidence). Accuracy is the paper's metric. The judge
-counts a NOT ENOUGH INFO claim grounded with no page read (there is none to read), so correct & grounded is
-inflated by them: answering NOT ENOUGH INFO to every claim scores their share. Read accuracy, or correct &
-grounded on the SUPPORTS and REFUTES claims (``meta.label`` in the eval stores); ``meta.kind`` is ``claim`` for
-all, so no type-matched prompt can be chosen by label.
+mixed in FEVER. A claim's pages are its evidence pages, or for a NOT ENOUGH INFO claim the page its first words
+name (:func:`actune.tasks.fever.claim_subject`, the page its gold path opens); claims that share a page are
+grouped and a group goes whole to one split, so no page one split's claims are about is another split's, and no
+claim text is asked in two splits. Accuracy is the paper's metric. The judge counts a NOT ENOUGH INFO claim
+grounded with no page read (there is none to read), so correct & grounded is inflated by them: answering NOT
+ENOUGH INFO to every claim scores their share. Read accuracy, or correct & grounded on the SUPPORTS and REFUTES
+claims (``meta.label`` in the eval stores); ``meta.kind`` is ``claim`` for all, so no type-matched prompt can be
+chosen by label.
 
 Data (a user fetches them once; our machines have them in ``../shared/data/fever``): ``paper_dev.jsonl``, the
 FEVER claims the ReAct paper used (github.com/ysymyth/ReAct, ``data/paper_dev.jsonl``), and
@@ -27,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +36,16 @@ from pydantic import Field
 
 from actune.atomic_write import atomic_write_text
 from actune.config import StrictModel
-from actune.envs.titles import normalize_title
+from actune.envs.titles import base_title, normalize_title
 from actune.hotpotqa_source import MANIFEST, corpus_titles
 from actune.task_record import Task
 from actune.tasks.config import TaskConfig
-from actune.tasks.fever import write_wiki_from_observation_cache
+from actune.tasks.fever import claim_subject, write_wiki_from_observation_cache
 from actune.tasks.loading import load_tasks
 from actune.tasks.sources import TaskFileError, require_files
 from actune.text import normalise_question
 
-__all__ = ["FeverSource", "MANIFEST", "fever_splits", "write_fever_tasks"]
+__all__ = ["FeverSource", "MANIFEST", "claim_pages", "fever_splits", "write_fever_tasks"]
 
 _FILES = {"claims": "paper_dev.jsonl", "cache": "observation_cache.json"}
 NEI = "NOT ENOUGH INFO"
@@ -62,8 +64,9 @@ class FeverSource(StrictModel):
     """Training claims (None: every one left, with NOT ENOUGH INFO claims at ``nei_share``)."""
     nei_share: float = Field(1 / 3, ge=0, lt=1)
     """The share of NOT ENOUGH INFO claims in every split. Dev and test take whole groups of claims that share a
-    page until their other claims are reached, then NOT ENOUGH INFO claims up to ``n_``: a little less than the
-    share when the groups overshoot, none (and a split a little larger than ``n_``) when they overshoot ``n_``."""
+    page until their SUPPORTS and REFUTES claims are reached (with the NOT ENOUGH INFO claims of those groups),
+    then groups of NOT ENOUGH INFO claims alone up to ``n_``: a little off the share when the groups overshoot,
+    and a split a little larger than ``n_`` when they overshoot ``n_``."""
     split_seed: int = 0
     """Shuffles the claims before the splits are drawn; fixed, so every run seed is tested alike."""
 
@@ -80,8 +83,37 @@ def _with_local_evidence(t: Task, titles: set[str]) -> Task | None:
     return dataclasses.replace(t, meta={**t.meta, "evidence_sets": sets, "supporting_titles": pages})
 
 
-def _groups(claims: list[Task]) -> list[list[Task]]:
-    """Claims joined when they share an evidence page (union-find over pages), in first-seen order."""
+def _page_finder(titles: set[str]) -> Callable[[str], str | None]:
+    """The page (normalised title) a search opens in a corpus of ``titles``, as :meth:`LocalCorpus.find_page
+    <actune.envs.corpus.LocalCorpus.find_page>` matches: the same normalised title, or, for a term without a
+    parenthetical, the one title whose base it is; None when neither."""
+    by_base: dict[str, list[str]] = {}
+    for t in sorted(titles):
+        by_base.setdefault(base_title(t), []).append(t)
+
+    def find(term: str) -> str | None:
+        norm = normalize_title(" ".join(term.split()))
+        if not norm or norm in titles:
+            return norm or None
+        found = by_base.get(norm, []) if base_title(term) == norm else []
+        return found[0] if len(found) == 1 else None
+
+    return find
+
+
+def claim_pages(t: Task, find: Callable[[str], str | None]) -> list[str]:
+    """The pages (normalised titles) a claim is about: its evidence pages, or for a NOT ENOUGH INFO claim the page
+    its first words name (``find``: :func:`_page_finder`; none when no run of them is a page)."""
+    if t.answer != NEI:
+        return [normalize_title(p) for p in t.meta["supporting_titles"]]
+    subject = claim_subject(t.question, lambda term: find(term) is not None)
+    page = find(subject) if subject is not None else None
+    return [page] if page is not None else []
+
+
+def _groups(claims: list[Task], pages: dict[str, list[str]]) -> list[list[Task]]:
+    """Claims joined when they share a page (``pages``: task id -> :func:`claim_pages`; union-find), in
+    first-seen order; a claim about no page is a group of its own."""
     parent: dict[str, str] = {}
 
     def find(x: str) -> str:
@@ -90,24 +122,50 @@ def _groups(claims: list[Task]) -> list[list[Task]]:
             x = parent[x]
         return x
 
+    def key(t: Task) -> str:
+        return find("page:" + pages[t.id][0]) if pages[t.id] else "claim:" + t.id
+
     for t in claims:
-        pages = [normalize_title(p) for p in t.meta["supporting_titles"]]
-        for p in pages[1:]:
-            parent[find(p)] = find(pages[0])
+        for p in pages[t.id][1:]:
+            parent[find("page:" + p)] = find("page:" + pages[t.id][0])
     out: dict[str, list[Task]] = {}
     for t in claims:
-        out.setdefault(find(normalize_title(t.meta["supporting_titles"][0])), []).append(t)
+        out.setdefault(key(t), []).append(t)
     return list(out.values())
 
 
-def _fill(groups: list[list[Task]], n: int | None) -> tuple[list[Task], list[list[Task]]]:
-    """Whole groups, in order, until ``n`` claims (None: all); the groups left."""
+def _verifiable(claims: list[Task]) -> int:
+    return sum(t.answer != NEI for t in claims)
+
+
+def _fill(groups: list[list[Task]], n: int | None, cap: int | None = None) -> tuple[list[Task], list[list[Task]]]:
+    """Whole groups, in order, until ``n`` SUPPORTS and REFUTES claims (None: all), passing over a group that
+    would take the split past ``cap`` claims unless too few are left without it; the groups left."""
     taken: list[Task] = []
+    passed: list[list[Task]] = []
     for i, g in enumerate(groups):
-        if n is not None and len(taken) >= n:
-            return taken, groups[i:]
+        if n is not None and _verifiable(taken) >= n:
+            return taken, passed + groups[i:]
+        if cap is not None and len(taken) + len(g) > cap:
+            passed.append(g)
+            continue
         taken += g
-    return taken, []
+    if cap is not None:  # too few within the cap: the groups passed over, in order, overshoot it
+        more, passed = _fill(passed, None if n is None else n - _verifiable(taken))
+        taken += more
+    return taken, passed
+
+
+def _fill_nei(groups: list[list[Task]], n: int) -> tuple[list[Task], list[list[Task]]]:
+    """Whole groups of NOT ENOUGH INFO claims, in order, each that fits in ``n`` claims; the groups left."""
+    taken: list[Task] = []
+    left = []
+    for g in groups:
+        if len(taken) + len(g) <= n:
+            taken += g
+        else:
+            left.append(g)
+    return taken, left
 
 
 def _half_up(x: float) -> int:
@@ -135,21 +193,24 @@ def fever_splits(claims: list[Task], titles: set[str], cfg: FeverSource) -> dict
             seen.add(key)
             unique.append(t)
     verifiable = [v for t in unique if t.answer != NEI and (v := _with_local_evidence(t, titles)) is not None]
-    nei = [t for t in unique if t.answer == NEI]
-    groups = _groups(verifiable)
+    claims = verifiable + [t for t in unique if t.answer == NEI]
+    find = _page_finder(titles)
+    groups = _groups(claims, {t.id: claim_pages(t, find) for t in claims})
     rng.shuffle(groups)
-    rng.shuffle(nei)
+    nei = [g for g in groups if not _verifiable(g)]  # groups of NOT ENOUGH INFO claims alone
+    groups = [g for g in groups if _verifiable(g)]
     out: dict[str, list[Task]] = {}
     for split, n in (("test", cfg.n_test), ("dev", cfg.n_dev)):
-        out[split], groups = _fill(groups, _verifiable_count(n, cfg.nei_share))
-        if len(out[split]) < _verifiable_count(n, cfg.nei_share):
+        out[split], groups = _fill(groups, _verifiable_count(n, cfg.nei_share), cap=n)
+        if _verifiable(out[split]) < _verifiable_count(n, cfg.nei_share):
             raise TaskFileError(f"{cfg.path('claims')}: too few SUPPORTS/REFUTES claims with evidence in "
                                 f"{cfg.path('cache')} for fever.n_{split}={n} after the earlier splits")
         # NOT ENOUGH INFO claims fill the split to n (fewer than nei_share when whole groups overshoot)
-        k = max(0, n - len(out[split]))
-        out[split], nei = out[split] + nei[:k], nei[k:]
-    train_v, _ = _fill(groups, None if cfg.n_train is None else _verifiable_count(cfg.n_train, cfg.nei_share))
-    out["train"] = train_v + nei[:_nei_count(len(train_v), cfg.nei_share)]
+        more, nei = _fill_nei(nei, max(0, n - len(out[split])))
+        out[split] += more
+    train, _ = _fill(groups, None if cfg.n_train is None else _verifiable_count(cfg.n_train, cfg.nei_share))
+    more, _ = _fill_nei(nei, max(0, _nei_count(_verifiable(train), cfg.nei_share) - (len(train) - _verifiable(train))))
+    out["train"] = train + more
     for split in out:
         rng.shuffle(out[split])
     return {split: out[split] for split in ("train", "dev", "test")}

@@ -42,6 +42,7 @@ from actune.envs.titles import base_title, normalize_title
 from actune.judge import evidence_sets, judge, record_verdict
 from actune.store import TrajectoryStore
 from actune.task_record import Task
+from actune.tasks.fever import claim_subject
 from actune.tasks.metrics import score_prediction
 from actune.text import split_sentences
 from actune.trajectory import ModelRecord, Step, TaskRecord, Trajectory
@@ -294,13 +295,8 @@ def _closest_sentence(observations: list[str], claim: str, titles: list[str]) ->
 def _claim_subject(task: Task, env: Environment) -> str | None:
     """For a claim without evidence: the longest run of its first words that is a page's title ("Bea Arthur" of
     "Bea Arthur was married to Bernice Frankel."), the page a reader would check first; None when none is."""
-    words = task.question.rstrip(".").split()
     env.reset(task)
-    for n in range(min(6, len(words)), 0, -1):
-        term = " ".join(words[:n])
-        if env.step(Action("search", term)).info.get("titles"):
-            return term
-    return None
+    return claim_subject(task.question, lambda term: bool(env.step(Action("search", term)).info.get("titles")))
 
 
 def _fever_path(task: Task, env: Environment, misses: bool = False) -> tuple[Trajectory | None, str | None]:

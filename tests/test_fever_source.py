@@ -69,3 +69,105 @@ def test_the_real_files_give_300_test_claims_disjoint_from_training(tmp_path: Pa
     test, dev, train = (_split(tmp_path, s) for s in ("test", "dev", "train"))
     assert not _pages(test) & (_pages(train) | _pages(dev))
     assert not {r["question"] for r in test} & {r["question"] for r in train + dev}
+
+
+# NOT ENOUGH INFO claims of paper_dev.jsonl about the fixture's pages (two) and about none of its pages (one: "The
+# Eighth Doctor" is no title, so no run of its first words opens a page)
+_NEI_ABOUT_PAGES = [
+    {"id": 20903, "verifiable": "NOT VERIFIABLE", "label": "NOT ENOUGH INFO", "claim": "Sophia Bush is a twin.",
+     "evidence": [[[36687, None, None, None]]]},
+    {"id": 87405, "verifiable": "NOT VERIFIABLE", "label": "NOT ENOUGH INFO",
+     "claim": "Henry VIII (TV serial) stars a Venezuelan actor.",
+     "evidence": [[[104583, None, None, None], [104613, None, None, None]]]},
+    {"id": 193400, "verifiable": "NOT VERIFIABLE", "label": "NOT ENOUGH INFO",
+     "claim": "The Eighth Doctor is on Doctor What.", "evidence": [[[226451, None, None, None]]]},
+]
+
+
+@pytest.fixture
+def with_nei_about_pages(tmp_path: Path) -> Path:
+    folder = tmp_path / "fever"
+    folder.mkdir()
+    (folder / "observation_cache.json").write_bytes((SMALL / "observation_cache.json").read_bytes())
+    lines = (SMALL / "paper_dev.jsonl").read_text() + "".join(json.dumps(r) + "\n" for r in _NEI_ABOUT_PAGES)
+    (folder / "paper_dev.jsonl").write_text(lines)
+    return folder
+
+
+def test_claim_subject_is_the_longest_run_of_first_words_that_is_a_page() -> None:
+    from actune.tasks.fever import claim_subject
+
+    pages = {"Bea", "Bea Arthur", "Eighth Doctor"}.__contains__
+    assert claim_subject("Bea Arthur was married to Bernice Frankel.", pages) == "Bea Arthur"
+    assert claim_subject("The Eighth Doctor is on Doctor What.", pages) is None
+    assert claim_subject("Bea.", pages) == "Bea"
+    # six words at most
+    assert claim_subject("A b c d e f g h.", {"A b c d e f g"}.__contains__) is None
+    assert claim_subject("A b c d e f g h.", {"A b c d e f"}.__contains__) == "A b c d e f"
+
+
+def test_page_finder_opens_what_the_corpus_opens() -> None:
+    from actune.fever_source import _page_finder
+
+    find = _page_finder({"paris (band)", "sophia bush", "mercury (planet)", "mercury (element)"})
+    assert find("Sophia  Bush") == "sophia bush" and find("sophia_bush.") == "sophia bush"
+    assert find("Paris") == "paris (band)"  # the one title of that base
+    assert find("Mercury") is None  # two of that base
+    assert find("Paris (city)") is None and find("Bush") is None and find("") is None
+
+
+def test_a_nei_claim_goes_with_its_subject_pages_claims(with_nei_about_pages: Path, tmp_path: Path) -> None:
+    from actune.fever_source import _page_finder, claim_pages
+    from actune.hotpotqa_source import corpus_titles
+    from actune.task_record import Task
+
+    for seed in range(6):
+        out = tmp_path / str(seed)
+        write_fever_tasks(FeverSource(data_dir=str(with_nei_about_pages), n_test=3, n_dev=3, nei_share=1 / 3,
+                                      split_seed=seed), out)
+        find = _page_finder(corpus_titles(out / "corpus.jsonl"))
+        splits = {s: _split(out, s) for s in ("train", "dev", "test")}
+        where = {r["question"]: s for s, rs in splits.items() for r in rs}
+        assert where["Sophia Bush is a twin."] == where["Sophia Bush acted in movies."]
+        assert where["Henry VIII (TV serial) stars a Venezuelan actor."] == where[
+            "Henry VIII (TV serial) stars Richard Griffiths."]
+        pages = {s: {p for r in rs for p in claim_pages(Task(id=str(r["id"]), question=r["question"],
+                                                             answer=r["answer"], meta=r["meta"]), find)}
+                 for s, rs in splits.items()}
+        assert not pages["train"] & pages["dev"] and not pages["train"] & pages["test"]
+        assert not pages["dev"] & pages["test"]
+    # split seed 0: the Henry VIII group (3 + 1 claims) is passed over for test (n_test=3); Sophia Bush's (2 + 1) fits
+    assert sorted(r["question"] for r in _split(tmp_path / "0", "test")) == [
+        "Sophia Bush acted in movies.", "Sophia Bush appeared in a teen romantic comedy.", "Sophia Bush is a twin."]
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/fever is not here (a fresh clone)")
+@pytest.mark.parametrize("n_train, train", [(600, 623), (None, 4038)])
+def test_the_real_files_share_no_page_between_splits_not_even_a_nei_claims(tmp_path: Path, n_train, train) -> None:
+    # a claim's pages: its evidence pages, or for NOT ENOUGH INFO the page its gold path searches (the wiki env's
+    # own search here, not the source's title matching); the fever preset (n_train=600) and every claim
+    from actune.envs.base import Action
+    from actune.envs.config import EnvConfig
+    from actune.envs.factory import make_env
+    from actune.envs.titles import normalize_title
+    from actune.task_record import Task
+    from actune.tasks.fever import claim_subject
+
+    m = write_fever_tasks(FeverSource(data_dir=str(SHARED), n_train=n_train), tmp_path)
+    assert m["counts"] == {"train": train, "dev": 100, "test": 300}
+    env = make_env(EnvConfig(name="fever", corpus=str(tmp_path / "corpus.jsonl"), index_dir=str(tmp_path / "idx")))
+
+    def opened(claim: str) -> set[str]:
+        def titles(term: str) -> list[str]:
+            return env.step(Action("search", term)).info.get("titles") or []
+        env.reset(Task(id="c", question=claim, answer="NOT ENOUGH INFO", env="fever"))
+        subject = claim_subject(claim, lambda term: bool(titles(term)))
+        return {normalize_title(t) for t in titles(subject)} if subject else set()
+
+    pages = {}
+    for split in ("train", "dev", "test"):
+        pages[split] = set()
+        for r in _split(tmp_path, split):
+            pages[split] |= ({normalize_title(t) for t in r["meta"]["supporting_titles"]}
+                             if r["answer"] != "NOT ENOUGH INFO" else opened(r["question"]))
+    assert not pages["train"] & pages["test"] and not pages["train"] & pages["dev"] and not pages["dev"] & pages["test"]

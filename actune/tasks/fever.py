@@ -6,13 +6,15 @@ Records: ``paper_dev.jsonl`` lines ``{"id", "label", "claim", "verifiable", "evi
 (``Soul_Food_-LRB-film-RRB-`` -> ``Soul Food (film)``): all of them, flattened, in
 ``meta["supporting_titles"]``, and per evidence set in ``meta["evidence_sets"]`` (a list of title lists).
 Each outer ``evidence`` entry is one annotator's set, enough on its own to verify the claim, so the
-bootstrap judge counts a claim grounded when any one set was read (:mod:`actune.judge`).
+bootstrap judge counts a claim grounded when any one set was read (:mod:`actune.judge`). A claim without evidence
+is about the page its first words name (:func:`claim_subject`).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from actune.atomic_write import atomic_writer
@@ -21,7 +23,7 @@ from actune.task_record import Task
 from actune.tasks.sources import TaskFileError
 from actune.text import normalize_label, split_sentences
 
-__all__ = ["fever_title", "fever_task", "write_wiki_from_observation_cache"]
+__all__ = ["fever_title", "fever_task", "claim_subject", "write_wiki_from_observation_cache"]
 
 _BRACKETS = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}",
              "-COLON-": ":"}
@@ -76,6 +78,18 @@ def fever_task(rec: dict[str, Any], where: str, index: int, split: str, env: str
         meta["verifiable"] = rec["verifiable"]
     task_id = rec.get("id", f"fever-{split}-{index}")
     return Task(id=str(task_id), question=claim.strip(), answer=label, env=env, split=split, meta=meta)
+
+
+def claim_subject(claim: str, is_page: Callable[[str], bool]) -> str | None:
+    """The page a claim is about: the longest run of its first words (six at most) that ``is_page`` finds ("Bea
+    Arthur" of "Bea Arthur was married to Bernice Frankel."); None when no run is. The gold path of a NOT ENOUGH
+    INFO claim searches it, and its FEVER split keeps it in the group of that page's claims."""
+    words = claim.rstrip(".").split()
+    for n in range(min(6, len(words)), 0, -1):
+        term = " ".join(words[:n])
+        if is_page(term):
+            return term
+    return None
 
 
 _OBS_PREFIX = "Pages for logged out editors learn more."
