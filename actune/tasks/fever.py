@@ -13,8 +13,8 @@ is about the page its first words name (:func:`claim_subject`).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from actune.atomic_write import atomic_writer

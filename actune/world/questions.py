@@ -19,8 +19,16 @@ from typing import Any, Callable
 
 from actune.world.config import WorldConfig
 from actune.world.entities import SEARCH_SENTENCES, World
-from actune.world.phrasings import (FAMILIES, NEW_PHRASING, NEW_RELATION, SEEN, Family, Wording, assign_families,
-                                     heldout_wordings)
+from actune.world.phrasings import (
+    FAMILIES,
+    NEW_PHRASING,
+    NEW_RELATION,
+    SEEN,
+    Family,
+    Wording,
+    assign_families,
+    heldout_wordings,
+)
 
 __all__ = ["Template", "TEMPLATES", "RELATIONS", "KINDS", "Question", "family_assignment", "fact_pairs",
            "sample_splits"]
