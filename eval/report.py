@@ -38,7 +38,7 @@ from actune.eval.failures import FAILURE_MODES, failure_counts
 from actune.eval.stats import HEADLINE, PAIRED_METRICS, cost_per_episode, metric_names, model_stats, paired_comparison
 from actune.provenance import provenance_markdown
 from actune.trajectory import Trajectory
-from actune.world.phrasings import PHRASING_GROUPS, phrasing_group
+from actune.world.phrasings import report_groups
 
 __all__ = ["ModelResult", "build_report", "format_markdown", "headline_sentence", "plot_scores", "write_report"]
 
@@ -71,22 +71,18 @@ def phrasing_breakdown(results: Sequence[ModelResult], *, samples: int, confiden
     """Per model, its world tasks by phrasing group (:data:`actune.world.phrasings.PHRASING_GROUPS`: seen
     wording, a held-out wording of a trained relation, a relation training never asks): the paired metrics'
     estimates and, but for the first model, the paired comparison against the first on that group's tasks.
-    Empty blocks when no task is a world task (a report of HotpotQA has no such rows)."""
+    Inside the held-out wordings, their far half (``new_phrasing_far``) and, in a world whose splits share facts,
+    the questions no training question shares a fact with (:func:`actune.world.phrasings.report_groups`; a task may
+    be in two groups). Empty blocks when no task is a world task (a report of HotpotQA has no such rows)."""
 
     def split(records: Sequence[Trajectory]) -> dict[str, list[Trajectory]]:
-        groups: dict[str, list[Trajectory]] = {}
-        for t in records:
-            g = phrasing_group(t.task.meta)
-            if g is not None:
-                groups.setdefault(g, []).append(t)
-        return groups
+        return {g: [records[i] for i in idx] for g, idx in report_groups([t.task.meta for t in records]).items()}
 
     first = split(results[0].records) if results else {}
     out = []
     for i, r in enumerate(results):
         blocks = {}
-        for g, recs in sorted(split(r.records).items(), key=lambda kv: PHRASING_GROUPS.index(kv[0])
-                              if kv[0] in PHRASING_GROUPS else len(PHRASING_GROUPS)):
+        for g, recs in split(r.records).items():
             block = model_stats(recs, samples=samples, confidence=confidence, seed=seed, metrics=PAIRED_METRICS,
                                 per_kind=False)
             block["vs_first"] = None if i == 0 else {
@@ -224,7 +220,9 @@ def _phrasing_markdown(models: list[dict[str, Any]], first: str) -> list[str]:
     if not groups:
         return []
     lines = ["", f"## Per phrasing (`{HEADLINE}`)", "",
-             "seen: a wording training used; new_phrasing: a held-out wording of a trained relation; new_relation: "
+             "seen: a wording training used; new_phrasing: a held-out wording of a trained relation (of them, "
+             "new_phrasing_far: the half farthest in word edits from any trained wording; new_phrasing_fact_free: "
+             "those asking no training question's fact); new_relation: "
              f"a relation no training question asks. Beside each score: the difference from `{first}` on the same "
              "tasks and its McNemar p.", "", "| label | " + " | ".join(groups) + " |", "|---|" + "---|" * len(groups)]
     for m in models:

@@ -183,3 +183,21 @@ def test_compare_to_must_name_another_model() -> None:
         EvalConfig(models=[{"label": "prompted"}, {"label": "tuned", "compare_to": "sft"}])
     with pytest.raises(ValueError, match="is not another model's label"):
         EvalConfig(models=[{"label": "prompted", "compare_to": "prompted"}])
+
+
+def test_held_out_wordings_far_from_any_trained_one_are_a_group_of_their_own() -> None:
+    def rec(i: int, correct: bool, far: bool) -> Trajectory:
+        t = record(f"t{i}", correct=correct, grounded=True)
+        t.task.meta.update(phrasing="new_phrasing", wording_far_half=far, fact_in_train=False)
+        return t
+
+    prompted = ModelResult("prompted", records=[rec(i, False, i < 2) for i in range(4)])
+    tuned = ModelResult("tuned", records=[rec(0, True, True), rec(1, False, True), rec(2, True, False),
+                                          rec(3, True, False)])
+    report = build_report([prompted, tuned], samples=100, confidence=0.95, seed=0)
+    groups = report["models"][1]["by_phrasing"]
+    # a far-half task is in both groups; no held-out task shares a fact, so no fact-free group is drawn apart
+    assert list(groups) == ["new_phrasing", "new_phrasing_far"]
+    assert (groups["new_phrasing"]["tasks"], groups["new_phrasing_far"]["tasks"]) == (4, 2)
+    assert groups["new_phrasing_far"]["metrics"]["correct_grounded"]["mean"] == 0.5
+    assert groups["new_phrasing_far"]["vs_first"]["correct_grounded"]["c"] == 1
