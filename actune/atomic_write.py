@@ -9,20 +9,30 @@ under the usual umask 022); a replaced file keeps its permission bits, as with `
 
 A folder cannot be renamed over a non-empty one, so :func:`replace_folder` swaps with two renames (the
 old folder aside, the new one in) and :func:`recover_folder` repairs a swap that a crash cut between them.
+
+Two writers of one output: :func:`try_lock` is the one exclusive lock actune takes (the store locks its own
+file with it); :func:`output_lock` holds it on a lock file beside a folder or file that is replaced whole, so a
+second writer is refused, naming the holder, before it touches anything.
+
+What an output may replace (issue #47): :func:`check_output` refuses an output equal to, containing or inside one
+of the command's inputs (even when told to overwrite: it would destroy what is being read), and an existing
+output the command did not write itself, unless told to overwrite.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import stat
-from collections.abc import Iterator
+import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 __all__ = ["atomic_writer", "atomic_write_text", "atomic_write_bytes", "atomic_write_png", "replace_folder",
-           "recover_folder"]
+           "recover_folder", "try_lock", "open_locked", "output_lock", "check_not_an_input", "check_output"]
 
 
 def _create_temp(path: Path) -> tuple[int, Path]:
@@ -170,6 +180,101 @@ def replace_folder(new: str | Path, out: str | Path) -> None:
     fsync_dir(out.parent)
     if moved_aside:
         shutil.rmtree(aside, ignore_errors=True)
+
+
+def try_lock(fd: int) -> bool:
+    """Take an exclusive ``flock`` on an open file without waiting; False: another process holds it. It is
+    released when the file is closed."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _lock_path(out: Path) -> Path:
+    # beside the output, not in it: a folder is swapped whole, and its lock must outlive the swap
+    return out.parent / f".{out.name}.lock"
+
+
+def open_locked(path: str | Path, flags: int) -> int | None:
+    """``os.open(path, flags)`` holding the file's lock (:func:`try_lock`), or None if another process holds it.
+
+    A file removed or replaced between the open and the lock (its holder removed it as it finished) is opened
+    again: a lock on a file no longer at ``path`` locks nothing."""
+    while True:
+        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o666)
+        if not try_lock(fd):
+            os.close(fd)
+            return None
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                return fd
+        os.close(fd)
+
+
+def _holder(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8").strip() or "a process that is starting"
+    except (OSError, UnicodeDecodeError):
+        return "another process"
+
+
+@contextlib.contextmanager
+def output_lock(out: str | Path, error: type[Exception] = RuntimeError) -> Iterator[None]:
+    """Hold the lock of the output ``out`` (a folder or a file replaced whole) for the ``with`` block.
+
+    A second writer gets ``error`` naming ``out`` and the holder (its pid and command), and has touched
+    nothing. The lock file, ``.<name>.lock`` beside ``out``, is removed when the block ends.
+    """
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    path = _lock_path(out)
+    fd = open_locked(path, os.O_RDWR | os.O_CREAT)
+    if fd is None:
+        raise error(f"{out}: another process is writing it ({_holder(path)}; lock {path}); wait for it to "
+                    "finish or write elsewhere")
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}, {Path(sys.argv[0]).name} {' '.join(sys.argv[1:2])}".strip().encode())
+        yield
+    finally:
+        path.unlink(missing_ok=True)  # before the lock goes: a waiter that opened it sees it was removed
+        os.close(fd)
+
+
+def _real(path: str | Path) -> str:
+    # realpath, not Path.resolve: a symlink loop comes back as a path rather than an exception
+    return os.path.realpath(path)
+
+
+def _within(inner: str, outer: str) -> bool:
+    return inner == outer or inner.startswith(outer.rstrip(os.sep) + os.sep)
+
+
+def check_not_an_input(out: str | Path, inputs: Sequence[str | Path], error: type[Exception],
+                       what: str = "output") -> None:
+    """Raise ``error`` naming both if ``out`` is, contains or lies inside one of ``inputs`` (symlinks followed)."""
+    mine = _real(out)
+    for source in inputs:
+        theirs = _real(source)
+        if _within(theirs, mine) or _within(mine, theirs):
+            relation = "is" if theirs == mine else "contains" if _within(theirs, mine) else "is inside"
+            raise error(f"{out}: the {what} {relation} the input {source}; writing it would destroy what is being "
+                        f"read: choose another {what}")
+
+
+def check_output(out: str | Path, inputs: Sequence[str | Path], error: type[Exception], *, own: bool,
+                 overwrite: bool, mine: str, also: Sequence[Path] = ()) -> None:
+    """Refuse (``error``) to write ``out`` (and ``also``, written with it) over an input, or over an existing
+    output that is not the command's own (``own``: the caller's test, ``mine``: what it looks for) unless
+    ``overwrite``."""
+    for path in (out, *also):
+        check_not_an_input(path, inputs, error)
+    exists = [p for p in (out, *also) if os.path.lexists(p)]
+    if exists and not own and not overwrite:
+        raise error(f"{exists[0]}: exists and is not this command's earlier output ({mine}); choose another "
+                    "output, or pass --overwrite to replace it")
 
 
 def atomic_write_png(fig: Any, path: str | Path) -> Path:

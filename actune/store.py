@@ -22,6 +22,11 @@ anywhere else is corruption, not a torn write: opening fails naming ``file:line`
 written twice: ``append`` refuses a key the store already holds, and an exclusive ``flock`` on the
 file stops a second process from appending to the same store at the same time.
 
+Only a store is opened: a new or empty file, or one whose first line is a store record (or the start of
+one, torn). Any other file (notes, the import's own source) is :class:`NotAStoreError`, and neither cut nor
+appended to. :func:`remove_if_empty` removes a store a command created and kept nothing in (an import that
+rejected every record), unless another process holds it.
+
 Producers: a store keys episodes by what was attempted, not by who attempted it, so each record also carries
 the fingerprint of what produced it in ``info["fingerprint"]`` (a flat dict the stage builds, see
 :func:`actune.collect.producer_fingerprint`: model, adapter, prompt, task file). A stage about to append
@@ -33,7 +38,6 @@ tells its model name and adapter (``Trajectory.model``); only those are compared
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 from dataclasses import dataclass, field
@@ -41,13 +45,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from actune.atomic_write import fsync_dir
+from actune.atomic_write import fsync_dir, open_locked
 from actune.jsonl import is_torn, iter_appended
 from actune.judge import Verdict, verdict_of
 from actune.trajectory import Trajectory
 
-__all__ = ["FINGERPRINT_KEY", "StoreError", "StoreMixError", "StoreState", "TrajectoryStore", "fingerprint_of",
-           "read_state"]
+__all__ = ["FINGERPRINT_KEY", "NotAStoreError", "StoreError", "StoreMixError", "StoreState", "TrajectoryStore",
+           "fingerprint_of", "read_state", "remove_if_empty"]
 
 FINGERPRINT_KEY = "fingerprint"
 """The key of ``Trajectory.info`` holding what produced the record."""
@@ -59,6 +63,10 @@ _SHOWN_ONLY = ("version", "task_file")
 
 class StoreError(RuntimeError):
     """The store cannot be used (locked by another process, corrupt line, duplicate episode)."""
+
+
+class NotAStoreError(StoreError):
+    """The path holds something other than a store (a file of the user's, a folder): nothing was changed."""
 
 
 class StoreMixError(StoreError):
@@ -177,6 +185,59 @@ def _cut_torn_tail(fd: int) -> int:
     return size - keep
 
 
+# How every line ``Trajectory.to_json`` writes begins: a torn first line is a record cut short only if it
+# begins so (or is a shorter piece of this).
+_RECORD_HEAD = b'{"task": '
+
+
+def _first_line(path: Path) -> tuple[int, bytes] | None:
+    """(line number, bytes) of the first line that is not blank, or None."""
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if raw.strip():
+                return lineno, raw
+    return None
+
+
+def _check_is_store(path: Path) -> None:
+    """Raise :class:`NotAStoreError` unless the file ``path`` is blank or begins with a store record (whole, or
+    torn: a writer killed in its first append)."""
+    first = _first_line(path)
+    if first is None:
+        return
+    lineno, raw = first
+    head = raw.lstrip()[: len(_RECORD_HEAD)]
+    if is_torn(raw) and _RECORD_HEAD.startswith(head):
+        return
+    try:
+        if verdict_of(Trajectory.from_json(raw.decode("utf-8"))) is not None:
+            return
+        why = "record has no judge verdict (info.verdict)"
+    except ValueError as e:  # UnicodeDecodeError and TrajectoryFormatError included
+        why = f"not a store record ({str(e)[:200]})"
+    raise NotAStoreError(f"{path}:{lineno}: {why}, so the file is not a trajectory store; actune adds only to a "
+                         "store it wrote or a new file (nothing was changed): choose another store path")
+
+
+def remove_if_empty(path: str | Path) -> bool:
+    """Remove the store ``path`` if it is an empty file no other process holds; whether it was removed. Under its
+    lock: a writer that opened it meanwhile finds it gone when it locks, and opens a new one
+    (:func:`actune.atomic_write.open_locked`)."""
+    try:
+        fd = open_locked(path, os.O_RDONLY)
+    except OSError:  # gone already, or not a file
+        return False
+    if fd is None:
+        return False
+    try:
+        if os.fstat(fd).st_size:
+            return False
+        os.unlink(path)
+        return True
+    finally:
+        os.close(fd)
+
+
 def read_state(path: str | Path) -> StoreState:
     """Counts and keys of the records in ``path``; a torn last line that does not parse is left out, as
     :meth:`TrajectoryStore.open` would cut it (:func:`actune.jsonl.iter_appended`).
@@ -215,19 +276,20 @@ class TrajectoryStore:
 
     @classmethod
     def open(cls, path: str | Path) -> "TrajectoryStore":
-        """Open (creating) the store, lock it, cut a torn last line and read what it holds."""
+        """Open (creating) the store, lock it, check that it is one, cut a torn last line and read what it holds."""
         path = Path(path)
+        if path.is_dir():  # before os.open, whose error would read as a disk problem
+            raise NotAStoreError(f"{path}: is a folder, not a trajectory store (a .jsonl file)")
         path.parent.mkdir(parents=True, exist_ok=True)
         created = not path.exists()
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        fd = open_locked(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        if fd is None:
+            raise StoreError(f"{path}: another process is writing this store (it is locked); "
+                             "wait for it or use another store path")
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise StoreError(f"{path}: another process is writing this store (it is locked); "
-                                 "wait for it or use another store path") from None
             if created:
                 fsync_dir(path.parent)
+            _check_is_store(path)  # before the cut: a file that is no store is left as it is
             cut = _cut_torn_tail(fd)
             state = read_state(path)
         except BaseException:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from actune.judge import judge, record_verdict
-from actune.store import StoreError, StoreMixError, TrajectoryStore, read_state
+from actune.store import NotAStoreError, StoreError, StoreMixError, TrajectoryStore, read_state, remove_if_empty
 from actune.trajectory import TaskRecord, Trajectory
 
 
@@ -83,6 +83,41 @@ def test_a_bad_line_before_the_end_is_an_error_and_nothing_is_rewritten(tmp_path
     with pytest.raises(StoreError, match=r"t\.jsonl:3: corrupt store record"):
         TrajectoryStore.open(path)
     assert path.read_bytes() == corrupt
+
+
+# --- only a store is opened (issue #47) -------------------------------------------------------------
+
+@pytest.mark.parametrize(("content", "line"), [
+    (b"a\nb", 1),  # the issue's notes.txt: it lost its last line
+    (b"b", 1),  # one torn-looking line that is no record
+    (b"\n  \nhello", 3),
+    (b'[\n  {"messages": []}\n]', 1),  # an import source (a JSON array): it lost its closing bracket
+    (b'{"messages": [{"role": "user", "content": "q"}]}\n{"messages": [', 1),  # a JSONL source
+    (b"\xff\xfe not text", 1),
+], ids=["notes", "one-word", "after-blank-lines", "json-array", "openai-jsonl", "binary"])
+def test_a_file_that_is_no_store_is_refused_and_left_byte_identical(tmp_path: Path, content: bytes, line: int) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_bytes(content)
+    with pytest.raises(NotAStoreError, match=rf"notes\.txt:{line}: .*not a trajectory store.*nothing was changed"):
+        TrajectoryStore.open(path)
+    assert path.read_bytes() == content
+
+
+def test_a_folder_is_no_store(tmp_path: Path) -> None:
+    with pytest.raises(NotAStoreError, match="is a folder, not a trajectory store"):
+        TrajectoryStore.open(tmp_path)
+
+
+def test_an_empty_store_is_removed_only_when_no_one_holds_it(tmp_path: Path) -> None:
+    """What an import that kept nothing calls, so that it leaves no empty store (tests/faults/test_foreign_files.py)."""
+    path = tmp_path / "new.jsonl"
+    with TrajectoryStore.open(path):
+        assert not remove_if_empty(path)  # another writer holds it
+    assert path.read_bytes() == b"" and remove_if_empty(path) and not path.exists()
+    assert not remove_if_empty(path)  # gone already
+    with TrajectoryStore.open(path) as store:
+        store.append(judged("a", 0, True))
+    assert not remove_if_empty(path) and read_state(path).records == 1
 
 
 def test_no_duplicates(tmp_path: Path) -> None:
