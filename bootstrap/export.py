@@ -37,10 +37,15 @@ method that collected it, ``steps_method``: the step format, the same for every 
 ``env``, ``wire``...). The dataset folder is written whole or not at all (temp folder + rename), with an
 ``export_summary.json`` (:class:`ExportSummary`: what each filter removed, per source method) and a dataset card
 ``README.md`` (:mod:`actune.bootstrap.dataset_card`) inside.
+
+An export replaces only its own earlier output (:func:`claim_folder`): the summary file inside marks a folder as
+an export's; an output that is or holds one of the stores is refused, and so is an existing folder without the
+mark unless ``overwrite``; a second export into the same folder is refused while the first holds its lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import difflib
 import json
@@ -66,7 +71,7 @@ from actune.agent.render import (
     trajectory_prompt_context,
 )
 from actune.agent.tool_calls import render_tool_messages, tools_for
-from actune.atomic_write import recover_folder, replace_folder
+from actune.atomic_write import check_output, output_lock, recover_folder, replace_folder
 from actune.bootstrap.config import ExportConfig
 from actune.bootstrap.export_summary import ExportSummary, MethodCounts
 from actune.envs.actions import parse_described
@@ -74,11 +79,15 @@ from actune.judge import Verdict, verdict_of
 from actune.provenance import provenance
 from actune.trajectory import Step, Trajectory, read_trajectory_lines
 
-__all__ = ["ExportError", "ExportSummary", "MethodCounts", "SUMMARY_FILE", "WIRE_FORMATS", "chat_example",
-           "convert_steps", "convertible", "export_dataset", "export_rows", "judge_counts", "kept_records",
-           "near_duplicates", "text_example", "tools_example", "write_export"]
+__all__ = ["ExportError", "ExportSummary", "MethodCounts", "OWN_FOLDER_MARKERS", "OutputRefused", "SUMMARY_FILE",
+           "WIRE_FORMATS", "chat_example", "claim_folder", "convert_steps", "convertible", "export_dataset",
+           "export_rows", "judge_counts", "kept_records", "near_duplicates", "store_paths", "text_example",
+           "tools_example", "write_export"]
 
 SUMMARY_FILE = "export_summary.json"
+#: The files that mark a folder as an export's own: its summary, or DPO's (:mod:`actune.bootstrap.preference_pairs`,
+#: which builds on this module, so it is named here rather than imported).
+OWN_FOLDER_MARKERS = (SUMMARY_FILE, "pairs_summary.json")
 
 #: Step formats (``info.prompt.method``) each adapter format can be made from (:func:`convert_steps`). Standard
 #: and CoT (CoT-SC and the hybrids that answered by CoT-SC record CoT steps) hold one reasoning and an answer,
@@ -104,6 +113,30 @@ WIRE_FORMATS = WIRES
 
 class ExportError(RuntimeError):
     """The store cannot be exported (missing, no kept records, a record that does not render)."""
+
+
+class OutputRefused(ExportError):
+    """The output would replace an input, or something no export wrote; nothing was changed."""
+
+
+def _is_own_folder(out: Path) -> bool:
+    """An export's own folder (a marker file inside), or an empty one: nothing to lose."""
+    if out.is_symlink() or not out.is_dir():
+        return False
+    return any((out / m).is_file() for m in OWN_FOLDER_MARKERS) or not any(out.iterdir())
+
+
+@contextlib.contextmanager
+def claim_folder(out_dir: str | Path, inputs: Sequence[str | Path], overwrite: bool = False) -> Iterator[None]:
+    """Hold ``out_dir``'s lock for the ``with`` block, after putting back a folder a crashed swap left aside and
+    refusing (:class:`OutputRefused`) an ``out_dir`` that is or holds one of ``inputs``, or that exists without an
+    export's mark (:data:`OWN_FOLDER_MARKERS`) unless ``overwrite``."""
+    out = Path(out_dir)
+    with output_lock(out, ExportError):
+        recover_folder(out)
+        check_output(out, inputs, OutputRefused, own=_is_own_folder(out), overwrite=overwrite,
+                     mine=f"an export's folder holds {' or '.join(OWN_FOLDER_MARKERS)}")
+        yield
 
 
 def judged_lines(store: str | Path) -> Iterator[tuple[int, Trajectory, Verdict]]:
@@ -499,7 +532,7 @@ def export_rows(
     cfg = config or ExportConfig()
     if wire not in WIRE_FORMATS:
         raise ExportError(f"wire format must be one of {', '.join(WIRE_FORMATS)}, not {wire!r}")
-    paths = _store_paths(stores)
+    paths = store_paths(stores)
     summary = ExportSummary(steps_method=cfg.steps_method, wire=wire, stores=[str(p) for p in paths],
                             by_store={str(p): 0 for p in paths})
     kept = _kept(paths, summary)
@@ -512,7 +545,8 @@ def export_rows(
     return rows, summary
 
 
-def _store_paths(stores: str | Path | Sequence[str | Path]) -> list[Path]:
+def store_paths(stores: str | Path | Sequence[str | Path]) -> list[Path]:
+    """``stores`` (one path or several) as a list, a store listed twice refused."""
     paths = [Path(stores)] if isinstance(stores, (str, Path)) else [Path(p) for p in stores]
     seen_paths: set[Path] = set()
     for p in paths:
@@ -640,6 +674,7 @@ def export_dataset(
     config: ExportConfig | None = None,
     *,
     actions: Mapping[str, str] | Callable[[str], str] | None = None,
+    overwrite: bool = False,
 ) -> ExportSummary:
     """Write the kept records of ``stores`` (one path or several, in order) to ``out_dir``
     (``Dataset.save_to_disk`` + ``export_summary.json``), atomically, as the module docstring says.
@@ -647,27 +682,31 @@ def export_dataset(
     ``actions`` (env name -> the environment's ``describe_actions()``) is asked only when records must be
     converted into ``config.steps_method`` for an env of which no record is already in that format (its
     instruction names the actions). An existing ``out_dir`` is replaced only once the new one is
-    complete. Nothing to export is an :class:`ExportError` naming the filter that removed everything.
+    complete, and only if an export wrote it (or ``overwrite``: :func:`claim_folder`). Nothing to export is an
+    :class:`ExportError` naming the filter that removed everything.
     """
-    # a crash of an earlier export between its two renames left the old dataset aside: put it back even
-    # if this export fails before its own swap
-    recover_folder(out_dir)
-    rows, summary = export_rows(stores, wire, config, actions=actions)
-    return write_export(rows, summary, out_dir, config)
+    # claimed before the stores are read: a refusal or a crashed swap's repair comes first, even if the export fails
+    with claim_folder(out_dir, store_paths(stores), overwrite):
+        rows, summary = export_rows(stores, wire, config, actions=actions)
+        return _write_folder(rows, summary, Path(out_dir), config)
 
 
 def write_export(rows: list[dict[str, Any]], summary: ExportSummary, out_dir: str | Path,
-                 config: ExportConfig | None = None) -> ExportSummary:
+                 config: ExportConfig | None = None, *, overwrite: bool = False) -> ExportSummary:
     """Write rows :func:`export_rows` selected (with its summary, under ``config``) as :func:`export_dataset`
     does: for a caller that looked at the selection before writing it."""
+    with claim_folder(out_dir, summary.stores, overwrite):
+        return _write_folder(rows, summary, Path(out_dir), config)
+
+
+def _write_folder(rows: list[dict[str, Any]], summary: ExportSummary, out: Path,
+                  config: ExportConfig | None) -> ExportSummary:
+    """The dataset, its summary and its card in a temp folder beside ``out``, swapped in whole."""
     from datasets import Dataset  # heavy import: only when exporting
 
     from actune.bootstrap.dataset_card import CARD_FILE, card_settings, dataset_card
 
-    recover_folder(out_dir)
     ds = Dataset.from_list(rows)
-    out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         ds.save_to_disk(str(tmp))

@@ -20,7 +20,10 @@ dedupe, cap and shares) and hold the same text; only the layout changes:
 
 A file is written whole or not at all (temp file + rename), then its dataset card beside it
 (:func:`actune.hub_push.file_card_path`: ``X.jsonl`` -> ``X.README.md``; :mod:`actune.bootstrap.dataset_card`),
-which ``actune push`` uploads as the repo's ``README.md``.
+which ``actune push`` uploads as the repo's ``README.md``. That card marks the file as an export's own: an
+existing file (or card) without actune's card is replaced only with ``overwrite``, a file that is one of the stores
+never, and a second export to the same file is refused while the first holds its lock, as for the folder
+(:func:`actune.bootstrap.export.claim_folder`).
 """
 
 from __future__ import annotations
@@ -30,10 +33,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from actune.atomic_write import atomic_write_text, atomic_writer
+from actune.atomic_write import atomic_write_text, atomic_writer, check_output, output_lock
 from actune.bootstrap.config import ExportConfig
 from actune.bootstrap.dataset_card import card_settings, dataset_card
-from actune.bootstrap.export import ExportSummary, export_rows, judge_counts
+from actune.bootstrap.export import ExportError, ExportSummary, OutputRefused, export_rows, judge_counts, store_paths
 from actune.hub_push import file_card_path
 
 __all__ = ["EXPORT_FORMATS", "FILE_FORMATS", "alpaca_example", "export_file", "openai_example", "sharegpt_example"]
@@ -79,6 +82,22 @@ _CONVERT: dict[str, tuple[str, Callable[[dict[str, Any]], tuple[dict[str, Any], 
     "openai": ("chat", openai_example), "sharegpt": ("chat", sharegpt_example), "alpaca": ("text", alpaca_example)}
 
 
+# How actune's card of an export file begins (:func:`actune.bootstrap.dataset_card.dataset_card`'s front matter).
+_CARD_HEAD = "---\npretty_name: actune "
+
+
+def _is_own_file(out: Path) -> bool:
+    """Whether the file ``out`` (or only its card) was written by an export: its card beside it is actune's."""
+    card = file_card_path(out)
+    if out.is_symlink() or (out.exists() and not out.is_file()) or not card.is_file():
+        return False
+    try:
+        with open(card, encoding="utf-8") as f:
+            return f.read(len(_CARD_HEAD)) == _CARD_HEAD
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def _json_line(record: dict[str, Any]) -> str:
     text = json.dumps(record, ensure_ascii=False)
     try:
@@ -95,6 +114,7 @@ def export_file(
     config: ExportConfig | None = None,
     *,
     actions: Mapping[str, str] | Callable[[str], str] | None = None,
+    overwrite: bool = False,
 ) -> tuple[ExportSummary, int]:
     """Write the examples of ``stores`` to ``out_path`` in ``fmt`` (one of :data:`FILE_FORMATS`), atomically.
 
@@ -103,10 +123,19 @@ def export_file(
     """
     if fmt not in _CONVERT:
         raise ValueError(f"format {fmt!r}: a file is written in one of {', '.join(FILE_FORMATS)}")
-    wire, convert = _CONVERT[fmt]
-    rows, summary = export_rows(stores, wire, config, actions=actions)
     out = Path(out_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    card = file_card_path(out)
+    with output_lock(out, ExportError):
+        check_output(out, store_paths(stores), OutputRefused, own=_is_own_file(out), overwrite=overwrite,
+                     mine=f"an export file has actune's card {card.name} beside it", also=[card])
+        rows, summary = export_rows(stores, _CONVERT[fmt][0], config, actions=actions)
+        return _write_file(rows, summary, out, fmt, config)
+
+
+def _write_file(rows: list[dict[str, Any]], summary: ExportSummary, out: Path, fmt: str,
+                config: ExportConfig | None) -> tuple[ExportSummary, int]:
+    """The examples in ``fmt``, then the card beside them, each written whole."""
+    convert = _CONVERT[fmt][1]
     unmasked = 0
     with atomic_writer(out) as f:
         for row in rows:

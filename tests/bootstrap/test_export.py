@@ -4,6 +4,7 @@ sent and the model wrote (episodes run by the real loop with a ScriptedLLM over 
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,18 @@ from agent.fakes import FakeEnvironment, ScriptedLLM, exact_match_scorer
 
 from actune.agent import AgentConfig, run_episode
 from actune.agent.render import render_messages, trajectory_prompt_context
-from actune.bootstrap.export import ExportError, chat_example, export_dataset, kept_records, text_example
+from actune.atomic_write import output_lock
+from actune.bootstrap.export import (
+    SUMMARY_FILE,
+    ExportError,
+    OutputRefused,
+    chat_example,
+    export_dataset,
+    export_rows,
+    kept_records,
+    text_example,
+    write_export,
+)
 from actune.judge import judge, record_verdict
 from actune.store import TrajectoryStore
 from actune.task_record import Task
@@ -136,6 +148,71 @@ def test_an_export_cut_between_its_two_renames_loses_no_dataset(tmp_path, monkey
         export_dataset(tmp_path / "missing.jsonl", out)
     assert set(load_from_disk(str(out))["wire"]) == {"text"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "store.jsonl"]
+
+# --- an export replaces only its own earlier output (issue #47) --------------------------------------
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_an_export_never_replaces_the_folder_holding_its_store(tmp_path):
+    runs = tmp_path / "runs"
+    store = runs / "t.jsonl"
+    make_store(store)
+    (runs / "notes.md").write_text("mine")
+    before = _tree(runs)
+    for overwrite in (False, True):  # not even when told to overwrite: it would delete what it reads
+        with pytest.raises(OutputRefused, match=r"runs: the output contains the input .*t\.jsonl"):
+            export_dataset(store, runs, overwrite=overwrite)
+        with pytest.raises(OutputRefused, match="the output is the input"):
+            export_dataset(store, store, overwrite=overwrite)
+    assert _tree(runs) == before and sorted(p.name for p in tmp_path.iterdir()) == ["runs"]
+
+
+def test_an_existing_folder_no_export_wrote_is_refused_unless_overwrite(tmp_path):
+    store = tmp_path / "store.jsonl"
+    make_store(store)
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "thesis.tex").write_text("years of work")
+    with pytest.raises(OutputRefused, match=rf"mine: exists and is not this command's earlier output .*"
+                                            rf"{SUMMARY_FILE}.*--overwrite"):
+        export_dataset(store, out)
+    assert _tree(out) == {"thesis.tex": b"years of work"}
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    with pytest.raises(OutputRefused, match="a_file: exists"):
+        export_dataset(store, a_file)
+    assert export_dataset(store, out, overwrite=True).exported == 2  # the user meant it
+    assert (out / SUMMARY_FILE).is_file() and not (out / "thesis.tex").exists()
+
+
+def test_its_own_earlier_output_and_an_empty_folder_are_replaced_as_before(tmp_path):
+    store = tmp_path / "store.jsonl"
+    make_store(store)
+    out = tmp_path / "ds"
+    out.mkdir()  # made beforehand, empty: nothing to lose
+    assert export_dataset(store, out, "text").exported == 2
+    assert export_dataset(store, out, "chat").exported == 2  # its own output: a rerun replaces it
+    rows, summary = export_rows(store, "text")  # and so does the quickstart's way, on its resume
+    assert write_export(rows, summary, out).exported == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "store.jsonl"]
+
+
+def test_a_second_export_into_one_folder_is_refused_naming_the_holder(tmp_path):
+    store = tmp_path / "store.jsonl"
+    make_store(store)
+    out = tmp_path / "ds"
+    export_dataset(store, out, "text")
+    before = _tree(out)
+    with output_lock(out, ExportError):  # the first export, still writing
+        with pytest.raises(ExportError, match=rf"ds: another process is writing it \(pid {os.getpid()}, .*lock "
+                                              rf".*\.ds\.lock\)"):
+            export_dataset(store, out, "chat")
+    assert _tree(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "store.jsonl"]  # no .swap-old, no lock left
+    assert export_dataset(store, out, "chat").exported == 2  # once the first is done
+
 
 def test_export_errors_name_the_problem(tmp_path):
     with pytest.raises(ExportError, match="store not found"):

@@ -13,7 +13,7 @@ import pytest
 from agent.fakes import FakeEnvironment, ScriptedLLM, exact_match_scorer
 
 from actune.agent import AgentConfig, run_episode
-from actune.bootstrap.export import chat_example, export_rows, text_example
+from actune.bootstrap.export import OutputRefused, chat_example, export_rows, text_example
 from actune.bootstrap.export_formats import EXPORT_FORMATS, export_file
 from actune.bootstrap.importers import import_set
 from actune.cli import main, stages
@@ -122,6 +122,29 @@ def test_an_openai_export_loads_with_datasets_and_trains_in_trl_sft_trainer(tmp_
     out = trainer.train()
     assert out.global_step == 1 and torch.isfinite(torch.tensor(out.training_loss))
 
+
+
+def test_a_file_export_never_replaces_a_store_or_a_file_it_did_not_write(tmp_path):
+    store = make_store(tmp_path / "s.jsonl")
+    kept = store.read_bytes()
+    for overwrite in (False, True):  # the store, never
+        with pytest.raises(OutputRefused, match=r"s\.jsonl: the output is the input"):
+            export_file(store, store, "openai", overwrite=overwrite)
+    assert store.read_bytes() == kept
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text("mine\n")
+    with pytest.raises(OutputRefused, match=r"notes\.jsonl: exists and is not .* card notes\.README\.md .*--overwrite"):
+        export_file(store, notes, "openai")
+    card = tmp_path / "new.README.md"  # a file of the user's where the card would go
+    card.write_text("my readme")
+    with pytest.raises(OutputRefused, match=r"new\.README\.md: exists"):
+        export_file(store, tmp_path / "new.jsonl", "openai")
+    assert notes.read_text() == "mine\n" and card.read_text() == "my readme" and not (tmp_path / "new.jsonl").exists()
+    export_file(store, notes, "openai", overwrite=True)
+    assert len(read_jsonl(notes)) == 2
+    export_file(store, notes, "alpaca")  # now its own output: replaced as before
+    assert list(read_jsonl(notes)[0]) == ["instruction", "input", "output"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.README.md", "notes.README.md", "notes.jsonl", "s.jsonl"]
 
 
 def test_export_command_writes_the_chosen_format(tmp_path, capsys):
