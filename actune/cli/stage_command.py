@@ -2,7 +2,8 @@
 
 Each reads a run config with overrides, hands its stage the sections it needs, and turns the stage's own
 errors into one line on stderr and exit status 1 (a config error, found before the stage runs, is exit status 2
-everywhere, in :func:`actune.cli.main`; :mod:`actune.cli.exit_codes`).
+everywhere, in :func:`actune.cli.main`; :mod:`actune.cli.exit_codes`). An output refused before anything was
+written (:data:`REFUSALS`: it is an input, or a file the command did not write) is exit status 2 too.
 """
 
 from __future__ import annotations
@@ -13,16 +14,19 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from actune.cli.exit_codes import FAILED, OK
+from actune.cli.exit_codes import FAILED, OK, USAGE
 from actune.stop_signals import stop_signals_as_interrupt
 
-__all__ = ["register_stage", "stage_errors", "section_qualifier", "COLLECT_ERRORS", "EXPORT_ERRORS", "TRAIN_ERRORS"]
+__all__ = ["register_stage", "stage_errors", "section_qualifier", "exit_status", "COLLECT_ERRORS", "EXPORT_ERRORS",
+           "REFUSALS", "TRAIN_ERRORS"]
 
 COLLECT_ERRORS = ("actune.store:StoreError", "actune.serve.errors:ServeError", "actune.tasks.loading:TaskFileError",
                   "actune.collect:CollectError")
 """What the stages that collect episodes (bootstrap, eval) report as one line."""
 EXPORT_ERRORS = ("actune.bootstrap.export:ExportError", "actune.trajectory:TrajectoryFormatError")
 TRAIN_ERRORS = ("actune.train.run:TrainError",)
+REFUSALS = ("actune.bootstrap.export:OutputRefused", "actune.store:NotAStoreError")
+"""Of those, the errors that mean the command points at the wrong path: found before anything was written."""
 
 
 def section_qualifier(section: str) -> Callable[[list[str]], list[str]]:
@@ -45,6 +49,11 @@ def stage_errors(names: Sequence[str]) -> tuple[type[BaseException], ...]:
         module, cls = name.split(":")
         out.append(getattr(importlib.import_module(module), cls))
     return tuple(out)
+
+
+def exit_status(error: BaseException) -> int:
+    """The exit status of a stage error reported in one line: 2 for a refused path (:data:`REFUSALS`), else 1."""
+    return USAGE if isinstance(error, stage_errors(REFUSALS)) else FAILED
 
 
 def register_stage(sub: argparse._SubParsersAction, name: str, *, doc: str, help: str, config_help: str,
@@ -71,7 +80,7 @@ def register_stage(sub: argparse._SubParsersAction, name: str, *, doc: str, help
                 run(config, args)
         except caught as e:
             print(f"actune {name}: {e}", file=sys.stderr)
-            return FAILED
+            return exit_status(e)
         return OK
 
     p.set_defaults(func=command)

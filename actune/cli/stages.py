@@ -8,6 +8,7 @@ from a file or dataset, as bootstrap would. What follows each command's name bel
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ from actune.cli.stage_command import (
     COLLECT_ERRORS,
     EXPORT_ERRORS,
     TRAIN_ERRORS,
+    exit_status,
     register_stage,
     section_qualifier,
     stage_errors,
@@ -49,6 +51,11 @@ omit ``train.``, ``store=...`` may omit ``bootstrap.``, and ``stores``, ``steps_
 turn and observations as user turns (TRL's SFTTrainer reads it), LLaMA-Factory's ShareGPT, or Alpaca
 (instruction, output: observations included, so trained on). ``--format actune`` (the default) is the
 ``datasets`` folder above.
+
+An export replaces only its own earlier output: an existing folder without ``export_summary.json`` (or
+``pairs_summary.json``) inside, or a file without actune's card beside it, is refused (exit status 2) unless
+``--overwrite``; an output that is or holds one of the stores is always refused, and a second export into the
+same place while the first runs is refused naming it.
 """
 
 IMPORT_DOC = """``actune import SOURCE --format openai|alpaca|sharegpt [--store PATH] [--env wiki] [--method react]``:
@@ -60,7 +67,9 @@ Each record's turns are parsed by the agent loop's own step parser into thoughts
 ``--env``'s actions), observations and the final answer, and stored as the loop would have written it,
 judged kept: outside sets come already filtered by their authors (``info.import`` says so and where the
 record came from). Every record is imported or rejected with a reason; the command prints both, with
-examples. Rerunning imports nothing twice. Train on the records by listing the store in
+examples. Rerunning imports nothing twice. ``--store`` must be a trajectory store or a new file: any other file,
+the source itself included, is refused (exit status 2) and left as it was; a new store that gets no record is
+not left behind. Train on the records by listing the store in
 ``bootstrap.export.stores``; to mix them with bootstrapped ones at a chosen share, set
 ``bootstrap.export.store_shares`` (a share per store), or file one-step sets under ``--method cot`` and set
 ``bootstrap.export.method_shares``.
@@ -112,7 +121,7 @@ def _run_bootstrap(run: "RunConfig", args: argparse.Namespace) -> None:
 def _run_export(run: "RunConfig", args: argparse.Namespace) -> None:
     from functools import cache
 
-    from actune.bootstrap.export import ExportError, export_dataset
+    from actune.bootstrap.export import ExportError, claim_folder, export_dataset
 
     boot = run.bootstrap
 
@@ -141,13 +150,15 @@ def _run_export(run: "RunConfig", args: argparse.Namespace) -> None:
                               "prompt / chosen / rejected columns are TRL's preference format)")
         from actune.bootstrap.preference_pairs import export_pairs
 
-        pairs = export_pairs(stores, run.train.dataset, boot.export.max_per_task or 2)
+        with claim_folder(run.train.dataset, stores, args.overwrite):
+            pairs = export_pairs(stores, run.train.dataset, boot.export.max_per_task or 2)
         print(f"exported {pairs.pairs} preference pairs of {pairs.tasks} tasks ({pairs.cut_at_shared_prefix} cut where "
               f"the two episodes part) from {', '.join(map(str, stores))} to {run.train.dataset}; unpaired: "
               f"{pairs.unpaired or 'none'}")
         return
     if args.format == "actune":
-        summary = export_dataset(stores, run.train.dataset, run.train.wire_format, boot.export, actions=actions)
+        summary = export_dataset(stores, run.train.dataset, run.train.wire_format, boot.export, actions=actions,
+                                 overwrite=args.overwrite)
         print(f"exported {summary.exported} kept trajectories ({run.train.wire_format}) in {summary.steps_method} "
               f"steps from {', '.join(map(str, stores))} to {run.train.dataset}")
         print(summary.table())
@@ -155,7 +166,7 @@ def _run_export(run: "RunConfig", args: argparse.Namespace) -> None:
     from actune.bootstrap.export_formats import export_file
 
     out = args.out or f"{run.train.dataset}.{args.format}.jsonl"
-    summary, unmasked = export_file(stores, out, args.format, boot.export, actions=actions)
+    summary, unmasked = export_file(stores, out, args.format, boot.export, actions=actions, overwrite=args.overwrite)
     print(f"exported {summary.exported} kept trajectories ({args.format}) in {summary.steps_method} "
           f"steps from {', '.join(map(str, stores))} to {out}")
     print(summary.table())
@@ -180,15 +191,23 @@ def _run_eval(run: "RunConfig", args: argparse.Namespace) -> None:
 
 
 def _run_import(args: argparse.Namespace) -> int:
+    from actune.atomic_write import check_not_an_input
     from actune.bootstrap.importers import import_set
-    from actune.cli.exit_codes import FAILED, NOTHING_DONE, OK
+    from actune.cli.exit_codes import NOTHING_DONE, OK
+    from actune.store import NotAStoreError, remove_if_empty
 
     caught = stage_errors(["actune.bootstrap.importers:ImportSetError", "actune.store:StoreError"])
+    new_store = not os.path.lexists(args.store)
     try:
+        if Path(args.source).exists():  # a local file or folder, not a Hub id: the store must not be (in) it
+            check_not_an_input(args.store, [args.source], NotAStoreError, what="store")
         summary = import_set(args.source, args.store, args.format, env=args.env, method=args.method, split=args.split)
     except caught as e:
         print(f"actune import: {e}", file=sys.stderr)
-        return FAILED
+        return exit_status(e)
+    finally:
+        if new_store:  # every record rejected, or none read: no empty store is left for the user to wonder at
+            remove_if_empty(args.store)
     print(summary.table())
     if summary.total == 0:
         print(f"actune import: {args.source} holds no records", file=sys.stderr)
@@ -242,6 +261,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     export.add_argument("--format", choices=("actune", "openai", "sharegpt", "alpaca"), default="actune",
                         help="actune: the datasets folder train.dataset (default); openai, sharegpt, alpaca: one "
                              "JSONL file for another trainer")
+    export.add_argument("--overwrite", action="store_true",
+                        help="replace an existing output that no export wrote (never one of the stores)")
     export.add_argument("--out", default=None,
                         help="the JSONL file of --format openai|sharegpt|alpaca "
                              "(default: <train.dataset>.<format>.jsonl)")
