@@ -333,7 +333,10 @@ def _split_questions(split: str, n: int, cfg: WorldConfig, world: World, pools: 
             group = slot[2]
             meta: dict[str, Any] = {"kind": kind, "supporting_titles": q.supporting_titles, "template": t.id,
                                     "heldout_template": t.heldout if group is None else group != SEEN,
-                                    "lookup_needed": late}
+                                    "lookup_needed": late,
+                                    # the sentences that state the facts: what evidence-level grounding checks
+                                    "evidence": [[world.pages[title].sentences[world.pages[title].fact_index[fact]]
+                                                  for title, fact in q.facts]]}
             if family is not None:
                 meta.update(phrasing=group, family=family.id, **_wording_meta(split, group, t, variant, wordings))
             # a yes/no comparison has no answer position

@@ -202,6 +202,18 @@ def test_default_world_dir_generates_once_and_reuses(tmp_path: Path) -> None:
     assert default_world_dir(WorldConfig(seed=3, **SMALL), root=tmp_path) != folder
 
 
+def test_every_question_names_the_sentences_that_state_its_facts(world_dir: Path) -> None:
+    pages = {p["title"]: p["sentences"] for p in _read_jsonl(world_dir / "corpus.jsonl")}
+    for split in ("train", "dev", "test"):
+        for r in _read_jsonl(world_dir / f"{split}.jsonl"):
+            (evidence,) = r["meta"]["evidence"]
+            assert 1 <= len(evidence) <= len(r["meta"]["supporting_titles"])
+            # each on a supporting page; a late fact sits past the five sentences a search shows
+            at = [next(i for t in r["meta"]["supporting_titles"] for i, s in enumerate(pages[t]) if s == e)
+                  for e in evidence]
+            assert r["meta"]["lookup_needed"] == any(i >= 5 for i in at)
+
+
 def test_pages_read_as_plain_english(world_dir: Path) -> None:
     text = " ".join(s for p in _read_jsonl(world_dir / "corpus.jsonl") for s in p["sentences"])
     assert not re.search(r"\ba [aeiou]", text)  # "an engineer", never "a engineer"
@@ -223,7 +235,10 @@ def test_a_templates_world_is_unchanged_by_families() -> None:
     # the families mode draws nothing in a templates world: seed 7's questions as they were before it existed
     # (version 2's default sizes, its training questions free to share dev and test questions' facts)
     gen = generate_world(WorldConfig(seed=7, n_people=120, n_companies=80, n_cities=40, fact_disjoint=False))
-    digest = hashlib.sha256(json.dumps(gen.splits).encode()).hexdigest()
+    # (each question's evidence sentences came later, beside the questions: left out of the comparison)
+    splits = {k: [{**r, "meta": {m: v for m, v in r["meta"].items() if m != "evidence"}} for r in rs]
+              for k, rs in gen.splits.items()}
+    digest = hashlib.sha256(json.dumps(splits).encode()).hexdigest()
     assert digest == "c3969d03a890c5939b521342efb244c60ad7f0801d8f2c7aec10a03ee117cb9e"
     assert not any("phrasing" in r["meta"] for rs in gen.splits.values() for r in rs)
 
