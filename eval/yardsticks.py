@@ -29,7 +29,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from actune.envs.base import Action
+from actune.config import ConfigError
+from actune.envs.base import Action, Environment
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.eval.report import ModelResult
@@ -146,8 +147,9 @@ def policies(train: Sequence[Task], has_search: bool) -> list[Policy]:
     return out
 
 
-def _episode(policy: Policy, task: Task, env) -> Trajectory:
-    env.reset(task)
+def _episode(policy: Policy, task: Task, env: Environment | None) -> Trajectory:
+    if env is not None:
+        env.reset(task)
     steps: list[Step] = []
     titles: list[str] = []
     for i, term in enumerate(policy.searches(task), start=1):
@@ -156,7 +158,8 @@ def _episode(policy: Policy, task: Task, env) -> Trajectory:
         steps += [Step("action", f"search[{term}]", i, "search", term), Step("observation", result.observation, i)]
     answer = policy.answer(task)
     n = len(steps) // 2 + 1
-    steps.append(Step("answer", f"{env.finish_action}[{answer}]", n, env.finish_action, answer))
+    finish = env.finish_action if env is not None else "finish"
+    steps.append(Step("answer", f"{finish}[{answer}]", n, finish, answer))
     traj = Trajectory(task=TaskRecord.of(task), method="act", model=ModelRecord(name=YARDSTICK_PREFIX + policy.name),
                       steps=steps, prediction=answer, finish_reason="answered", run_id="yardsticks",
                       episode_id=hashlib.sha256(f"{policy.name}\x1f{task.id}".encode()).hexdigest()[:16],
@@ -167,9 +170,13 @@ def _episode(policy: Policy, task: Task, env) -> Trajectory:
 
 
 def run_yardsticks(tasks: Sequence[Task], train: Sequence[Task], env_config: EnvConfig) -> list[ModelResult]:
-    """Every policy of :func:`policies` run on ``tasks`` in the environment ``env_config`` names."""
-    env = make_env(env_config)
-    has_search = "search" in (getattr(env, "action_names", ()) or ())
+    """Every policy of :func:`policies` run on ``tasks`` in the environment ``env_config`` names; where that
+    environment cannot be built here (no corpus given), only the policies that open no page."""
+    try:
+        env: Environment | None = make_env(env_config)
+    except (ConfigError, ValueError, OSError):
+        env = None
+    has_search = env is not None and "search" in (getattr(env, "action_names", ()) or ())
     return [ModelResult(label=YARDSTICK_PREFIX + p.name, model="(no model: " + p.name + ")",
                         records=[_episode(p, t, env) for t in tasks])
             for p in policies(train, has_search)]
