@@ -27,12 +27,14 @@ import os
 import shutil
 import stat
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_writer", "atomic_write_text", "atomic_write_bytes", "atomic_write_png", "replace_folder",
-           "recover_folder", "try_lock", "open_locked", "output_lock", "check_not_an_input", "check_output"]
+__all__ = ["temp_folder_beside", "atomic_writer", "atomic_write_text", "atomic_write_bytes", "atomic_write_png",
+           "replace_folder", "recover_folder", "try_lock", "open_locked", "output_lock", "check_not_an_input",
+           "check_output"]
 
 
 def _create_temp(path: Path) -> tuple[int, Path]:
@@ -103,6 +105,17 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically (see the module docstring)."""
     with atomic_writer(path, binary=True) as f:
         f.write(data)
+
+
+def temp_folder_beside(out: Path) -> Path:
+    """A new empty folder beside ``out`` (same file system, so :func:`replace_folder` is a rename), with the mode
+    any folder made now would get: mkdtemp's 0o700 would survive the swap, and a dataset another user (a vLLM
+    container, a colleague) must read would be private."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)
+    return tmp
 
 
 def _aside(out: Path) -> Path:

@@ -51,7 +51,6 @@ import difflib
 import json
 import random
 import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -71,7 +70,7 @@ from actune.agent.render import (
     trajectory_prompt_context,
 )
 from actune.agent.tool_calls import render_tool_messages, tools_for
-from actune.atomic_write import check_output, output_lock, recover_folder, replace_folder
+from actune.atomic_write import check_output, output_lock, recover_folder, replace_folder, temp_folder_beside
 from actune.bootstrap.config import ExportConfig
 from actune.bootstrap.export_summary import ExportSummary, MethodCounts
 from actune.envs.actions import parse_described
@@ -707,7 +706,7 @@ def _write_folder(rows: list[dict[str, Any]], summary: ExportSummary, out: Path,
     from actune.bootstrap.dataset_card import CARD_FILE, card_settings, dataset_card
 
     ds = Dataset.from_list(rows)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    tmp = temp_folder_beside(out)
     try:
         ds.save_to_disk(str(tmp))
         # inside the folder before the swap: the dataset and its summary appear together or not at all

@@ -178,7 +178,8 @@ def _keyword(sentence: str, page: list[str], question: str) -> tuple[str, int] |
     """(a word of the question that ``sentence`` holds, how many lookups of it reach the sentence): the word whose
     hits reach it soonest, the longer word on a tie; None when no question word of four letters or more does (or
     only past the third hit)."""
-    words = dict.fromkeys(w for w in re.findall(r"[A-Za-z0-9][\w'-]*", question) if len(w) >= 4 and w.lower() not in _STOP)
+    words = dict.fromkeys(w for w in re.findall(r"[A-Za-z0-9][\w'-]*", question)
+                          if len(w) >= 4 and w.lower() not in _STOP)
     best: tuple[int, int, str] | None = None
     for w in words:
         hits = [x for x in page if w.lower() in x.lower()]

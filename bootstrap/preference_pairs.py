@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from actune.agent.render import episode_segments
-from actune.atomic_write import recover_folder, replace_folder
+from actune.atomic_write import recover_folder, replace_folder, temp_folder_beside
 from actune.bootstrap.export import ExportError, judged_lines
 from actune.provenance import provenance
 from actune.trajectory import Step, Trajectory
@@ -136,7 +135,7 @@ def export_pairs(stores: str | Path | Sequence[str | Path], out_dir: str | Path,
                           f"episode of the same method and prompt; unpaired: {summary.unpaired})")
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    tmp = temp_folder_beside(out)
     try:
         Dataset.from_list(rows).save_to_disk(str(tmp))
         written = {**summary.to_dict(), "provenance": provenance()}

@@ -550,9 +550,10 @@ def _report(run: _EvalRun, name: str, interrupted: bool, restarts: int) -> dict[
         for p in run.plans
     ]
     report = build_report(results, samples=cfg.bootstrap_samples, confidence=cfg.confidence, seed=cfg.seed,
-                          yardsticks=_yardsticks(cfg, tasks), title=name, extra={"run_id": run.run_id, "tasks": len(tasks), "attempts": cfg.attempts,
-                                             "interrupted": interrupted, "server_restarts": restarts,
-                                             "provenance": _provenance(run)})
+                          yardsticks=_yardsticks(cfg, tasks), title=name,
+                          extra={"run_id": run.run_id, "tasks": len(tasks), "attempts": cfg.attempts,
+                                 "interrupted": interrupted, "server_restarts": restarts,
+                                 "provenance": _provenance(run)})
     paths = write_report(report, cfg.out_dir)
     log_to_trackers(cfg.report_to, run_name=run.run_id, stage="eval", metrics=eval_metrics(report),
                     config=public_dump(cfg), log_dir=Path(cfg.out_dir) / "runs")

@@ -12,7 +12,8 @@ The headline metric is ``correct_grounded``: an episode counts when it is correc
 says grounded (``scores["grounded"]``, written by :func:`actune.judge.record_verdict`: the supporting
 sentences were shown in its observations where the task names them, else every supporting page was read). A
 task whose source lacks its supporting sentences (``evidence_known: false``) has no value for it and is scored
-apart; ``correct_pages_read`` (correct, and every supporting page opened) is the page-level figure beside it. A small model answers a two-way comparison right half the time by chance;
+apart; ``correct_pages_read`` (correct, and every supporting page opened) is the page-level figure beside it. A
+small model answers a two-way comparison right half the time by chance;
 this metric does not count those guesses. A record without the grounded score (written before eval
 judged episodes) has no value for it: it is left out of that metric's mean, never counted as 0. Methods
 that read no pages (CoT, Standard) are never grounded, so they score 0 on it by design.

@@ -46,7 +46,9 @@ LABEL_SET_MAX = 4
 one constant policy each."""
 YARDSTICK_PREFIX = "yardstick:"
 _AUX = re.compile(r"^(are|is|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", re.I)
-_ENTITY = re.compile(r"(?:[A-Z0-9][\w'’.&-]*)(?:\s+(?:(?:of|the|de|da|das|do|dos|del|della|di|in|for|on|la|le|von|van|du|y|al|bin|ibn)\s+)*[A-Z0-9][\w'’.&-]*)*")
+#: a name: capitalised words, joined by the small words names hold ("Nelson Pereira dos Santos")
+_JOINERS = "of|the|de|da|das|do|dos|del|della|di|in|for|on|la|le|von|van|du|y|al|bin|ibn"
+_ENTITY = re.compile(rf"(?:[A-Z0-9][\w'’.&-]*)(?:\s+(?:(?:{_JOINERS})\s+)*[A-Z0-9][\w'’.&-]*)*")
 #: opening words that are not part of a name ("Both X and Y ...", "Between X and Y, ...")
 _OPENERS = {"both", "between", "which", "what", "who", "whom", "whose", "where", "when", "how", "in", "are", "is",
             "was", "were", "do", "does", "did", "name"}

@@ -270,3 +270,16 @@ def test_recover_folder_without_a_swap_changes_nothing(tmp_path):
     out = _folder(tmp_path / "out", a="x")
     recover_folder(out)
     assert _names(tmp_path) == ["out"] and _content(out) == {"a": "x"}
+
+
+def test_a_folder_written_beside_and_swapped_in_has_the_umask_mode(tmp_path: Path) -> None:
+    from actune.atomic_write import temp_folder_beside
+
+    old = os.umask(0o022)
+    try:
+        tmp = temp_folder_beside(tmp_path / "dataset")
+        replace_folder(tmp, tmp_path / "dataset")
+    finally:
+        os.umask(old)
+    # 0755, as mkdir makes it: mkdtemp's 0700 would leave the dataset unreadable to another user
+    assert (tmp_path / "dataset").stat().st_mode & 0o777 == 0o755

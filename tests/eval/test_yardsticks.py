@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from actune.envs.config import EnvConfig
-from actune.eval.report import build_report, ModelResult
+from actune.eval.report import ModelResult, build_report
 from actune.eval.stats import HEADLINE
 from actune.eval.yardsticks import named_entities, options, policies, run_yardsticks, yes_no_question
 from actune.hotpotqa_source import HotpotQASource, write_hotpotqa_tasks
