@@ -35,7 +35,7 @@ def _generate(args: argparse.Namespace) -> int:
     cfg = load_config(WorldConfig, config, overrides)
     try:
         gen = write_world(cfg, args.out)
-    except ValueError as e:  # a world too small for the questions asked
+    except ValueError as e:  # a world too small for the questions asked; an out folder that is not a world
         raise ConfigError(str(e)) from None
     c = gen.manifest["counts"]
     print(f"wrote {args.out}: {c['pages']} pages ({c['people']} people, {c['companies']} companies, "

@@ -17,18 +17,20 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from actune.atomic_write import atomic_write_text
+from actune.atomic_write import output_lock, recover_folder, replace_folder, temp_folder_beside
 from actune.config import actune_home
 from actune.world.config import WORLD_VERSION, WorldConfig
 from actune.world.entities import World, build_world
 from actune.world.phrasings import NEW_PHRASING
 from actune.world.questions import RELATIONS, TEMPLATES, sample_splits
 
-__all__ = ["GeneratedWorld", "generate_world", "write_world", "default_world_dir", "WORLD_FILES"]
+__all__ = ["GeneratedWorld", "WorldFolderError", "generate_world", "write_world", "default_world_dir", "WORLD_FILES"]
 
 WORLD_FILES = ("corpus.jsonl", "train.jsonl", "dev.jsonl", "test.jsonl", "world.json")
 
@@ -103,18 +105,37 @@ def _jsonl(records: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
-def write_world(cfg: WorldConfig, out_dir: str | Path) -> GeneratedWorld:
-    """Generate ``cfg``'s world and write its files into ``out_dir`` (created; files replaced atomically).
+class WorldFolderError(ValueError):
+    """``out_dir`` holds something that is not a world this module wrote."""
 
-    ``world.json`` is written last, so a folder with a manifest is a complete world.
-    """
+
+def write_world(cfg: WorldConfig, out_dir: str | Path) -> GeneratedWorld:
+    """Generate ``cfg``'s world and write its files into ``out_dir``, whole: they are written into a folder beside
+    it (``world.json`` last) and swapped in, so a kill or a full disk leaves the old world complete or the new one,
+    never a new corpus beside old questions. ``out_dir`` must be new, empty or a world (it holds ``world.json``),
+    else :class:`WorldFolderError`; a second writer of the same folder is refused by its lock, and a dead run's
+    temporary folder is removed."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "world.json").is_file())):
+        raise WorldFolderError(f"{out}: not a world folder (no world.json) and not empty: a world is written only "
+                               "into a new or empty folder or over a world; choose another folder")
     gen = generate_world(cfg)
-    atomic_write_text(out / "corpus.jsonl", _jsonl(gen.corpus))
-    for split, records in gen.splits.items():
-        atomic_write_text(out / f"{split}.jsonl", _jsonl(records))
-    atomic_write_text(out / "world.json", json.dumps(gen.manifest, indent=2, ensure_ascii=False) + "\n")
+    with output_lock(out, WorldFolderError):
+        recover_folder(out)
+        for stale in out.parent.glob(f".{out.name}.*"):
+            if stale.is_dir() and not stale.name.endswith((".lock", ".swap-old")):
+                shutil.rmtree(stale, ignore_errors=True)  # a dead run's: the lock says none is running
+        tmp = temp_folder_beside(out)
+        try:
+            (tmp / "corpus.jsonl").write_text(_jsonl(gen.corpus), encoding="utf-8")
+            for split, records in gen.splits.items():
+                (tmp / f"{split}.jsonl").write_text(_jsonl(records), encoding="utf-8")
+            (tmp / "world.json").write_text(json.dumps(gen.manifest, indent=2, ensure_ascii=False) + "\n",
+                                            encoding="utf-8")
+            replace_folder(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return gen
 
 
@@ -125,6 +146,14 @@ def default_world_dir(cfg: WorldConfig | None = None, root: str | Path | None = 
     base = Path(root) if root is not None else actune_home() / "worlds"
     key = json.dumps(cfg.model_dump(mode="json"), sort_keys=True)
     folder = base / f"v{WORLD_VERSION}-seed{cfg.seed}-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
-    if not (folder / "world.json").exists():
-        write_world(cfg, folder)
-    return folder
+    for _ in range(600):  # another process writing the same world (parallel tests): wait for it, then reuse it
+        if (folder / "world.json").exists():
+            return folder
+        try:
+            write_world(cfg, folder)
+            return folder
+        except WorldFolderError:
+            if not folder.parent.joinpath(f".{folder.name}.lock").exists():
+                raise
+            time.sleep(0.5)
+    raise WorldFolderError(f"{folder}: another process held it for 5 minutes without finishing the world")

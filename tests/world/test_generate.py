@@ -356,3 +356,33 @@ def test_a_bad_share_of_held_out_questions_is_a_config_error() -> None:
 def test_a_families_manifest_lists_the_relations(families_world) -> None:
     ids = [t["id"] for t in families_world.manifest["templates"]]
     assert "person_birth_river" in ids and "founder_birthplace" not in ids
+
+
+def test_a_world_is_written_whole_and_never_over_what_is_not_a_world(tmp_path: Path, monkeypatch) -> None:
+    import actune.world.generate as gen_module
+    from actune.world.generate import WorldFolderError
+
+    small = WorldConfig(seed=3, **SMALL)
+    out = tmp_path / "w"
+    write_world(small, out)
+    before = _digest(out)
+    # the swap fails (a kill, a full disk) after every new file was written: the old world stays whole
+    def boom(new, dest):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(gen_module, "replace_folder", boom)
+    with pytest.raises(OSError):
+        write_world(WorldConfig(seed=4, **SMALL), out)
+    monkeypatch.undo()
+    assert _digest(out) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["w"]  # no temporary folder, no lock left behind
+    # a dead run's temporary folder is removed by the next write
+    (tmp_path / ".w.abc123").mkdir()
+    write_world(WorldConfig(seed=4, **SMALL), out)
+    assert [p.name for p in tmp_path.iterdir()] == ["w"] and _digest(out) != before
+    # a folder holding a user's file is refused, the file untouched
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    with pytest.raises(WorldFolderError, match="not a world folder"):
+        write_world(small, mine)
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"] and (mine / "notes.txt").read_text() == "keep me"
