@@ -3,30 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-import re
-import string
 from collections import Counter
 from typing import AsyncIterator
 
 from actune.agent.episode import Episode, Event
 from actune.agent.methods.direct import cot_sample
+from actune.tasks.metrics import normalize_answer
 from actune.trajectory import Step
 
-__all__ = ["run_cot_sc", "normalize_answer", "majority_vote"]
-
-
-def normalize_answer(s: str) -> str:
-    """HotpotQA/SQuAD normalisation: lower case, no punctuation, articles or extra spaces."""
-    s = s.lower()
-    s = "".join(ch for ch in s if ch not in set(string.punctuation))
-    s = re.sub(r"\b(a|an|the)\b", " ", s)
-    return " ".join(s.split())
+__all__ = ["run_cot_sc", "majority_vote"]
 
 
 def majority_vote(answers: list[str | None]) -> tuple[int | None, dict[str, int]]:
     """Index of the first sample holding the most common answer, and the vote counts.
 
-    Samples without an answer do not vote; ties go to the answer seen first.
+    Answers vote as the scorer compares them (:func:`actune.tasks.metrics.normalize_answer`), so the
+    winner's group is the one exact match would judge as one answer. Samples without an answer do not
+    vote; ties go to the answer seen first.
     """
     norms = [normalize_answer(a) if a else None for a in answers]
     votes = Counter(n for n in norms if n)
