@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from actune.config import ConfigError
 from actune.jsonl import read_json
 
 __all__ = [
@@ -33,6 +34,8 @@ __all__ = [
     "Exemplar",
     "ExemplarSet",
     "ExemplarError",
+    "exemplar_path",
+    "builtin_sets",
     "load_exemplars",
     "select_exemplars",
     "load_paper_prompt",
@@ -66,8 +69,9 @@ _PAPER_KEY_SUFFIX = {"wiki": "simple6", "fever": "simple3"}
 _ALFWORLD_METHODS = ("react", "act")
 
 
-class ExemplarError(ValueError):
-    """An exemplar or prompt file is malformed; the message names the file and key."""
+class ExemplarError(ConfigError):
+    """An exemplar or prompt file is missing, malformed or unfit for the environment; the message names the file
+    and key. A config error: the config names the file, and the commands report it as one."""
 
 
 @dataclass
@@ -108,13 +112,27 @@ def _str(d: dict[str, Any], key: str, where: str, required: bool = False) -> str
     return v
 
 
-def load_exemplars(name_or_path: str | Path) -> ExemplarSet:
-    """Load a structured exemplar set: a built-in name (``wiki``...) or a JSON file path."""
+def exemplar_path(name_or_path: str | Path) -> Path:
+    """The file a set name (``wiki`` -> actune/prompts/wiki.json) or path stands for, there or not."""
     p = Path(name_or_path)
     # A run folder named like a set (``runs/alfworld`` run from ``runs/``) must not shadow the built-in set:
     # only a file is taken as a path.
-    if not p.suffix and not p.is_file():
-        p = BUILTIN_DIR / f"{name_or_path}.json"
+    return BUILTIN_DIR / f"{name_or_path}.json" if not p.suffix and not p.is_file() else p
+
+
+def builtin_sets() -> list[str]:
+    """The names of the sets actune ships: the files of :data:`BUILTIN_DIR` in this format (not the paper's)."""
+    names = []
+    for p in sorted(BUILTIN_DIR.glob("*.json")):
+        data = read_json(p, ExemplarError, "exemplar file")
+        if isinstance(data, dict) and isinstance(data.get("exemplars"), list):
+            names.append(p.stem)
+    return names
+
+
+def load_exemplars(name_or_path: str | Path) -> ExemplarSet:
+    """Load a structured exemplar set: a built-in name (``wiki``...) or a JSON file path."""
+    p = exemplar_path(name_or_path)
     data = read_json(p, ExemplarError, "exemplar file")
     if not isinstance(data, dict) or not isinstance(data.get("exemplars"), list):
         raise ExemplarError(f"{p}: expected an object with an 'exemplars' list")

@@ -50,6 +50,7 @@ from typing import Any, AsyncIterator, Callable
 
 from actune.agent.config import AgentConfig
 from actune.agent.episode import LLM, Episode, EpisodeEnd, Event, approx_tokens, episode_seed
+from actune.agent.exemplar_check import check_exemplar_actions
 from actune.agent.exemplars import EVERY_STEP, ExemplarSet, paper_prompt_file, paper_prompt_key
 from actune.agent.methods import BASE_METHOD, METHOD_RUNNERS
 from actune.agent.methods.live import LiveLLM
@@ -124,7 +125,9 @@ async def iter_episode(
     exemplar_set: ExemplarSet | None = None,
     count_tokens: Callable[[str], int] = approx_tokens,
 ) -> AsyncIterator[Event]:
-    """Run one episode, yielding events as they happen; the last event is ``done`` with the record."""
+    """Run one episode, yielding events as they happen; the last event is ``done`` with the record. Exemplars that
+    do not fit ``env`` are a config error before the environment or the model is asked anything."""
+    check_exemplar_actions(cfg, env, exemplar_set)
     seed = episode_seed(cfg.seed, task.id, attempt)
     model = model or ModelRecord()
     model = ModelRecord(name=model.name, adapter=model.adapter, regime=cfg.regime, wire=cfg.wire,

@@ -8,6 +8,7 @@ import pytest
 
 from actune.agent import AgentConfig, iter_episode, run_episode
 from actune.agent.episode import episode_seed, truncate_observation
+from actune.envs.alfworld_env import VERBS
 from actune.envs.base import Environment
 from actune.llm import ContextLengthError, ServerError
 from actune.task_record import Task
@@ -343,7 +344,7 @@ class FakeHouseholdEnvironment(Environment):
     """ALFWorld-like: free-text commands, no finish action; the env decides when the task is won."""
 
     name = "alfworld"
-    action_names = ("go", "open", "take", "put")
+    action_names = VERBS  # ALFWorld's: its exemplars also clean, heat, cool and use
     finish_action = None
 
     def __init__(self):
