@@ -206,8 +206,9 @@ def _markdown(title: str, rows: list[dict[str, Any]], stages: dict[str, Any], cf
     """The report's text; ``sections``: lines placed after the methods' tables (the Figure 3 table)."""
     split = "test questions" if cfg.get("eval_split", "test") == "test" else "dev questions (a pilot: not a result)"
     lines = [f"# {title}", "", *([f"**{cfg['scale_note']}**", ""] if cfg.get("scale_note") else []),
-             f"Headline: `{HEADLINE}` — the answer is right AND every page it rests on was read (a comparison "
-             f"answered by luck does not count). Means over held-out {split} with 95% bootstrap "
+             f"Headline: `{HEADLINE}` — the answer is right AND the sentences it rests on were shown in the "
+             "episode's observations where the question names them (else every page it rests on was opened; a "
+             f"comparison answered by luck does not count). Means over held-out {split} with 95% bootstrap "
              "intervals; tuned models are paired against `prompted` (the generic few-shot prompt) with an exact "
              f"McNemar test. The bar: >= {BAR['ratio']:g}x the prompted rate, >= {BAR['points'] * 100:g} points "
              f"higher, p < {BAR['p']:g}; and, where the eval ran yardsticks (content-free policies: a constant "
