@@ -42,11 +42,17 @@ def actune_home() -> Path:
     return Path(os.environ.get("ACTUNE_HOME") or Path.home() / ".cache" / "actune").expanduser()
 
 
+def split_override(item: str) -> tuple[str, str | None]:
+    """(``key.path``, raw value) of a ``key.path=value`` override, the key stripped; the value is None when the
+    item has no ``=``. The one place an override is cut, for every command that reads or qualifies one."""
+    key, eq, raw = item.partition("=")
+    return key.strip(), (raw if eq else None)
+
+
 def _parse_override(item: str) -> tuple[list[str], Any]:
-    if "=" not in item:
+    key, raw = split_override(item)
+    if raw is None:
         raise ConfigError(f"override {item!r} is not of the form key.path=value")
-    key, raw = item.split("=", 1)
-    key = key.strip()
     if not key or any(not part for part in key.split(".")):
         raise ConfigError(f"override {item!r} has an empty key")
     # YAML scalars give the natural types: 32 -> int, true -> bool, [a, b] -> list, null -> None.

@@ -154,3 +154,14 @@ def test_public_dump_masks_secrets_but_not_their_variables_or_token_counts() -> 
     assert "sk-live-123" not in dump_yaml(cfg) and "hf_abc" not in dump_yaml(cfg)
     names = ("api_key", "hub_token", "api_key_env", "max_tokens", "password", "eos_token", "pad_token", "token")
     assert [is_secret_name(n) for n in names] == [True, True, False, False, True, False, False, True]
+
+
+def test_one_override_splitter_serves_every_command() -> None:
+    from actune.config import split_override
+
+    assert split_override(" train.lora.r =16") == ("train.lora.r", "16")
+    assert split_override("serve={api_key: x=y}") == ("serve", "{api_key: x=y}")  # only the first "=" cuts
+    assert split_override("notanoverride") == ("notanoverride", None)
+    # the stage commands qualify by it: a short key and a key with spaces around "=" alike
+    from actune.cli.run_config import qualify_section_overrides
+    assert qualify_section_overrides(["concurrency =3"], "bootstrap") == ["bootstrap.concurrency =3"]

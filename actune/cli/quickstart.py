@@ -36,13 +36,15 @@ def reproduce_command(preset: str, out: object, overrides: list[str], seed: int 
     import re
     import shlex
 
-    from actune.config import is_secret_name
+    from actune.config import is_secret_name, split_override
 
     def masked(o: str) -> str:
-        key, eq, value = o.partition("=")
+        key, value = split_override(o)
+        if value is None:
+            return o
         # a secret as the key, or inside a mapping given as the value (serve={api_key: ...})
         inner = any(is_secret_name(w) for w in re.findall(r"(\w+)\s*:", value))
-        return f"{key}=***" if eq and (is_secret_name(key.rsplit(".", 1)[-1]) or inner) else o
+        return f"{key}=***" if is_secret_name(key.rsplit(".", 1)[-1]) or inner else o
 
     parts = ["actune", "quickstart", "--preset", preset]
     parts += ["--seed", str(seed)] if seed is not None else []

@@ -81,7 +81,7 @@ def resolve_agent_config(args: argparse.Namespace) -> tuple[Any, str | None]:
     the --adapter folder's actune_prompt.json), then --method/--regime/--wire and the key=value overrides."""
     from actune.agent.config import AgentConfig
     from actune.agent.prompt_spec import PROMPT_SPEC_FILE, find_prompt_spec, load_prompt_spec
-    from actune.config import load_config
+    from actune.config import load_config, split_override
 
     config, overrides = _agent_config_items(args)
     spec_path = args.prompt_spec or (find_prompt_spec(args.adapter) if args.adapter else None)
@@ -91,7 +91,7 @@ def resolve_agent_config(args: argparse.Namespace) -> tuple[Any, str | None]:
         spec = load_prompt_spec(spec_path)
         cfg = load_config(AgentConfig, config, spec.as_overrides() + overrides)
         spec_keys = set(spec.model_dump(exclude={"format_version"}))
-        won = [o for o in overrides if o.split("=", 1)[0].strip() in spec_keys]
+        won = [o for o in overrides if split_override(o)[0] in spec_keys]
         note = (f"applied prompt spec {spec_path}: method={spec.method} regime={spec.regime} wire={spec.wire}"
                 + (f" (overridden by {' '.join(won)})" if won else ""))
     else:

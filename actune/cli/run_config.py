@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from actune.bootstrap.config import BootstrapConfig
-from actune.config import StrictModel, fill_model, section_dict, with_default
+from actune.config import StrictModel, fill_model, section_dict, split_override, with_default
 from actune.eval.config import EvalConfig
 from actune.serve.config import ServeConfig
 from actune.train.config import TrainConfig
@@ -54,7 +54,7 @@ def qualify_section_overrides(overrides: list[str], section: str) -> list[str]:
     section_fields = RunConfig.model_fields[section].annotation.model_fields
     out = []
     for item in overrides:
-        head = item.split("=", 1)[0].strip().split(".", 1)[0]
+        head = split_override(item)[0].split(".", 1)[0]
         if head not in RunConfig.model_fields and head in section_fields:
             item = f"{section}.{item.strip()}"
         out.append(item)

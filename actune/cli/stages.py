@@ -23,6 +23,7 @@ from actune.cli.stage_command import (
     section_qualifier,
     stage_errors,
 )
+from actune.config import split_override
 
 if TYPE_CHECKING:
     from actune.cli.run_config import RunConfig
@@ -105,7 +106,7 @@ _SHORT = {"dataset": "train", "wire_format": "train", "store": "bootstrap", "sto
 def _qualify_export(overrides: list[str]) -> list[str]:
     out = []
     for item in overrides:
-        head = item.split("=", 1)[0].strip()
+        head = split_override(item)[0]
         if head in _SHORT:
             item = f"{_SHORT[head]}.{item.strip()}"
         out.append(item)
