@@ -126,12 +126,18 @@ def _aside(out: Path) -> Path:
 
 def _fsync_tree(folder: Path) -> None:
     # After a power loss a renamed folder could otherwise hold empty or short files: its content must
-    # be on disk before its name says it is complete.
+    # be on disk before its name says it is complete. On the way, every file and folder gets the mode the
+    # process umask gives (0644 / 0755 under umask 022): mkdtemp's 0700 and the 0600 some writers give their
+    # temporary files (safetensors' adapter weights) would otherwise make an output private to its writer.
+    umask = os.umask(0)
+    os.umask(umask)
     for root, _, files in os.walk(folder):
+        os.chmod(root, 0o777 & ~umask)
         for name in files:
             path = os.path.join(root, name)
             if os.path.islink(path):
                 continue
+            os.chmod(path, 0o666 & ~umask)
             fd = os.open(path, os.O_RDONLY)
             try:
                 os.fsync(fd)

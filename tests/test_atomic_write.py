@@ -272,14 +272,19 @@ def test_recover_folder_without_a_swap_changes_nothing(tmp_path):
     assert _names(tmp_path) == ["out"] and _content(out) == {"a": "x"}
 
 
-def test_a_folder_written_beside_and_swapped_in_has_the_umask_mode(tmp_path: Path) -> None:
+def test_a_folder_written_beside_and_swapped_in_has_the_umask_modes(tmp_path: Path) -> None:
     from actune.atomic_write import temp_folder_beside
 
     old = os.umask(0o022)
     try:
         tmp = temp_folder_beside(tmp_path / "dataset")
+        (tmp / "sub").mkdir(mode=0o700)
+        (tmp / "sub" / "weights.safetensors").write_bytes(b"w")
+        os.chmod(tmp / "sub" / "weights.safetensors", 0o600)  # as safetensors leaves an adapter's weights
         replace_folder(tmp, tmp_path / "dataset")
     finally:
         os.umask(old)
-    # 0755, as mkdir makes it: mkdtemp's 0700 would leave the dataset unreadable to another user
+    # 0755 and 0644, as mkdir and open make them: 0700 / 0600 would leave the output unreadable to another user
     assert (tmp_path / "dataset").stat().st_mode & 0o777 == 0o755
+    assert (tmp_path / "dataset" / "sub").stat().st_mode & 0o777 == 0o755
+    assert (tmp_path / "dataset" / "sub" / "weights.safetensors").stat().st_mode & 0o777 == 0o644
