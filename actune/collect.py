@@ -276,6 +276,8 @@ class _Collection:
                 try:
                     traj = await run_episode(task, env, self.llm, self.agent, model=self.model, attempt=attempt,
                                              run_id=self.run_id, scorer=self.scorer)
+                except ConfigError:
+                    raise  # a config no episode can run with (exemplars the env has no action for): stop, named
                 except Exception as e:  # a bug or a refused request: skip it, say so, retry next run
                     if self.episode_raised(task, attempt, e):
                         return

@@ -301,3 +301,20 @@ def test_the_task_file_hash_is_of_the_whole_file_and_its_ids(tmp_path: Path) -> 
     path.write_text("".join(json.dumps({**r, "id": f"q{i}", "answer": "edited"}) + "\n"
                             for i, r in reversed(list(enumerate(rows)))))
     assert task_file_id(cfg, load_tasks(cfg)) == with_ids  # reordered by id, answers fixed: same tasks
+
+
+def test_a_config_no_episode_can_run_with_stops_the_run_as_one_named_error(tmp_path: Path) -> None:
+    # the wiki exemplars shown to an environment without search: every episode would fail alike, so the first
+    # one stops the run with the check's ConfigError instead of being logged and retried max_failed times
+    from actune.config import ConfigError
+
+    def no_search() -> FakeEnvironment:  # the FAKE encyclopedia without the search the wiki exemplars use
+        return FakeEnvironment(action_names=("lookup", "finish"))
+
+    tasks = walkman_tasks()
+    agent = AgentConfig(method="react", exemplar_set="wiki")
+    with TrajectoryStore.open(tmp_path / "s.jsonl") as store:
+        with pytest.raises(ConfigError, match="search"):
+            asyncio.run(collect(pending_episodes(tasks, 1, store, "react"), no_search, walkman_llm(), agent, store,
+                                concurrency=2, target_correct=100))
+        assert store.state.done == set()
