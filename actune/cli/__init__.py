@@ -21,6 +21,7 @@ SUBCOMMAND_MODULES = [
     "actune.cli.stages",
     "actune.cli.distill_errors",
     "actune.cli.quickstart",
+    "actune.cli.presets",
     "actune.cli.card",
     "actune.cli.push",
 ]
