@@ -4,7 +4,7 @@
     # judge_counts: actune.bootstrap.export (it reads the stores; this module only writes text)
 
 Every export gets one: the ``datasets`` folder holds it as ``README.md`` beside ``export_summary.json``; a
-``--format openai|sharegpt|alpaca`` JSONL file has it beside it (:func:`actune.hub_push.file_card_path`:
+``--format trl|openai|sharegpt|alpaca`` JSONL file has it beside it (:func:`actune.hub_push.file_card_path`:
 ``runs/dataset.openai.jsonl`` -> ``runs/dataset.openai.README.md``), and ``actune push`` uploads the two as
 ``README.md`` + the JSONL file. The YAML names the data files the Hub loads (``configs``), the task, the tags
 and the size category; the body says where the examples came from (stores, per-method counts of
@@ -72,10 +72,16 @@ _LOSS = {
                     "OpenAI tools list as a JSON string. `train` is true on assistant turns except one holding an "
                     "unusable call; `actune train` renders the messages and tools with the chat template and puts "
                     "the loss on the `train: true` turns.",
-    "openai": "`{\"messages\": [...]}` as OpenAI chat fine-tuning and TRL's `SFTTrainer` read it: system (the "
+    "trl": "`{\"prompt\": [...], \"completion\": [...]}`, TRL's conversational prompt-completion form, one line per "
+           "trained assistant turn: `prompt` holds every message before the turn (system: the instruction; user: the "
+           "question, then one user turn per observation; the earlier assistant turns), `completion` the turn "
+           "(thought and action lines). TRL's `SFTTrainer` puts the loss on the completion only, so no observation "
+           "and no turn actune leaves untrained is ever a label.",
+    "openai": "`{\"messages\": [...]}` as OpenAI chat fine-tuning reads it: system (the "
               "instruction), user (the question, then one user turn per observation), assistant (thought and action "
               "lines). Each assistant turn has `weight`: 1 (trained) or 0 (it holds an action the parser could not "
-              "read); system and user turns are never trained.",
+              "read), which OpenAI honours; TRL's `SFTTrainer` ignores `weight` and by default trains every token, "
+              "observations included: for TRL use the `trl` export.",
     "sharegpt": "`{\"system\", \"conversations\": [{\"from\": \"human\" | \"gpt\", \"value\"}]}` (LLaMA-Factory). "
                 "Observations are `human` turns. The format has no per-turn loss flag: a trainer trains every `gpt` "
                 "turn, including {unmasked} that actune would not train (unreadable actions).",
@@ -157,7 +163,7 @@ def dataset_card(summary: ExportSummary, rows: Sequence[dict[str, Any]], *, fmt:
     loss_key = f"actune-{summary.wire}" if fmt == "actune" else fmt
     wire = (f"`{summary.wire}`: " + _WIRE_WORDS[summary.wire]
             if fmt == "actune" else f"`{fmt}` JSONL, made from actune's "
-            + ("chat" if fmt in ("openai", "sharegpt") else "text") + " wire")
+            + ("chat" if fmt in ("trl", "openai", "sharegpt") else "text") + " wire")
     lines = [
         f"---\n{front}---",
         "",

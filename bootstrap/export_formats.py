@@ -9,6 +9,12 @@ dedupe, cap and shares) and hold the same text; only the layout changes:
   (the instruction), user (the question), assistant turns (thought and action lines) with ``weight`` 1, or 0
   for a turn holding an action the parser could not read, and user turns for observations, as actune's chat
   loop sends them. ``weight`` is OpenAI's per-turn loss flag; trainers that do not know it ignore it.
+- ``trl``: TRL's conversational prompt-completion form, one line per trained assistant turn: ``{"prompt": [every
+  message before the turn: system, question, earlier turns, observations], "completion": [the turn]}``. TRL's
+  ``SFTTrainer`` computes the loss on the completion only (``completion_only_loss``, its default for this form),
+  for any model and chat template: no observation token and no turn actune leaves untrained (``weight`` 0) is
+  ever a label, each trained turn is one exactly once. The ``openai`` form trains a plain TRL run on every token,
+  observations included, and TRL's ``assistant_only_loss`` refuses SmolLM2's template: prefer ``trl`` for TRL.
 - ``sharegpt``: ``{"system", "conversations": [{"from": "human" | "gpt", "value"}]}`` (LLaMA-Factory).
   Observations are ``human`` turns, as the loop sends them: LLaMA-Factory's ``observation`` role renders with
   a tool template the loop never shows the model. The format has no per-turn flag: every ``gpt`` turn is
@@ -39,10 +45,11 @@ from actune.bootstrap.dataset_card import card_settings, dataset_card
 from actune.bootstrap.export import ExportError, ExportSummary, OutputRefused, export_rows, judge_counts, store_paths
 from actune.hub_push import file_card_path
 
-__all__ = ["EXPORT_FORMATS", "FILE_FORMATS", "alpaca_example", "export_file", "openai_example", "sharegpt_example"]
+__all__ = ["EXPORT_FORMATS", "FILE_FORMATS", "alpaca_example", "export_file", "openai_example", "sharegpt_example",
+           "trl_examples"]
 
 #: ``actune``: the ``datasets`` folder ``actune train`` reads; the others: one JSONL file for another trainer.
-EXPORT_FORMATS = ("actune", "openai", "sharegpt", "alpaca")
+EXPORT_FORMATS = ("actune", "trl", "openai", "sharegpt", "alpaca")
 FILE_FORMATS = EXPORT_FORMATS[1:]
 
 
@@ -55,6 +62,13 @@ def openai_example(row: dict[str, Any]) -> tuple[dict[str, Any], int]:
             out["weight"] = int(bool(m["train"]))
         messages.append(out)
     return {"messages": messages}, 0
+
+
+def trl_examples(row: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """A chat-format row -> (one prompt-completion record per trained assistant turn, 0: every flag is kept)."""
+    messages = [{"role": m["role"], "content": m["content"]} for m in row["messages"]]
+    return [{"prompt": messages[:i], "completion": [messages[i]]}
+            for i, m in enumerate(row["messages"]) if m["role"] == "assistant" and m["train"]], 0
 
 
 def sharegpt_example(row: dict[str, Any]) -> tuple[dict[str, Any], int]:
@@ -78,8 +92,8 @@ def alpaca_example(row: dict[str, Any]) -> tuple[dict[str, Any], int]:
     return {"instruction": head["text"].rstrip("\n"), "input": "", "output": output}, sum(not s["train"] for s in steps)
 
 
-_CONVERT: dict[str, tuple[str, Callable[[dict[str, Any]], tuple[dict[str, Any], int]]]] = {
-    "openai": ("chat", openai_example), "sharegpt": ("chat", sharegpt_example), "alpaca": ("text", alpaca_example)}
+_CONVERT: dict[str, tuple[str, Callable[[dict[str, Any]], tuple[Any, int]]]] = {
+    "trl": ("chat", trl_examples), "openai": ("chat", openai_example), "sharegpt": ("chat", sharegpt_example), "alpaca": ("text", alpaca_example)}
 
 
 # How actune's card of an export file begins (:func:`actune.bootstrap.dataset_card.dataset_card`'s front matter).
@@ -139,9 +153,10 @@ def _write_file(rows: list[dict[str, Any]], summary: ExportSummary, out: Path, f
     unmasked = 0
     with atomic_writer(out) as f:
         for row in rows:
-            record, n = convert(row)
+            records, n = convert(row)
             unmasked += n
-            f.write(_json_line(record))
+            for record in records if isinstance(records, list) else [records]:  # trl: a line per trained turn
+                f.write(_json_line(record))
         # built before the file is in place: a card that cannot be written leaves no file without one
         card = dataset_card(summary, rows, fmt=fmt, data_files=out.name, judge=judge_counts(summary.stores),
                             settings=card_settings(config), unmasked=unmasked)

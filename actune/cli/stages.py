@@ -47,10 +47,12 @@ omit ``train.``, ``store=...`` may omit ``bootstrap.``, and ``stores``, ``steps_
 ``method_shares``, ``store_shares``, ``max_per_task`` and ``dedupe_similarity`` may omit ``bootstrap.export.``
 (``store_shares={runs/imported.jsonl: 0.3, runs/store/trajectories.jsonl: 0.7}``).
 
-``--format openai|sharegpt|alpaca`` writes the same examples as one JSONL file for another trainer instead
-(``--out``, default ``<train.dataset>.<format>.jsonl``): OpenAI messages with a ``weight`` 0/1 on each assistant
-turn and observations as user turns (TRL's SFTTrainer reads it), LLaMA-Factory's ShareGPT, or Alpaca
-(instruction, output: observations included, so trained on). ``--format actune`` (the default) is the
+``--format trl|openai|sharegpt|alpaca`` writes the same examples as one JSONL file for another trainer instead
+(``--out``, default ``<train.dataset>.<format>.jsonl``): ``trl`` is TRL's prompt-completion form, a line per
+trained assistant turn, so TRL's SFTTrainer computes the loss on the turns only, never on an observation (for TRL,
+use this one); OpenAI messages with a ``weight`` 0/1 on each assistant turn and observations as user turns (a
+plain TRL run on it trains every token, observations included), LLaMA-Factory's ShareGPT (every assistant turn
+trained), or Alpaca (instruction, output: observations included, so trained on). ``--format actune`` (the default) is the
 ``datasets`` folder above.
 
 An export replaces only its own earlier output: an existing folder without ``export_summary.json`` (or
@@ -259,13 +261,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                             example="train.wire_format=chat", run=_run_export, qualify=QUALIFY["export"],
                             errors=EXPORT_ERRORS)
     # Spelled here, not imported: building the parser imports no stage (a test holds them to the stage's lists).
-    export.add_argument("--format", choices=("actune", "openai", "sharegpt", "alpaca"), default="actune",
-                        help="actune: the datasets folder train.dataset (default); openai, sharegpt, alpaca: one "
-                             "JSONL file for another trainer")
+    export.add_argument("--format", choices=("actune", "trl", "openai", "sharegpt", "alpaca"), default="actune",
+                        help="actune: the datasets folder train.dataset (default); trl (TRL's prompt-completion "
+                             "form: loss on the model's turns only), openai, sharegpt, alpaca: one JSONL file for "
+                             "another trainer")
     export.add_argument("--overwrite", action="store_true",
                         help="replace an existing output that no export wrote (never one of the stores)")
     export.add_argument("--out", default=None,
-                        help="the JSONL file of --format openai|sharegpt|alpaca "
+                        help="the JSONL file of --format trl|openai|sharegpt|alpaca "
                              "(default: <train.dataset>.<format>.jsonl)")
     register_stage(sub, "train", doc=TRAIN_DOC,
                    help="LoRA-fine-tune on the exported dataset (TRL SFT, masked observations)",

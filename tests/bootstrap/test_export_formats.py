@@ -124,6 +124,46 @@ def test_an_openai_export_loads_with_datasets_and_trains_in_trl_sft_trainer(tmp_
 
 
 
+def test_trl_export_keeps_the_masks_in_plain_trl_with_the_embedded_models_template(tmp_path, embedded_model):
+    """Issue #49: plain TRL (no actune code below the export) on the ``trl`` form, the embedded model's tokenizer and
+    chat template: every observation token's label is -100, every trained turn's token is a label once, and the
+    turn actune leaves untrained (an unreadable action) is never one."""
+    store = make_store(tmp_path / "s.jsonl")
+    export_file(store, tmp_path / "trl.jsonl", "trl")
+    rows = read_jsonl(tmp_path / "trl.jsonl")
+    # one line per trained assistant turn: 2 of the clean episode, 2 of the hinted one (its unreadable turn left out)
+    assert len(rows) == 4 and all(len(r["completion"]) == 1 for r in rows)
+    assert [r["completion"][0]["content"].splitlines()[-1] for r in rows] == [
+        "Action 1: search[Walkman]", "Action 2: finish[Sony]", "Action 2: search[Danube]", "Action 3: finish[2,850 km]"]
+
+    import torch
+    from datasets import load_dataset
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from trl import SFTConfig, SFTTrainer
+
+    tok = AutoTokenizer.from_pretrained(embedded_model)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64,
+                                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                                         max_position_embeddings=2048, tie_word_embeddings=True))
+    args = SFTConfig(output_dir=str(tmp_path / "sft"), max_steps=1, per_device_train_batch_size=4,
+                     learning_rate=1e-3, max_length=2048, report_to="none", save_strategy="no",
+                     use_cpu=True, dataloader_num_workers=0)
+    ds = load_dataset("json", data_files=str(tmp_path / "trl.jsonl"), split="train")
+    trainer = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok)
+    batch = trainer.data_collator([trainer.train_dataset[i] for i in range(len(rows))])
+    for i, row in enumerate(rows):
+        labelled = tok.decode([t for t, lab in zip(batch["input_ids"][i].tolist(), batch["labels"][i].tolist())
+                               if lab != -100])
+        # the labels are the turn (and the template's end of turn), nothing of the prompt
+        assert row["completion"][0]["content"].strip() in labelled
+        for m in row["prompt"]:
+            if m["role"] == "user" and m["content"].strip():
+                assert m["content"].strip() not in labelled  # the question and every observation: masked
+        assert "look up Danube" not in labelled
+    assert trainer.train().global_step == 1
+
+
 def test_a_file_export_never_replaces_a_store_or_a_file_it_did_not_write(tmp_path):
     store = make_store(tmp_path / "s.jsonl")
     kept = store.read_bytes()
