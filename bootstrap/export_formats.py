@@ -93,7 +93,8 @@ def alpaca_example(row: dict[str, Any]) -> tuple[dict[str, Any], int]:
 
 
 _CONVERT: dict[str, tuple[str, Callable[[dict[str, Any]], tuple[Any, int]]]] = {
-    "trl": ("chat", trl_examples), "openai": ("chat", openai_example), "sharegpt": ("chat", sharegpt_example), "alpaca": ("text", alpaca_example)}
+    "trl": ("chat", trl_examples), "openai": ("chat", openai_example), "sharegpt": ("chat", sharegpt_example),
+    "alpaca": ("text", alpaca_example)}
 
 
 # How actune's card of an export file begins (:func:`actune.bootstrap.dataset_card.dataset_card`'s front matter).

@@ -52,8 +52,8 @@ omit ``train.``, ``store=...`` may omit ``bootstrap.``, and ``stores``, ``steps_
 trained assistant turn, so TRL's SFTTrainer computes the loss on the turns only, never on an observation (for TRL,
 use this one); OpenAI messages with a ``weight`` 0/1 on each assistant turn and observations as user turns (a
 plain TRL run on it trains every token, observations included), LLaMA-Factory's ShareGPT (every assistant turn
-trained), or Alpaca (instruction, output: observations included, so trained on). ``--format actune`` (the default) is the
-``datasets`` folder above.
+trained), or Alpaca (instruction, output: observations included, so trained on). ``--format actune`` (the
+default) is the ``datasets`` folder above.
 
 An export replaces only its own earlier output: an existing folder without ``export_summary.json`` (or
 ``pairs_summary.json``) inside, or a file without actune's card beside it, is refused (exit status 2) unless

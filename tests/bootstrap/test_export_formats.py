@@ -40,6 +40,18 @@ def make_store(path: Path) -> Path:
     return path
 
 
+def tiny_llama(embedded_model):
+    """The embedded model's tokenizer and a tiny random model of its vocabulary (2 layers, hidden size 32)."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(embedded_model)
+    torch.manual_seed(0)
+    return tok, LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64,
+                                             num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                                             max_position_embeddings=2048, tie_word_embeddings=True))
+
+
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
@@ -104,17 +116,12 @@ def test_an_openai_export_loads_with_datasets_and_trains_in_trl_sft_trainer(tmp_
 
     import torch
     from datasets import load_dataset
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
     from trl import SFTConfig, SFTTrainer
 
     ds = load_dataset("json", data_files=str(tmp_path / "openai.jsonl"), split="train")
     assert ds.column_names == ["messages"] and len(ds) == 2
     assert [m.get("weight") for m in ds[1]["messages"]] == [None, None, 0, None, 1, None, 1]
-    tok = AutoTokenizer.from_pretrained(embedded_model)
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64,
-                                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
-                                         max_position_embeddings=1024, tie_word_embeddings=True))
+    tok, model = tiny_llama(embedded_model)
     args = SFTConfig(output_dir=str(tmp_path / "sft"), max_steps=1, per_device_train_batch_size=2,
                      learning_rate=1e-3, max_length=512, report_to="none", save_strategy="no", logging_steps=1,
                      use_cpu=True, dataloader_num_workers=0)
@@ -136,16 +143,10 @@ def test_trl_export_keeps_the_masks_in_plain_trl_with_the_embedded_models_templa
     assert [r["completion"][0]["content"].splitlines()[-1] for r in rows] == [
         "Action 1: search[Walkman]", "Action 2: finish[Sony]", "Action 2: search[Danube]", "Action 3: finish[2,850 km]"]
 
-    import torch
     from datasets import load_dataset
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
     from trl import SFTConfig, SFTTrainer
 
-    tok = AutoTokenizer.from_pretrained(embedded_model)
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64,
-                                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
-                                         max_position_embeddings=2048, tie_word_embeddings=True))
+    tok, model = tiny_llama(embedded_model)
     args = SFTConfig(output_dir=str(tmp_path / "sft"), max_steps=1, per_device_train_batch_size=4,
                      learning_rate=1e-3, max_length=2048, report_to="none", save_strategy="no",
                      use_cpu=True, dataloader_num_workers=0)
