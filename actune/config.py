@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from actune.jsonl import read_text
+from actune.jsonl import json_problem, read_text
 
 __all__ = ["ConfigError", "StrictModel", "load_config", "apply_overrides", "dump_yaml", "actune_home", "fill_model",
            "section_dict", "with_default"]
@@ -60,6 +60,8 @@ def _parse_override(item: str) -> tuple[list[str], Any]:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError:
         value = raw
+    except (ValueError, RecursionError) as e:  # an integer past 4,300 digits, thousands of nested brackets
+        raise ConfigError(f"override {key}: {json_problem(e)[1]}") from None
     return key.split("."), value
 
 
@@ -97,6 +99,8 @@ def read_yaml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: config file not found") from None
     try:
         data = yaml.safe_load(text)
+    except (ValueError, RecursionError) as e:  # an integer past 4,300 digits, thousands of nested brackets
+        raise ConfigError(f"{path}: invalid YAML: {json_problem(e)[1]}") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)

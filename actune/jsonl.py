@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["is_torn", "read_text", "read_json", "iter_jsonl_objects", "iter_appended"]
+__all__ = ["JSON_ERRORS", "json_problem", "is_torn", "read_text", "read_json", "iter_jsonl_objects", "iter_appended"]
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +62,24 @@ def read_json(path: str | Path, error: type[Exception], what: str) -> Any:
         return json.loads(read_text(path, error))
     except FileNotFoundError:
         raise error(f"{path}: {what} not found") from None
-    except json.JSONDecodeError as e:
-        raise error(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
+    except JSON_ERRORS as e:
+        line, problem = json_problem(e)
+        raise error(f"{path}{f':{line}' if line else ''}: invalid JSON: {problem}") from None
+
+
+JSON_ERRORS = (ValueError, RecursionError)
+"""What ``json.loads`` raises on bad input: ``JSONDecodeError`` (a ValueError), a ValueError for an integer past
+Python's 4,300 digits, a RecursionError for thousands of nested brackets. Readers catch all three, so each is a
+named error (file, line), never a traceback."""
+
+
+def json_problem(e: BaseException) -> tuple[int | None, str]:
+    """(line within the parsed text or None, what is wrong) of one of :data:`JSON_ERRORS`."""
+    if isinstance(e, json.JSONDecodeError):
+        return e.lineno, f"{e.msg}, column {e.colno}"
+    if isinstance(e, RecursionError):
+        return None, "nested too deeply"
+    return None, str(e).split(";")[0]  # "Exceeds the limit (4300 digits) for integer string conversion: ..."
 
 
 def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
@@ -86,8 +102,8 @@ def iter_jsonl_objects(path: str | Path, error: type[Exception] = ValueError) ->
         where = f"{path}:{line_no}"
         try:
             record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise error(f"{where}: not valid JSON ({e.msg})") from None
+        except JSON_ERRORS as e:
+            raise error(f"{where}: not valid JSON ({json_problem(e)[1]})") from None
         if not isinstance(record, dict):
             raise error(f"{where}: expected a JSON object, got {type(record).__name__}")
         yield where, record

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from actune.atomic_write import atomic_writer
-from actune.jsonl import iter_appended
+from actune.jsonl import JSON_ERRORS, iter_appended, json_problem
 from actune.task_record import Task
 
 __all__ = [
@@ -228,8 +228,8 @@ class Trajectory:
     def from_json(cls, text: str) -> "Trajectory":
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise TrajectoryFormatError(f"invalid JSON: {e.msg} at column {e.colno}") from None
+        except JSON_ERRORS as e:
+            raise TrajectoryFormatError(f"invalid JSON: {json_problem(e)[1]}") from None
         return cls.from_dict(data)
 
 

@@ -47,6 +47,7 @@ from typing import Any
 
 from actune.agent.parser import ParsedStep, parse_answer, parse_step
 from actune.agent.render import instruction_for, question_line
+from actune.jsonl import JSON_ERRORS, json_problem
 from actune.judge import judge, record_verdict
 from actune.store import TrajectoryStore
 from actune.trajectory import ModelRecord, Step, TaskRecord, Trajectory, read_trajectories
@@ -159,9 +160,10 @@ def _file_records(path: Path) -> Iterator[SourceRecord]:
     text = _decode(path.read_bytes(), path)
     try:
         whole: Any = json.loads(text)
-    except json.JSONDecodeError as e:
+    except JSON_ERRORS as e:
         if text.lstrip().startswith("["):  # one JSON array, broken: nothing in it can be trusted to line up
-            raise ImportSetError(f"{path}:{e.lineno}: not valid JSON ({e.msg}, column {e.colno})") from None
+            line, problem = json_problem(e)
+            raise ImportSetError(f"{path}{f':{line}' if line else ''}: not valid JSON ({problem})") from None
         whole = None  # JSON lines, each read (or rejected) on its own below
     if isinstance(whole, list):
         for i, raw in enumerate(whole):
@@ -178,8 +180,8 @@ def _file_records(path: Path) -> Iterator[SourceRecord]:
             continue
         try:
             raw = json.loads(line)
-        except json.JSONDecodeError as e:
-            raw = Rejected("invalid_json", f"not valid JSON ({e.msg}, column {e.colno})")
+        except JSON_ERRORS as e:  # rejected alone, as any other bad record: the rest of the import goes on
+            raw = Rejected("invalid_json", f"not valid JSON ({json_problem(e)[1]})")
         yield SourceRecord(f"{path}:{lineno}", index, raw, lineno)
         index += 1
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from actune.atomic_write import atomic_writer
-from actune.jsonl import read_text
+from actune.jsonl import JSON_ERRORS, json_problem, read_text
 from actune.task_record import Task
 from actune.tasks.sources import TaskFileError
 from actune.text import normalize_label, split_sentences
@@ -105,8 +105,9 @@ def write_wiki_from_observation_cache(cache_path: str | Path, out_path: str | Pa
     cache_path = Path(cache_path)
     try:
         cache = json.loads(read_text(cache_path, TaskFileError))
-    except json.JSONDecodeError as e:
-        raise TaskFileError(f"{cache_path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    except JSON_ERRORS as e:
+        line, problem = json_problem(e)
+        raise TaskFileError(f"{cache_path}{f':{line}' if line else ''}: not valid JSON ({problem})") from None
     if not isinstance(cache, dict):
         raise TaskFileError(f"{cache_path}: expected an object of 'search::entity' -> observation")
     pages: dict[str, list[str]] = {}

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Iterator
 
-from actune.jsonl import iter_jsonl_objects, read_text
+from actune.jsonl import JSON_ERRORS, iter_jsonl_objects, json_problem, read_text
 
 __all__ = ["TaskFileError", "iter_json_records", "iter_hf_records", "hf_split_names", "require_files"]
 
@@ -31,8 +31,9 @@ def iter_json_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         return
     try:
         data = json.loads(read_text(path, TaskFileError))
-    except json.JSONDecodeError as e:
-        raise TaskFileError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    except JSON_ERRORS as e:
+        line, problem = json_problem(e)
+        raise TaskFileError(f"{path}{f':{line}' if line else ''}: not valid JSON ({problem})") from None
     if isinstance(data, dict) and isinstance(data.get("data"), list):
         data = data["data"]
     if not isinstance(data, list):
