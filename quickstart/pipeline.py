@@ -34,7 +34,7 @@ from actune.quickstart.stage import Stage
 from actune.quickstart.state import load_state, save_state
 from actune.stop_signals import stop_signals_as_interrupt
 
-__all__ = ["PACE_MIN_S", "plan_stages", "time_left", "run_stage", "run_quickstart"]
+__all__ = ["PACE_MIN_S", "plan_stages", "plan_text", "time_left", "run_stage", "run_quickstart"]
 
 
 def plan_stages(run: RunContext, kind: str) -> list[Stage]:
@@ -102,6 +102,24 @@ def _fmt(seconds: float) -> str:
     if seconds >= 3600:
         return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
     return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def plan_text(cfg: QuickstartConfig, out: Path) -> str:
+    """What ``run_quickstart`` would do in ``out``, nothing run and nothing written: each stage with its estimated
+    minutes (or that an earlier run of the folder did it), the estimated total left, the machine kind it is
+    estimated for. A folder holding a run with other settings is the same :class:`ConfigError` the run gives."""
+    layout = Layout(Path(out), cfg.source)
+    done = load_state(layout, cfg)["done"] if layout.state.exists() else {}
+    kind = hardware_kind()
+    stages = plan_stages(RunContext(cfg, layout, False, lambda m: None), kind)
+    from actune.cpu_features import describe_cpu
+
+    lines = [f"quickstart {cfg.name} (seed {cfg.seed}) -> {layout.out}: {len(stages)} stages, "
+             f"{sum(s.name not in done for s in stages)} to run; estimated {_fmt(time_left(stages, done, 0)[0])} on "
+             f"{kind} ({describe_cpu()})", ""]
+    lines += [f"  {i:>2}. {s.name:<28} " + ("done" if s.name in done else f"~{_fmt(s.estimate_s)}")
+              for i, s in enumerate(stages, 1)]
+    return "\n".join(lines)
 
 
 def run_quickstart(cfg: QuickstartConfig, out: Path, *, show_progress: bool = True,

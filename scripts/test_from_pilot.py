@@ -20,14 +20,15 @@ from pathlib import Path
 
 from actune.config import public_dump
 from actune.quickstart.config import hardware_kind, load_quickstart
-from actune.quickstart.state import comparable
+from actune.quickstart.state import comparable, stored_config_as_current
 
 
 def main(preset: str, src: Path, dst: Path, overrides: list[str]) -> None:
     cfg = load_quickstart(preset, overrides, hardware=hardware_kind())
     state = json.loads((src / "quickstart-state.json").read_text())
     config = comparable(public_dump(cfg))
-    differs = sorted(k for k in set(config) | set(state["config"]) if config.get(k) != state["config"].get(k))
+    stored = stored_config_as_current(state["config"])
+    differs = sorted(k for k in set(config) | set(stored) if config.get(k) != stored.get(k))
     if set(differs) - {"eval_split"}:
         sys.exit(f"{src} was run with other settings than these overrides (differs in: {', '.join(differs)})")
     if dst.exists():

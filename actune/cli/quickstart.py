@@ -26,6 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="output folder (default runs/quickstart-<preset>-seed<N>)")
     p.add_argument("--rounds", type=int, help="expert-iteration rounds (default: the preset's)")
     p.add_argument("--no-progress", action="store_true", help="no live progress bars (plain log lines)")
+    p.add_argument("--plan", action="store_true",
+                   help="print the stages and the estimated time, run nothing and write nothing")
     p.add_argument("overrides", nargs="*", help="key=value overrides of the preset")
     p.set_defaults(func=_quickstart)
 
@@ -73,6 +75,9 @@ def _quickstart(args: argparse.Namespace) -> int:
               "(its hardware_overrides; the command line's overrides win)", file=sys.stderr)
     name = Path(args.preset).stem if args.preset.endswith((".yaml", ".yml")) else args.preset
     out = Path(args.out) if args.out else Path("runs") / f"quickstart-{name}-seed{cfg.seed}"
+    if args.plan:
+        print(pipeline.plan_text(cfg, out))
+        return 0
     caught = stage_errors([*COLLECT_ERRORS, *EXPORT_ERRORS, *TRAIN_ERRORS])
     command = reproduce_command(args.preset, out, list(args.overrides), args.seed, args.rounds)
     try:

@@ -51,6 +51,15 @@ def test_the_default_output_folder_names_preset_and_seed(tmp_path: Path, fake_ru
     assert fake_run.calls[0]["progress"] is True
 
 
+def test_plan_prints_stages_and_eta_and_writes_nothing(tmp_path: Path, fake_run: FakeRun, capsys) -> None:
+    out = tmp_path / "planned"
+    assert main(["quickstart", "--preset", "hotpotqa", "--plan", "--out", str(out), "rounds=2"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"quickstart quickstart-hotpotqa (seed 0) -> {out}: 10 stages, 10 to run; estimated ")
+    assert "   6. bootstrap round 2 " in text and "   8. train react round 2 " in text
+    assert not out.exists() and not fake_run.calls  # nothing run, nothing written
+
+
 def test_a_bad_override_is_a_config_error_and_nothing_runs(fake_run: FakeRun, capsys) -> None:
     assert main(["quickstart", "--preset", "smoke", "bogus.key=1"]) == 2
     assert "bogus: unknown key" in capsys.readouterr().err and fake_run.calls == []

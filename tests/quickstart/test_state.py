@@ -35,7 +35,8 @@ def test_a_run_stored_by_an_older_actune_resumes(tmp_path: Path) -> None:
         del old[section]["allow_mixed_store"]
     save_state(layout, {"config": old, "done": {"world": {"wall_s": 1.0}}})
     state = load_state(layout, cfg)
-    current = {k: v for k, v in cfg.model_dump(mode="json").items() if k not in ("hardware_overrides", "scale_note")}
+    current = {k: v for k, v in cfg.model_dump(mode="json").items()
+               if k not in ("hardware_overrides", "scale_note", "hotpotqa", "fever")}  # a world run's unused sources
     assert state["done"] == {"world": {"wall_s": 1.0}} and state["config"] == current
     old["seed"] = 7  # a real difference is still refused, by name
     save_state(layout, {"config": old, "done": {}})
@@ -65,6 +66,18 @@ def test_a_run_resumes_when_only_the_hardware_table_changed(tmp_path: Path) -> N
     grown = load_quickstart("smoke", ["hardware_overrides={cuda: [rounds=3]}"])
     assert load_state(layout, grown)["done"] == {"world": {"wall_s": 1.0}}
     assert "hardware_overrides" not in json.loads(layout.state.read_text())["config"]
+
+
+def test_a_hotpotqa_run_resumes_after_the_worlds_defaults_changed(tmp_path: Path) -> None:
+    layout = Layout(tmp_path)
+    state = load_state(layout, load_quickstart("hotpotqa"))
+    state["done"]["tasks"] = {"wall_s": 1.0}
+    # as an older actune stored it: the world section (unused by a HotpotQA run) with other defaults
+    state["config"]["world"] = {"n_people": 120}
+    save_state(layout, state)
+    assert load_state(layout, load_quickstart("hotpotqa"))["done"] == {"tasks": {"wall_s": 1.0}}
+    with pytest.raises(ConfigError, match=r"differs in: hotpotqa"):
+        load_state(layout, load_quickstart("hotpotqa", ["hotpotqa.split_seed=5"]))
 
 
 def test_a_quickstart_writes_no_secret_into_its_state_or_report(tmp_path) -> None:
