@@ -59,9 +59,11 @@ def read_json(path: str | Path, error: type[Exception], what: str) -> Any:
     raise ``error`` naming the file (and line)."""
     path = Path(path)
     try:
-        return json.loads(read_text(path, error))
+        text = read_text(path, error)  # its own named errors (an ``error`` may be a ValueError: kept apart)
     except FileNotFoundError:
         raise error(f"{path}: {what} not found") from None
+    try:
+        return json.loads(text)
     except JSON_ERRORS as e:
         line, problem = json_problem(e)
         raise error(f"{path}{f':{line}' if line else ''}: invalid JSON: {problem}") from None

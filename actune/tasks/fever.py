@@ -103,8 +103,9 @@ def write_wiki_from_observation_cache(cache_path: str | Path, out_path: str | Pa
     scraper appended "." to every sentence, giving "..": undone here. Written atomically.
     """
     cache_path = Path(cache_path)
+    text = read_text(cache_path, TaskFileError)  # its own named errors (a ValueError: kept apart)
     try:
-        cache = json.loads(read_text(cache_path, TaskFileError))
+        cache = json.loads(text)
     except JSON_ERRORS as e:
         line, problem = json_problem(e)
         raise TaskFileError(f"{cache_path}{f':{line}' if line else ''}: not valid JSON ({problem})") from None

@@ -29,8 +29,9 @@ def iter_json_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     if path.suffix == ".jsonl":
         yield from iter_jsonl_objects(path, TaskFileError)
         return
+    text = read_text(path, TaskFileError)  # its own named errors (TaskFileError is a ValueError: kept apart)
     try:
-        data = json.loads(read_text(path, TaskFileError))
+        data = json.loads(text)
     except JSON_ERRORS as e:
         line, problem = json_problem(e)
         raise TaskFileError(f"{path}{f':{line}' if line else ''}: not valid JSON ({problem})") from None
