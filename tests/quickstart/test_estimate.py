@@ -89,8 +89,8 @@ def test_estimate_applies_each_methods_round_start_and_epochs() -> None:
 
 
 def test_imported_records_add_training_time_to_the_estimate(tmp_path: Path) -> None:
-    plain = estimate_seconds(load_quickstart("hotpotqa", ["imports=[]"]), "cpu-bf16")["train"]
-    cfg = load_quickstart("hotpotqa", [f"imports=[{{path: {FIREACT_SAMPLE}, format: openai}}]"])
+    plain = estimate_seconds(load_quickstart("hotpotqa", ["imports=[]", "rounds=1"]), "cpu-bf16")["train"]
+    cfg = load_quickstart("hotpotqa", [f"imports=[{{path: {FIREACT_SAMPLE}, format: openai}}]", "rounds=1"])
     # 3 records, each one more example of about a world ReAct example's 335 tokens, the preset's 1 epoch, 240 tokens/s
     assert estimate_seconds(cfg, "cpu-bf16")["train"] - plain == pytest.approx(3 * 335 * 1 / 240)
 
