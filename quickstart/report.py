@@ -25,7 +25,7 @@ from actune.quickstart.layout import Layout
 from actune.quickstart.round_inputs import round_epochs, trains_on_previous
 from actune.serve.hardware import served_dtype
 
-__all__ = ["HEADLINE", "BAR", "headline_rows", "training_rows", "write_quickstart_report"]
+__all__ = ["HEADLINE", "BAR", "headline_rows", "training_rows", "write_quickstart_report", "yardstick_rows"]
 
 HEADLINE = "correct_grounded"
 BAR = {"ratio": 2.0, "points": 0.10, "p": 0.01, "yardstick_points": 0.05}
@@ -74,19 +74,28 @@ def headline_rows(report: dict[str, Any], method: str) -> list[dict[str, Any]]:
                                   "vs_prompted": (b.get("vs_first") or {}).get(HEADLINE)}
                               for g, b in (m.get("by_phrasing") or {}).items()}
         rows.append(row)
-        if m["label"] == "prompted":
-            rows += _yardstick_rows(report, method)
     return rows
 
 
-def _yardstick_rows(report: dict[str, Any], method: str) -> list[dict[str, Any]]:
-    """The best content-free policy of the report as a row of its own (no bar: it is the bar)."""
+def yardstick_rows(report: dict[str, Any], method: str) -> list[dict[str, Any]]:
+    """The best content-free policy of a method's eval report as a row of its own (no bar: it is the bar), shown
+    beside the models in the table and the plot, kept apart from them in report.json (``yardsticks``)."""
     best = next((y for y in report.get("yardsticks") or [] if y.get("best")), None)
     if best is None:
         return []
     return [{"method": method, "label": best["label"], "model": best.get("policy"), HEADLINE: best["metrics"][HEADLINE],
              "correct": best["metrics"]["correct"], "cost": None, "yardstick": True,
              "by_phrasing": {}}]
+
+
+def _beside(rows: list[dict[str, Any]], yardsticks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The models' rows with each method's best yardstick after its prompted row, as the table and plot show them."""
+    out: list[dict[str, Any]] = []
+    for r in rows:
+        out.append(r)
+        if r["label"] == "prompted":
+            out += [y for y in yardsticks if y["method"] == r["method"]]
+    return out
 
 
 def _pct(est: dict[str, Any]) -> str:
@@ -290,9 +299,12 @@ def write_quickstart_report(cfg: QuickstartConfig, layout: Layout) -> dict[str, 
     """report.md, report.json and scores.png in ``layout.out``, from every method's eval report and the run's
     state; the paths by kind (``md``, ``json``, ``png``)."""
     rows: list[dict[str, Any]] = []
+    yardsticks: list[dict[str, Any]] = []
     for method in cfg.methods:
         path = layout.eval_dir(method) / "report.json"
-        rows += headline_rows(json.loads(path.read_text(encoding="utf-8")), method)
+        report = json.loads(path.read_text(encoding="utf-8"))
+        rows += headline_rows(report, method)
+        yardsticks += yardstick_rows(report, method)
     state = json.loads(layout.state.read_text(encoding="utf-8")) if layout.state.exists() else {}
     stages = state.get("done", {})
     title = f"Quickstart {cfg.name}, seed {cfg.seed}"
@@ -301,12 +313,13 @@ def write_quickstart_report(cfg: QuickstartConfig, layout: Layout) -> dict[str, 
     formats = format_rows(cfg, layout)
     block = provenance(served_dtype(cfg.serve))
     atomic_write_text(paths["json"], json.dumps({"title": title, "headline": HEADLINE, "bar": BAR, "rows": rows,
+                                                 "yardsticks": yardsticks,
                                                  "training": training, "formats": formats, "stages": stages,
                                                  "config": public_dump(cfg), "provenance": block}, indent=2) + "\n")
-    markdown = _markdown(title, rows, stages, public_dump(cfg), training, state.get("command"),
+    markdown = _markdown(title, _beside(rows, yardsticks), stages, public_dump(cfg), training, state.get("command"),
                          formats_markdown(formats))
     atomic_write_text(paths["md"], markdown + "\n" + "\n".join(provenance_markdown(block)))
-    _plot(rows, paths["png"], title)
+    _plot(_beside(rows, yardsticks), paths["png"], title)
     if formats:
         paths["figure3"] = layout.out / FIGURE3_PNG
         plot_formats(formats, paths["figure3"], title)

@@ -55,9 +55,10 @@ def test_every_stage_ran_on_real_questions_and_the_teachers_trajectories(hotpot_
     assert len(test_ids) == 3
     data = json.loads((layout.out / "report.json").read_text())
     # the best content-free policy stands beside the prompted model, every tuned model paired against it
-    labels = [r["label"] for r in data["rows"]]
-    assert labels[:3] == ["prompted", labels[1], "tuned-r1"] and labels[1].startswith("yardstick:")
-    for row in data["rows"]:
+    assert [r["label"] for r in data["rows"]][:2] == ["prompted", "tuned-r1"]
+    assert [y["label"].startswith("yardstick:") for y in data["yardsticks"]] == [True]
+    assert "| yardstick:" in (layout.out / "report.md").read_text()
+    for row in [*data["rows"], *data["yardsticks"]]:
         # every test question of the fixture names its supporting sentences: all scored at the evidence level
         assert row["correct_grounded"]["n"] == 3 and row["by_phrasing"] == {}  # real questions: no phrasing rows
     assert all("yardstick" in r["bar"] for r in data["rows"] if r.get("bar"))

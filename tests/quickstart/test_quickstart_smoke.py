@@ -88,7 +88,7 @@ def test_every_stage_ran_and_the_report_has_its_structure(smoke_run) -> None:
         assert row["vs_prompted"]["tasks"] == cfg.world.n_test
         assert set(row["vs_prompted"]) >= {"diff", "b", "c", "p_value", "ratio"}
     for row in data["rows"][2:]:
-        assert set(row["bar"]) == {"ratio", "points", "p", "met"}
+        assert set(row["bar"]) == {"ratio", "points", "p", "yardstick", "met"}
     # what each tuned model learnt from, read back from the export and training files of this very run
     trainings = [t for t in data["training"] if "same_as" not in t]
     assert [(t["method"], t["round"], t["by_source"].keys() == {"react"}) for t in trainings] == [
