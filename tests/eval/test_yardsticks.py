@@ -77,6 +77,7 @@ def test_yardsticks_on_the_fixture_in_the_real_environment(tmp_path: Path) -> No
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "hotpotqa"
 
 
+@pytest.mark.shared
 @pytest.mark.skipif(not (SHARED / "wiki_paragraphs.jsonl").is_file(), reason="needs ../shared/data/hotpotqa")
 def test_on_the_real_split_0_the_script_that_reads_nothing_is_the_bar(tmp_path: Path) -> None:
     """Issue #48's finding, as the product now reports it: on split seed 0's 500 test questions (300 with their
