@@ -382,6 +382,8 @@ def _outcome(ep: StoredEpisode) -> str:
         return f"wrong answer {t.prediction!r}"
     if not v.grounded and v.missing_titles:
         return f"right answer {t.prediction!r} without reading {_listed(v.missing_titles)}"
+    if not v.grounded and v.missing_evidence:  # the pages were opened, the sentences that hold the answer not shown
+        return f"right answer {t.prediction!r} without seeing {_listed(v.missing_evidence)}"
     return f"answer {t.prediction!r} with malformed steps"
 
 

@@ -345,3 +345,16 @@ def test_the_llm_diagnoser_on_the_real_server_counts_what_it_cannot_read(store, 
     s = data["summary"]
     assert s["diagnoses"] == 5 and s["planning"] + s["not_planning"] + s["unparseable"] == 5
     assert len(data["unparseable"]) == s["unparseable"] and all(u["error"] for u in data["unparseable"])
+
+
+def test_a_right_answer_whose_evidence_was_never_shown_is_described_so() -> None:
+    from actune.bootstrap.distill_errors import EpisodeRef, StoredEpisode, _outcome
+    from actune.judge import Verdict
+    from actune.trajectory import TaskRecord, Trajectory
+
+    traj = Trajectory(task=TaskRecord("t", "q?", "Sony"), method="react", prediction="Sony", correct=True,
+                      finish_reason="answered")
+    verdict = Verdict(correct=True, grounded=False, kept=False, missing_evidence=["Sony makes the Walkman."],
+                      grounding_level="evidence", pages_read=True)
+    ep = StoredEpisode(traj, verdict, EpisodeRef("s.jsonl", 1, "e1", "react", 0))
+    assert _outcome(ep) == "right answer 'Sony' without seeing 'Sony makes the Walkman.'"
