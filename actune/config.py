@@ -213,16 +213,26 @@ def load_config(
         raise ConfigError(_format_validation_error(e, source, prefix, cls)) from None
 
 
-# named, not matched by "token" alone: TRL's pad_token, eos_token... are settings, not secrets
-_SECRET_NAME = re.compile(r"^(?:\w+_)?(?:api_key|password|secret)$"
-                          r"|^(?:token|hub_token|hf_token|access_token|auth_token|api_token|bearer_token)$",
-                          re.IGNORECASE)
+# By pattern, not by exact name (issue #47: a plug-in's env.options held secret_key, aws_secret_access_key,
+# private_key, apikey): any key that says secret, password, private or access key, credential or API key; and any
+# "..._token" but the tokenizer's special tokens (TRL's pad_token, eos_token... are settings, not secrets).
+_SECRET_NAME = re.compile(r"secret|passw(?:or)?d|private_?key|access_?key|credential|api_?key"
+                          r"|(?:^|_)auth(?:_|$)|authorization|^token$|_token$", re.IGNORECASE)
+_NOT_SECRET = re.compile(r"_env$|^(?:pad|eos|bos|unk|sep|cls|mask|additional_special|image|video|audio|boi|eoi|"
+                         r"start|end|stop|think|max|min|num|total|prompt|completion)_tokens?$", re.IGNORECASE)
+_URL_CREDENTIALS = re.compile(r"(?<=://)[^/@\s]+@")
 
 
 def is_secret_name(name: str) -> bool:
-    """A config key that holds a secret (``api_key``, ``hub_token``), not one that names where a secret is
-    (``api_key_env``), counts tokens (``max_tokens``) or names a special token (``eos_token``)."""
-    return bool(_SECRET_NAME.search(name))
+    """A config key that holds a secret (``api_key``, ``hub_token``, ``aws_secret_access_key``, ``apikey``), not
+    one that names where a secret is (``api_key_env``), counts tokens (``max_tokens``) or names a special token
+    (``eos_token``)."""
+    return bool(_SECRET_NAME.search(name)) and not _NOT_SECRET.search(name)
+
+
+def mask_url_credentials(text: str) -> str:
+    """``https://user:pass@host/v1`` -> ``https://***@host/v1``: credentials written into a URL."""
+    return _URL_CREDENTIALS.sub("***@", text)
 
 
 def public_dump(model: BaseModel) -> dict[str, Any]:
@@ -231,6 +241,8 @@ def public_dump(model: BaseModel) -> dict[str, Any]:
     def mask(node: Any) -> Any:
         if isinstance(node, dict):
             return {k: "***" if is_secret_name(str(k)) and v not in (None, "") else mask(v) for k, v in node.items()}
+        if isinstance(node, str):
+            return mask_url_credentials(node)
         return [mask(v) for v in node] if isinstance(node, list) else node
 
     return mask(model.model_dump(mode="json"))

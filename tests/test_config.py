@@ -165,3 +165,20 @@ def test_one_override_splitter_serves_every_command() -> None:
     # the stage commands qualify by it: a short key and a key with spaces around "=" alike
     from actune.cli.run_config import qualify_section_overrides
     assert qualify_section_overrides(["concurrency =3"], "bootstrap") == ["bootstrap.concurrency =3"]
+
+
+def test_secrets_are_masked_by_pattern_and_inside_urls() -> None:
+    from actune.config import is_secret_name, mask_url_credentials
+
+    # issue #47: a plug-in's env.options keys and a URL's credentials were printed
+    for name in ("secret_key", "aws_secret_access_key", "private_key", "apikey", "api_key", "hub_token", "password",
+                 "client_secret", "credentials", "basic_auth", "x_auth_token"):
+        assert is_secret_name(name), name
+    for name in ("api_key_env", "max_tokens", "eos_token", "pad_token", "max_new_tokens", "author", "tokenizer",
+                 "prompt_tokens"):
+        assert not is_secret_name(name), name
+    assert mask_url_credentials("https://me:pw@host:8000/v1, http://host/v1") == "https://***@host:8000/v1, http://host/v1"
+    from actune.config import public_dump
+    from actune.eval.config import EvalConfig
+
+    assert public_dump(EvalConfig(endpoints=["https://me:pw@host/v1"]))["endpoints"] == ["https://***@host/v1"]
