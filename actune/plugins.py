@@ -84,8 +84,8 @@ def load_callable(spec: str) -> Callable[..., Any]:
             raise PluginError(f"cannot import {module_name!r} (of {spec!r}): no module {e.name!r} is installed or in "
                               f"the current directory ({os.path.abspath(os.curdir)})") from e
         raise PluginError(f"cannot import {module_name!r} (of {spec!r}): {type(e).__name__}: {e}") from e
-    except Exception as e:  # a module that fails on its own import cannot be used either
-        raise PluginError(f"cannot import {module_name!r} (of {spec!r}): {type(e).__name__}: {e}") from e
+    except (Exception, SystemExit) as e:  # a module that fails (or exits) on its own import cannot be used either
+        raise PluginError(f"cannot import {module_name!r} (of {spec!r}): {type(e).__name__}: {e}") from None
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise PluginError(f"module {module_name!r} has no {attr!r} (of {spec!r})")
@@ -110,7 +110,7 @@ def resolve_plugin(name: str, what: PluginKind) -> Callable[..., Any] | None:
     if name in points:
         try:
             obj = points[name].load()
-        except Exception as e:
+        except (Exception, SystemExit) as e:
             raise PluginError(f"{what.kind} {name!r}: entry point {points[name].value!r} of group {what.group} "
                               f"does not load: {type(e).__name__}: {e}") from e
     elif ":" in name:

@@ -21,8 +21,15 @@ def make_env(cfg: EnvConfig) -> Environment:
         factory = env_factory(cfg.name)
     except PluginError as e:
         raise ConfigError(f"env.name: {e}") from None
-    env = factory(cfg)
-    return env if is_builtin_env(cfg.name) else checked_env(env, cfg.name)
+    if is_builtin_env(cfg.name):
+        return factory(cfg)
+    # a plug-in's own failure (an exception, even sys.exit) is a named error, never "nothing done" with exit 0
+    try:
+        env = factory(cfg)
+    except (Exception, SystemExit) as e:
+        raise ConfigError(f"env.name: the plug-in {cfg.name!r} failed building its environment: "
+                          f"{type(e).__name__}: {e}") from None
+    return checked_env(env, cfg.name)
 
 
 def checked_env(env: object, name: str) -> Environment:
@@ -35,4 +42,10 @@ def checked_env(env: object, name: str) -> Environment:
     names = env.action_names  # type: ignore[attr-defined]
     if not isinstance(env.name, str) or not all(isinstance(a, str) for a in names):  # type: ignore[attr-defined]
         raise ConfigError(f"env.name: {name!r} returned an environment whose name and action_names are not strings")
+    try:  # every prompt shows it: a plug-in whose description fails would fail every episode alike
+        described = env.describe_actions()  # type: ignore[attr-defined]
+    except (Exception, SystemExit) as e:
+        raise ConfigError(f"env.name: {name!r}: describe_actions() failed: {type(e).__name__}: {e}") from None
+    if not isinstance(described, str):
+        raise ConfigError(f"env.name: {name!r}: describe_actions() returned a {type(described).__name__}, not text")
     return env  # type: ignore[return-value]

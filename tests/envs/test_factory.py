@@ -37,3 +37,34 @@ def test_make_env_builds_the_named_env_and_explains_a_missing_corpus(tmp_path: P
     assert type(env) is WikiEnv and env.name == "wiki"
     with pytest.raises(ValueError, match="needs 'corpus'"):
         make_env(EnvConfig(name="wiki"))
+
+
+PLUGIN = '''
+import sys
+from actune.envs.base import Environment, StepResult
+
+class Fake(Environment):  # a FAKE plug-in environment
+    name = "fake"
+    action_names = ("go", "finish")
+    finish_action = "finish"
+    def reset(self, task, seed=None): return ""
+    def step(self, action): return StepResult("ok")
+    def describe_actions(self): raise RuntimeError("no description")
+
+def exits(cfg): sys.exit(0)
+def bad_description(cfg): return Fake()
+'''
+
+
+def test_a_plugin_that_exits_or_fails_is_a_named_error_not_success(tmp_path: Path, monkeypatch) -> None:
+    # issue #47 finding 8: sys.exit(0) in a plug-in made actune exit 0 having done nothing
+    (tmp_path / "my_plugin.py").write_text(PLUGIN)
+    (tmp_path / "exits_on_import.py").write_text("import sys\nsys.exit(0)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError, match="failed building its environment: SystemExit"):
+        make_env(EnvConfig(name="my_plugin:exits"))
+    with pytest.raises(ConfigError, match=r"describe_actions\(\) failed: RuntimeError: no description"):
+        make_env(EnvConfig(name="my_plugin:bad_description"))
+    # one that exits on import is refused when the config is read (load_config makes it a ConfigError)
+    with pytest.raises(ValueError, match="cannot import 'exits_on_import'.*SystemExit"):
+        EnvConfig(name="exits_on_import:build")
