@@ -108,14 +108,9 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
 
 
 def temp_folder_beside(out: Path) -> Path:
-    """A new empty folder beside ``out`` (same file system, so :func:`replace_folder` is a rename), with the mode
-    any folder made now would get: mkdtemp's 0o700 would survive the swap, and a dataset another user (a vLLM
-    container, a colleague) must read would be private."""
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)
-    return tmp
+    """A new empty folder beside ``out`` (same file system, so :func:`replace_folder` is a rename; that swap gives it
+    and everything in it the umask's modes)."""
+    return Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
 
 
 def _aside(out: Path) -> Path:

@@ -99,21 +99,14 @@ def _paired(a: ModelResult, b: ModelResult, samples: int, confidence: float, see
                                  seed=seed).to_dict() for m in PAIRED_METRICS}
 
 
-def best_yardstick(yardsticks: Sequence[ModelResult], samples: int, confidence: float,
-                   seed: int) -> ModelResult | None:
-    """The yardstick with the highest headline mean (``correct`` breaking ties; the first of equals)."""
-    def key(y: ModelResult) -> tuple[float, float]:
-        stats = model_stats(y.records, samples=samples, confidence=confidence, seed=seed,
-                            metrics=[HEADLINE, "correct"], per_kind=False)["metrics"]
-        return (stats[HEADLINE]["mean"] or 0.0, stats["correct"]["mean"] or 0.0)
-    return max(yardsticks, key=key) if yardsticks else None
-
-
-def _yardstick_block(ys: Sequence[ModelResult], results: Sequence[ModelResult], metrics: list[str], samples: int,
-                     confidence: float, seed: int) -> tuple[list[dict[str, Any]], ModelResult | None]:
-    best = best_yardstick(ys, samples, confidence, seed)
-    rows = [{"label": y.label, "policy": y.model, "best": y is best,
-             **model_stats(y.records, samples=samples, confidence=confidence, seed=seed, metrics=metrics)} for y in ys]
+def _yardstick_block(ys: Sequence[ModelResult], metrics: list[str], samples: int, confidence: float,
+                     seed: int) -> tuple[list[dict[str, Any]], ModelResult | None]:
+    """Each yardstick's row (its stats, computed once) and the best: the highest headline mean, ``correct``
+    breaking ties, the first of equals."""
+    stats = [model_stats(y.records, samples=samples, confidence=confidence, seed=seed, metrics=metrics) for y in ys]
+    means = [(st["metrics"][HEADLINE]["mean"] or 0.0, st["metrics"]["correct"]["mean"] or 0.0) for st in stats]
+    best = ys[max(range(len(ys)), key=means.__getitem__)] if ys else None
+    rows = [{"label": y.label, "policy": y.model, "best": y is best, **st} for y, st in zip(ys, stats)]
     return rows, best
 
 
@@ -123,7 +116,7 @@ def build_report(results: Sequence[ModelResult], *, samples: int, confidence: fl
     """Every number of the report (see the module docstring); ``yardsticks`` (content-free policies on the same
     tasks, :mod:`actune.eval.yardsticks`) become rows of their own and every model is paired against the best."""
     metrics = metric_names([t for r in results for t in r.records])
-    ys_rows, best = _yardstick_block(yardsticks, results, metrics, samples, confidence, seed)
+    ys_rows, best = _yardstick_block(yardsticks, metrics, samples, confidence, seed)
     models = []
     phrasings = phrasing_breakdown(results, samples=samples, confidence=confidence, seed=seed)
     for i, r in enumerate(results):
