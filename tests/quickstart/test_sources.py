@@ -37,8 +37,9 @@ def test_hotpotqa_source_plans_tasks_and_imports_and_exports_the_imported_store(
     assert layout.tasks_dir == tmp_path / "run" / "tasks"
     run = RunContext(cfg, layout, show_progress=False, log=lambda m: None)
     names = [s.name for s in plan_stages(run, "cpu-bf16")]
+    # the preset's second round trains again on what the round-1 model solved
     assert names == ["tasks", "imports", "bootstrap round 1", "export react round 1", "train react round 1",
-                     "eval react", "report"]
+                     "bootstrap round 2", "export react round 2", "train react round 2", "eval react", "report"]
     # a store used as it is must exist; an imported set lands under the run, once
     write_tasks(run)
     with pytest.raises(ConfigError, match=r"imports\[1\].path: .*world.jsonl not found"):
@@ -82,11 +83,12 @@ def test_gold_paths_stage_writes_the_training_questions_paths_and_exports_them_l
     write_gold_paths(run)  # resumed: nothing written twice
     assert len(list(read_trajectories(layout.gold_paths))) == len(written)
     assert imported_stores(cfg, layout) == [layout.gold_paths]
-    # each training question is one more example of 1.5 world ReAct examples' length
+    # each training question is one more example of 1.5 world ReAct examples' length, in every round's training
     plain = estimate_seconds(load_quickstart("hotpotqa", ["imports=[]", "gold_paths=false"]), "cpu-bf16")["train"]
-    epochs = load_quickstart("hotpotqa").train.num_train_epochs
+    preset = load_quickstart("hotpotqa")
+    assert preset.rounds == 2
     assert estimate_seconds(load_quickstart("hotpotqa", ["imports=[]", "gold_paths=true"]), "cpu-bf16")["train"] \
-        - plain == pytest.approx(int(1.5 * 661) * 335 * epochs / 240)
+        - plain == pytest.approx(2 * int(1.5 * 661) * 335 * preset.train.num_train_epochs / 240)
     assert load_quickstart("fever", ["gold_paths=true"]).gold_paths  # FEVER claims have paths of their own
 
 
