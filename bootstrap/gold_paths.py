@@ -123,13 +123,17 @@ def _quoted(sentences: list[str]) -> str:
     return " ".join(out)
 
 
+def _comparison(answer: str, task: Task | None) -> bool:
+    """A yes/no answer, or a task whose ``meta.kind`` says comparison: its last thought quotes both facts."""
+    return answer.strip().lower() in _YES_NO or (task is not None and task.meta.get("kind") == "comparison")
+
+
 def _answer_thought(observations: list[str], answer: str, task: Task | None = None) -> str | None:
     """The last thought: a comparison (a yes/no answer, or ``meta.kind == "comparison"``) quotes both facts (its
     evidence sentences where known, else each page's first sentence); any other answer quotes the sentence that
     shows it (None when no page shows it)."""
     evidence = (evidence_sets(task.meta) or [[]])[0] if task is not None else []
-    comparison = answer.strip().lower() in _YES_NO or (task is not None and task.meta.get("kind") == "comparison")
-    if comparison:
+    if _comparison(answer, task):
         facts = _quoted(evidence or [_first_sentence(o) for o in observations])
         return f"{facts} So the answer is {answer}."
     shown = " ".join(" ".join(o.split()) for o in observations).lower()
@@ -216,6 +220,33 @@ def _look_up_evidence(task: Task, env: Environment, read: "_Read", it: int) -> i
     return it
 
 
+def _look_up_answer(task: Task, env: Environment, read: _Read) -> str | None:
+    """The last page's sentence that holds the answer (an evidence sentence where the task names its evidence),
+    looked up with a word of the question whose first hit it is, the steps appended to ``read``; None when no such
+    sentence or word exists. The answer then sits in the latest observation, alone, where a small model copies it
+    from, and a question word is what a reader looks up on a long page."""
+    page = getattr(env, "page", None)
+    if page is None or not read.steps:
+        return None
+    answer = task.answer.strip().lower()
+    sentences = [x.strip() for x in page.sentences]
+    evidence = (evidence_sets(task.meta) or [[]])[0]
+    for sentence in (s for s in sentences if answer in s.lower() and (not evidence or s in evidence)):
+        if read.observations[-1].endswith(sentence) and read.observations[-1].startswith("(Result "):
+            return sentence  # _look_up_evidence just showed it
+        found = _keyword(sentence, sentences, task.question)
+        if found is None or found[1] != 1:
+            continue
+        it = read.steps[-1].iteration + 1
+        result = env.step(Action("lookup", found[0]))
+        read.steps += [Step("thought", f"I need to look up {found[0]}.", it),
+                       Step("action", f"lookup[{found[0]}]", it, "lookup", found[0]),
+                       Step("observation", result.observation, it)]
+        read.observations.append(result.observation)
+        return sentence
+    return None
+
+
 def _search_all(task: Task, env: Environment, plan: list[tuple[str, str | None]]) -> _Read | None:
     """Run ``plan`` (each a search and the search to miss before it, or None) in a fresh episode, each step's
     thought linking it to the page before; None when a search meant to open a page opens none."""
@@ -253,9 +284,11 @@ def _finished(task: Task, env: Environment, read: _Read, final: str) -> Trajecto
     return _record(task, env, steps, list(dict.fromkeys(read.titles)), task.answer)
 
 
-def gold_path(task: Task, env: Environment, misses: bool = False) -> tuple[Trajectory | None, str | None]:
+def gold_path(task: Task, env: Environment, misses: bool = False,
+              lookups: bool = False) -> tuple[Trajectory | None, str | None]:
     """(the gold-path episode of ``task``, None) or (None, why it has none; a key of
-    :attr:`GoldPathSummary.skipped`). ``misses``: see :func:`_search_term`. A FEVER claim takes
+    :attr:`GoldPathSummary.skipped`). ``misses``: see :func:`_search_term`; ``lookups``: an answer that is no
+    comparison's is looked up on the last page before it is given (:func:`_look_up_answer`). A FEVER claim takes
     :func:`_fever_path`."""
     if task.env == "fever":
         return _fever_path(task, env, misses)
@@ -266,7 +299,9 @@ def gold_path(task: Task, env: Environment, misses: bool = False) -> tuple[Traje
     read = _search_all(task, env, [_search_term(t, task.question, env, misses) for t in order])
     if read is None:
         return None, "page_not_found"
-    final = _answer_thought(read.observations, task.answer, task)
+    looked_up = _look_up_answer(task, env, read) if lookups and not _comparison(task.answer, task) else None
+    final = (f"{_quoted([looked_up])} So the answer is {task.answer}." if looked_up
+             else _answer_thought(read.observations, task.answer, task))
     if final is None:
         return None, "answer_not_shown"
     return _finished(task, env, read, final), None
@@ -326,9 +361,10 @@ def _fever_path(task: Task, env: Environment, misses: bool = False) -> tuple[Tra
     return _finished(task, env, read, f"{evidence} {_VERDICT[label]}"), None
 
 
-def write_gold_paths(tasks: Iterable[Task], store: str, env: EnvConfig, misses: bool = False) -> GoldPathSummary:
-    """Append the gold path of every task ``store`` does not hold yet (``misses``: :func:`_search_term`); a path the
-    judge does not keep (a metric that disagrees with the gold answer's own form) is counted under
+def write_gold_paths(tasks: Iterable[Task], store: str, env: EnvConfig, misses: bool = False,
+                     lookups: bool = False) -> GoldPathSummary:
+    """Append the gold path of every task ``store`` does not hold yet (``misses``, ``lookups``: :func:`gold_path`); a
+    path the judge does not keep (a metric that disagrees with the gold answer's own form) is counted under
     ``skipped["not_kept"]``."""
     summary = GoldPathSummary()
     environment = make_env(env)
@@ -338,7 +374,7 @@ def write_gold_paths(tasks: Iterable[Task], store: str, env: EnvConfig, misses: 
             if out.state.has(task.id, "react", 0):
                 summary.already += 1
                 continue
-            traj, why = gold_path(task, environment, misses)
+            traj, why = gold_path(task, environment, misses, lookups)
             if traj is None or not traj.scores.get("kept"):
                 summary.skipped[why or "not_kept"] += 1
                 continue

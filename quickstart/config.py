@@ -166,6 +166,10 @@ class QuickstartConfig(StrictModel):
     """Gold paths that search a page as the question writes it even when that misses, then pick the page from the
     ``Similar:`` list the miss shows, where it is listed: a tuned model that never saw a miss repeats it. Not
     yet measured (the HotpotQA pilot's counts of misses: docs/results.md, "Real HotpotQA")."""
+    gold_path_lookups: bool = False
+    """Gold paths that, before an answer that is no comparison's, look up a word of the question on the last page
+    whose first hit is the sentence holding the answer, and quote that sentence: the tuned model's bridge answers
+    were the first sentence's subject even where the answer was shown (issue #48)."""
     after_sft: list[Objective] = Field(default_factory=list)
     """Objectives trained on from the last SFT round's model (its merged folder: ``train.merge``), each a model of
     its own in the report, paired against the prompted model and against that SFT model: ``dpo`` (ETO: the SFT

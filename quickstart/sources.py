@@ -94,7 +94,8 @@ def write_gold_paths(run: RunContext) -> None:
     from actune.tasks.loading import load_tasks
 
     tasks = load_tasks(run.tasks("train"))
-    s = write(tasks, str(run.layout.gold_paths), run.env(run.cfg.bootstrap.env), misses=run.cfg.gold_path_misses)
+    s = write(tasks, str(run.layout.gold_paths), run.env(run.cfg.bootstrap.env), misses=run.cfg.gold_path_misses,
+              lookups=run.cfg.gold_path_lookups)
     skipped = ", ".join(f"{n} {why}" for why, n in sorted(s.skipped.items())) or "none"
     run.log(f"gold paths: {s.written} written, {s.already} written before, of {s.total} training questions "
             f"(left out: {skipped})")

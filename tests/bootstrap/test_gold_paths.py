@@ -204,3 +204,28 @@ def test_a_comparison_quotes_both_facts_and_unshowable_evidence_is_not_kept(tmp_
                                        "kind": "comparison", "evidence": [["It has a statue."]]})
     traj, _ = gold_path(hidden, make_env(_long_env(tmp_path)))
     assert traj.info["verdict"]["missing_evidence"] == ["It has a statue."] and not traj.info["verdict"]["kept"]
+
+
+def test_with_lookups_a_bridge_looks_up_a_question_word_and_answers_from_the_sentence_it_shows(tmp_path: Path) -> None:
+    traj, why = gold_path(BRIDGE, make_env(_env(tmp_path)), lookups=True)
+    assert why is None
+    assert [(s.type, s.text) for s in traj.steps][5:] == [
+        ("observation", "Adriana Trigiani is an American novelist. She lives in Greenwich Village."),
+        ("thought", "I need to look up lives."),
+        ("action", "lookup[lives]"),
+        ("observation", "(Result 1 / 1) She lives in Greenwich Village."),
+        ("thought", "She lives in Greenwich Village. So the answer is Greenwich Village."),
+        ("answer", "finish[Greenwich Village]")]
+    assert [s.iteration for s in traj.steps][6:] == [3, 3, 3, 4, 4]
+    assert traj.info["verdict"]["kept"]
+    # a comparison keeps its two facts and no lookup
+    yes_no = _task(2, "Are Linux Format and Qvwm both about Linux?", "no", ["Linux Format", "Qvwm"])
+    traj, _ = gold_path(yes_no, make_env(_env(tmp_path)), lookups=True)
+    assert "lookup" not in [s.action_name for s in traj.steps]
+    # evidence past the first five sentences is looked up once, not twice
+    evidence = ["The park was designed by John Charles Olmsted in 1903."]
+    task = Task(id="t9", question="Who designed Mount Tabor Park?", answer="John Charles Olmsted", split="train",
+                meta={"supporting_titles": ["Mount Tabor Park"], "kind": "bridge", "evidence": [evidence]})
+    traj, _ = gold_path(task, make_env(_long_env(tmp_path)), lookups=True)
+    assert [s.action_arg for s in traj.steps if s.type == "action"] == ["Mount Tabor Park", "designed"]
+    assert traj.steps[-2].text == evidence[0] + " So the answer is John Charles Olmsted."
