@@ -41,6 +41,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -50,8 +51,8 @@ from actune.agent.validate import step_order_problems
 from actune.envs.titles import normalize_title
 from actune.trajectory import Trajectory
 
-__all__ = ["NO_PAGE_METHODS", "Verdict", "evidence_sets", "judge", "observations_text", "record_verdict", "titles_read",
-           "verdict_of"]
+__all__ = ["NO_PAGE_METHODS", "Verdict", "evidence_sets", "is_shown", "judge", "observations_text", "record_verdict",
+           "shown_text", "titles_read", "verdict_of"]
 
 NO_PAGE_METHODS: tuple[str, ...] = ("standard", "cot", "cot_sc")
 """Methods (of :data:`actune.agent.config.METHODS`) that answer from the model alone, reading no pages.
@@ -105,10 +106,20 @@ def _squash(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
+def shown_text(observations: Iterable[str]) -> str:
+    """What ``observations`` showed, whitespace-squashed and lower-cased (one string: an evidence sentence is
+    looked for in it whole, :func:`is_shown`)."""
+    return _squash(" \n ".join(observations))
+
+
+def is_shown(sentence: str, shown: str) -> bool:
+    """Whether ``sentence`` is in ``shown`` (:func:`shown_text`), whatever its spacing and case."""
+    return _squash(sentence) in shown
+
+
 def observations_text(traj: Trajectory) -> str:
-    """Everything the episode's observations showed, whitespace-squashed and lower-cased (one string: an
-    evidence sentence is looked for in it whole)."""
-    return _squash(" \n ".join(s.text for s in traj.steps if s.type == "observation"))
+    """:func:`shown_text` of the episode's observations."""
+    return shown_text(s.text for s in traj.steps if s.type == "observation")
 
 
 def evidence_sets(task_meta: dict[str, Any]) -> list[list[str]]:
@@ -120,7 +131,7 @@ def evidence_sets(task_meta: dict[str, Any]) -> list[list[str]]:
 
 def _missing_evidence(sets: list[list[str]], shown: str) -> list[str]:
     """The sentences of the closest set (fewest unshown, the first on a tie) that ``shown`` lacks."""
-    return min(([x for x in s if _squash(x) not in shown] for s in sets), key=len)
+    return min(([x for x in s if not is_shown(x, shown)] for s in sets), key=len)
 
 
 def _missing(titles: list[Any], read: set[str]) -> list[str]:

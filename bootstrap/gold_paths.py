@@ -39,7 +39,7 @@ from actune.envs.base import Action, Environment, StepResult
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.envs.titles import base_title, normalize_title
-from actune.judge import evidence_sets, judge, record_verdict
+from actune.judge import evidence_sets, is_shown, judge, record_verdict, shown_text
 from actune.store import TrajectoryStore
 from actune.task_record import Task
 from actune.tasks.fever import claim_subject
@@ -136,9 +136,9 @@ def _answer_thought(observations: list[str], answer: str, task: Task | None = No
     if _comparison(answer, task):
         facts = _quoted(evidence or [_first_sentence(o) for o in observations])
         return f"{facts} So the answer is {answer}."
-    shown = " ".join(" ".join(o.split()) for o in observations).lower()
+    shown = shown_text(observations)
     for sentence in reversed(evidence):  # the evidence sentence that shows the answer, where the path showed it
-        if answer.strip().lower() in sentence.lower() and " ".join(sentence.split()).lower() in shown:
+        if answer.strip().lower() in sentence.lower() and is_shown(sentence, shown):
             return f"{_quoted([sentence])} So the answer is {answer}."
     for obs in reversed(observations):
         sentence = _sentence_with(_LOOKUP_PREFIX.sub("", obs), answer.strip())
@@ -202,8 +202,7 @@ def _look_up_evidence(task: Task, env: Environment, read: "_Read", it: int) -> i
         return it
     sentences = [x.strip() for x in page.sentences]
     for sentence in evidence:
-        shown = " ".join(" ".join(o.split()) for o in read.observations).lower()
-        if sentence not in sentences or " ".join(sentence.split()).lower() in shown:
+        if sentence not in sentences or is_shown(sentence, shown_text(read.observations)):
             continue
         found = _keyword(sentence, sentences, task.question)
         if found is None:
