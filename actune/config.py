@@ -92,13 +92,32 @@ def _deep_copy(data: Any) -> Any:
     return data
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, but a key written twice in one mapping is an error: PyYAML keeps the last silently,
+    so a user who edits the first ``learning_rate:`` of two would train with the other."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[str, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
+                continue  # a merge key (``<<: *base``) and non-string keys: PyYAML's own rules
+            key, line = key_node.value, key_node.start_mark.line + 1
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} written twice (lines {seen[key]} and {line})", key_node.start_mark)
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
     try:
         text = read_text(path, ConfigError)
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: a folder, not a config file") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader
     except (ValueError, RecursionError) as e:  # an integer past 4,300 digits, thousands of nested brackets
         raise ConfigError(f"{path}: invalid YAML: {json_problem(e)[1]}") from None
     except yaml.YAMLError as e:

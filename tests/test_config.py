@@ -71,6 +71,22 @@ def test_invalid_yaml_names_line(tmp_path):
     assert f"{p}:" in str(e.value) and "invalid YAML" in str(e.value)
 
 
+def test_a_key_written_twice_is_an_error_with_both_lines_and_anchors_still_merge(tmp_path):
+    p = write(tmp_path, "model: m\ninner:\n  rate: 0.5\n  names: [a]\n  rate: 0.7\n")
+    with pytest.raises(ConfigError, match=r"c.yaml:5: invalid YAML: key 'rate' written twice \(lines 3 and 5\)"):
+        load_config(Outer, p)
+    # the same key in two sections, and a merge key, are not duplicates
+    p = write(tmp_path, "model: m\nbase: &b {rate: 0.5}\ninner:\n  <<: *b\n  names: [rate]\n")
+    with pytest.raises(ConfigError, match="base"):  # an unknown key, read past the YAML
+        load_config(Outer, p)
+    assert load_config(Outer, write(tmp_path, "model: m\ninner: {rate: 0.5}\nsteps: 3\n")).inner.rate == 0.5
+
+
+def test_a_folder_given_as_the_config_is_a_named_error(tmp_path):
+    with pytest.raises(ConfigError, match="a folder, not a config file"):
+        load_config(Outer, tmp_path)
+
+
 def test_missing_file_and_non_mapping(tmp_path):
     with pytest.raises(ConfigError, match="not found"):
         load_config(Outer, tmp_path / "nope.yaml")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import re
@@ -88,9 +89,14 @@ def main(argv: list[str] | None = None) -> int:
         # disk full, a file-size limit, a read-only folder: one line, not a traceback. Stores append whole lines
         # (a cut one is trimmed on reopening) and other files are replaced atomically, so what was written stays.
         where = f" ({e.filename})" if e.filename else ""
-        print(f"actune: {e.strerror or e}{where}; everything written before it is kept: make room and rerun the "
-              "same command to continue", file=sys.stderr)
+        fix = "make room" if e.errno in _NO_ROOM else "fix that"
+        print(f"actune: {e.strerror or e}{where}; everything written before it is kept: {fix} and rerun the same "
+              "command to continue", file=sys.stderr)
         return FAILED
+
+
+_NO_ROOM = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+"""The errors that more room cures; a directory given as a file or a missing permission needs another fix."""
 
 
 if __name__ == "__main__":
