@@ -13,15 +13,15 @@ import re
 import reprlib
 import typing
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from actune.jsonl import json_problem, read_text
 
-__all__ = ["ConfigError", "StrictModel", "load_config", "apply_overrides", "dump_yaml", "actune_home", "fill_model",
-           "section_dict", "with_default"]
+__all__ = ["ConfigError", "RunName", "StrictModel", "load_config", "apply_overrides", "dump_yaml", "actune_home",
+           "fill_model", "section_dict", "with_default"]
 
 
 class ConfigError(ValueError):
@@ -35,6 +35,18 @@ class StrictModel(BaseModel):
 
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def _run_name(name: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", name):
+        raise ValueError("a run name is 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit "
+                         "(it names folders)")
+    return name
+
+
+RunName = Annotated[str, AfterValidator(_run_name)]
+"""A run's name: it becomes part of run ids and of the folders trackers write (``<log dir>/<run id>``), so letters,
+digits, ``.``, ``_`` and ``-`` only: a ``/`` or ``..`` would write outside the run's folder."""
 
 
 def actune_home() -> Path:

@@ -18,7 +18,7 @@ from pydantic import Field, PositiveFloat, model_validator
 
 import actune.presets
 from actune.bootstrap.config import BootstrapConfig
-from actune.config import ConfigError, StrictModel, fill_model, load_config
+from actune.config import ConfigError, RunName, StrictModel, fill_model, load_config
 from actune.eval.config import EvalConfig
 from actune.fever_source import FeverSource
 from actune.hotpotqa_source import HotpotQASource
@@ -94,7 +94,7 @@ class ExploreSettings(StrictModel):
 class QuickstartConfig(StrictModel):
     """world -> bootstrap -> export -> train -> (expert iteration) -> eval -> report, one command."""
 
-    name: str = "quickstart"
+    name: RunName = "quickstart"
     """Run name (in run ids and report titles)."""
     scale_note: str | None = None
     """What this run's scale can and cannot show, said at the top of its report (the smoke preset: that its

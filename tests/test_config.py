@@ -198,3 +198,12 @@ def test_secrets_are_masked_by_pattern_and_inside_urls() -> None:
     from actune.eval.config import EvalConfig
 
     assert public_dump(EvalConfig(endpoints=["https://me:pw@host/v1"]))["endpoints"] == ["https://***@host/v1"]
+
+
+def test_a_run_name_that_would_name_a_folder_elsewhere_is_refused(tmp_path):
+    from actune.cli.run_config import RunConfig
+
+    for bad in ("../../etc", "a/b", ".hidden", "", "x" * 101):
+        with pytest.raises(ConfigError, match="a run name is 1-100 letters"):
+            load_config(RunConfig, None, [f"name={bad!r}"])
+    assert load_config(RunConfig, None, ["name=hotpotqa-r1_v2.0"]).name == "hotpotqa-r1_v2.0"

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from actune.bootstrap.config import BootstrapConfig
-from actune.config import StrictModel, fill_model, section_dict, split_override, with_default
+from actune.config import RunName, StrictModel, fill_model, section_dict, split_override, with_default
 from actune.eval.config import EvalConfig
 from actune.serve.config import ServeConfig
 from actune.train.config import TrainConfig
@@ -19,7 +19,7 @@ from actune.train.config import TrainConfig
 class RunConfig(StrictModel):
     """A whole pipeline: serve -> bootstrap -> train -> eval. Each stage reads only its section."""
 
-    name: str = "run"
+    name: RunName = "run"
     """Run name (used in run ids and report titles)."""
     model: str | None = None
     """The model this run serves, tunes and evaluates, named once (known name, Hugging Face id or folder):
