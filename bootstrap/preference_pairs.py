@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from actune.agent.render import episode_segments
-from actune.atomic_write import recover_folder, replace_folder, temp_folder_beside
-from actune.bootstrap.export import ExportError, judged_lines
+from actune.atomic_write import replace_folder, temp_folder_beside
+from actune.bootstrap.export import ExportError, claim_folder, judged_lines
 from actune.provenance import provenance
 from actune.trajectory import Step, Trajectory
 
@@ -123,17 +123,22 @@ def pair_rows(stores: str | Path | Sequence[str | Path],
 
 
 def export_pairs(stores: str | Path | Sequence[str | Path], out_dir: str | Path,
-                 max_pairs_per_task: int = 2) -> PairSummary:
+                 max_pairs_per_task: int = 2, *, overwrite: bool = False) -> PairSummary:
     """Write the pairs of ``stores`` to ``out_dir`` (``Dataset.save_to_disk`` + ``pairs_summary.json``), replacing
-    an existing folder only once the new one is complete; no pair at all is an :class:`ExportError`."""
+    an existing folder only once the new one is complete and only if an export wrote it (or ``overwrite``:
+    :func:`~actune.bootstrap.export.claim_folder`); no pair at all is an :class:`ExportError`."""
+    inputs = [stores] if isinstance(stores, (str, Path)) else list(stores)
+    with claim_folder(out_dir, inputs, overwrite):
+        return _write_pairs(inputs, Path(out_dir), max_pairs_per_task)
+
+
+def _write_pairs(stores: list[str | Path], out: Path, max_pairs_per_task: int) -> PairSummary:
     from datasets import Dataset  # heavy import: only when exporting
 
-    recover_folder(out_dir)
     rows, summary = pair_rows(stores, max_pairs_per_task)
     if not rows:
         raise ExportError(f"{', '.join(summary.stores)}: no preference pair (a task needs a kept and a failed "
                           f"episode of the same method and prompt; unpaired: {summary.unpaired})")
-    out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_folder_beside(out)
     try:

@@ -124,7 +124,7 @@ def _run_bootstrap(run: "RunConfig", args: argparse.Namespace) -> None:
 def _run_export(run: "RunConfig", args: argparse.Namespace) -> None:
     from functools import cache
 
-    from actune.bootstrap.export import ExportError, claim_folder, export_dataset
+    from actune.bootstrap.export import ExportError, export_dataset
 
     boot = run.bootstrap
 
@@ -153,8 +153,7 @@ def _run_export(run: "RunConfig", args: argparse.Namespace) -> None:
                               "prompt / chosen / rejected columns are TRL's preference format)")
         from actune.bootstrap.preference_pairs import export_pairs
 
-        with claim_folder(run.train.dataset, stores, args.overwrite):
-            pairs = export_pairs(stores, run.train.dataset, boot.export.max_per_task or 2)
+        pairs = export_pairs(stores, run.train.dataset, boot.export.max_per_task or 2, overwrite=args.overwrite)
         print(f"exported {pairs.pairs} preference pairs of {pairs.tasks} tasks ({pairs.cut_at_shared_prefix} cut where "
               f"the two episodes part) from {', '.join(map(str, stores))} to {run.train.dataset}; unpaired: "
               f"{pairs.unpaired or 'none'}")

@@ -9,7 +9,7 @@ from agent.fake_episodes import DANUBE, NILE, RIGHT, WALKMAN, WRONG_EARLY, WRONG
 from agent.fake_episodes import scripted_store as _store
 
 from actune.agent.render import render_steps_text, trajectory_prompt_context
-from actune.bootstrap.export import ExportError, text_example
+from actune.bootstrap.export import ExportError, OutputRefused, text_example
 from actune.bootstrap.preference_pairs import export_pairs, pair_rows, shared_steps
 
 
@@ -63,3 +63,14 @@ def test_export_pairs_writes_a_dataset_with_its_summary(tmp_path: Path) -> None:
     ds = load_from_disk(str(tmp_path / "pairs"))
     assert len(ds) == summary.pairs == 1 and {"prompt", "chosen", "rejected", "chosen_segments"} <= set(ds.column_names)
     assert (tmp_path / "pairs" / "pairs_summary.json").is_file()
+    # rerun: its own folder is replaced; a folder it did not write, or its input's, is refused
+    assert export_pairs(tmp_path / "s.jsonl", tmp_path / "pairs").pairs == 1
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    with pytest.raises(OutputRefused):
+        export_pairs(tmp_path / "s.jsonl", mine)
+    with pytest.raises(OutputRefused):
+        export_pairs(tmp_path / "s.jsonl", tmp_path)
+    assert (mine / "notes.txt").read_text() == "keep me" and (tmp_path / "s.jsonl").is_file()
+    assert export_pairs(tmp_path / "s.jsonl", mine, overwrite=True).pairs == 1
