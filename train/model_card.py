@@ -26,9 +26,10 @@ import yaml
 
 from actune.agent.prompt_spec import PROMPT_SPEC_FILE, PromptSpec, load_prompt_spec
 from actune.atomic_write import atomic_write_text
+from actune.jsonl import read_json
 from actune.model_files import KNOWN_MODELS, MANIFEST
 from actune.provenance import provenance_markdown
-from actune.train.card_eval import eval_section, model_index
+from actune.train.card_eval import ReportError, eval_section, model_index
 
 __all__ = ["CARD_FILE", "CardError", "hub_base_model", "model_card", "write_folder_card", "write_model_card"]
 
@@ -159,18 +160,43 @@ def _loss_section(meta: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _training_meta(folder: Path) -> dict[str, Any] | None:
+    """The folder's ``training_meta.json``; None when it has none. One that is not the file ``actune train`` writes
+    (bad JSON, no ``config.base_model``) is a :class:`CardError` naming it: a card built from half of it would
+    tell a reader something the training never did."""
+    path = folder / _META
+    if not path.is_file():
+        return None
+    meta = read_json(path, CardError, "training meta")
+    config = meta.get("config") if isinstance(meta, dict) else None
+    if not isinstance(config, dict) or not isinstance(config.get("base_model"), str):
+        raise CardError(f"{path}: not the training_meta.json actune train writes (config.base_model missing or not a "
+                        "string); rerun the training or delete the file for a card from adapter_config.json")
+    return meta
+
+
 def model_card(folder: Path, *, merged: bool = False, report: str | Path | None = None) -> str:
     """The card text of an adapter folder (``merged=False``) or of a merged model folder. A folder without
     ``training_meta.json``: an adapter's card from its ``adapter_config.json`` (module docstring), a
     :class:`CardError` for a merged one. ``report``: an eval ``report.json`` whose rows of this model go in an
     Evaluation section (:mod:`actune.train.card_eval`; a :class:`~actune.train.card_eval.ReportError` when it
     has none)."""
-    meta = _json(folder / _META)
+    meta = _training_meta(folder)
     if meta is None:
         if merged:
             raise CardError(f"{folder}: no {_META}: the merged model's card is written from it (`actune train` "
                             "writes it in merged/ as in the adapter folder)")
-        meta = _meta_from_adapter_files(folder)
+        return _card_text(folder, _meta_from_adapter_files(folder), merged, report)
+    try:
+        return _card_text(folder, meta, merged, report)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:  # a field missing or of another type
+        if isinstance(e, (CardError, ReportError)):
+            raise
+        raise CardError(f"{folder / _META}: not the training_meta.json actune train writes "
+                        f"({type(e).__name__}: {e}); rerun the training or delete the file") from None
+
+
+def _card_text(folder: Path, meta: dict[str, Any], merged: bool, report: str | Path | None) -> str:
     spec = load_prompt_spec(folder)
     cfg = meta["config"]
     base_name = _known_name(str(cfg["base_model"])) or str(cfg["base_model"])

@@ -249,3 +249,18 @@ def test_a_quickstart_adapter_gets_its_runs_eval_table(tmp_path, monkeypatch, ca
     assert err.startswith("actune card: no eval table: out/eval/react/report.json: the eval report does not "
                           f"evaluate {folder}")
     assert "## Evaluation" not in (folder / "README.md").read_text()
+
+
+@pytest.mark.parametrize("meta, problem", [
+    ("[1", r"training_meta.json:1: invalid JSON"),
+    ('{"config": 3}', r"config.base_model missing or not a string"),
+    (json.dumps({**META, "examples": None, "final_loss": "low"}), r"not the training_meta.json actune train writes \("),
+])
+def test_a_corrupt_training_meta_is_a_named_error_not_a_traceback_or_a_silent_fallback(tmp_path, capsys, meta,
+                                                                                       problem):
+    folder = adapter(tmp_path)
+    (folder / "training_meta.json").write_text(meta)
+    with pytest.raises(CardError, match=problem):
+        write_model_card(folder)
+    assert main(["card", str(folder)]) == 1
+    assert re.search(problem, capsys.readouterr().err) and not (folder / "README.md").exists()
