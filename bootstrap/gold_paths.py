@@ -32,7 +32,7 @@ import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from actune.agent.render import instruction_for, question_line
 from actune.envs.base import Action, Environment, StepResult
@@ -47,7 +47,7 @@ from actune.tasks.metrics import score_prediction
 from actune.text import split_sentences
 from actune.trajectory import ModelRecord, Step, TaskRecord, Trajectory
 
-__all__ = ["GOLD_PATH_MODEL", "GoldPathSummary", "gold_path", "search_order", "write_gold_paths"]
+__all__ = ["GOLD_PATH_MODEL", "GoldPathSummary", "as_reflact", "gold_path", "search_order", "write_gold_paths"]
 
 GOLD_PATH_MODEL = "gold paths (scripted from supporting pages)"
 _YES_NO = {"yes", "no"}
@@ -113,9 +113,9 @@ _QUOTE_WORDS = 60
 and a thought cut off there leaves no action."""
 
 
-def _quoted(sentences: list[str]) -> str:
-    """The sentences, each cut to its share of :data:`_QUOTE_WORDS` (a cut one ends in "...")."""
-    share = max(8, _QUOTE_WORDS // max(1, len(sentences)))
+def _quoted(sentences: list[str], words: int = _QUOTE_WORDS) -> str:
+    """The sentences, each cut to its share of ``words`` (a cut one ends in "...")."""
+    share = max(8, words // max(1, len(sentences)))
     out = []
     for s in sentences:
         words = s.split()
@@ -306,6 +306,55 @@ def gold_path(task: Task, env: Environment, misses: bool = False,
     return _finished(task, env, read, final), None
 
 
+# --- ReflAct: the same path, each thought a reflection on where it stands against the goal ------------------------
+
+_INTENT = re.compile(r"(?:Next, )?(I need to (?:search|look up) .+?)(?: again)?\.$|(So (?:the answer is|the claim is|"
+                     r"there is) .+?\.)$")
+_REFLECTION_QUOTE_WORDS = 45
+"""A reflection also states where the path stands and how that relates to the goal, in the same 128 tokens."""
+
+
+def _reflection(thought: str, pages: list[str], first: bool) -> str:
+    """A ReAct gold path's thought as ReflAct's three parts: the pages read (the state), what the thought quoted
+    (the latest discovery: "none" at the start), and the thought's intent as the goal relation (what is still
+    needed, or that the goal is reached)."""
+    m = _INTENT.search(thought)
+    intent = (m.group(1) or m.group(2)) if m else thought
+    quote = thought[:m.start()].strip() if m else ""
+    state = f"I have read {' and '.join(pages)}." if pages else "nothing is known yet."
+    discovery = (_quoted([quote], _REFLECTION_QUOTE_WORDS) if quote else "none." if first
+                 else f"the page of {pages[-1]}." if pages else "nothing new.")
+    if m and m.group(2):
+        relation = f"the goal is reached; {intent[3:]}"
+    else:
+        relation = f"the answer is not found yet; {intent}."
+    return f"Current state: {state} Latest discovery: {discovery} Goal relation: {relation}"
+
+
+def as_reflact(traj: Trajectory, env: Environment) -> Trajectory:
+    """The ReflAct form of a ReAct gold path (the same actions and observations; :func:`_reflection` for each
+    thought, ``FINAL ANSWER: x`` for the finish), judged again. A ReAct record cannot be exported as ReflAct
+    (:data:`actune.bootstrap.export.CONVERTIBLE_FROM`): its thoughts say what to do, not where the agent stands."""
+    pages: list[str] = []
+    steps: list[Step] = []
+    for k, step in enumerate(traj.steps):
+        if step.type == "thought":
+            steps.append(replace(step, type="reflection", text=_reflection(step.text, list(pages), k == 0)))
+        elif step.type == "answer":
+            steps.append(replace(step, text=f"FINAL ANSWER: {step.action_arg}"))
+        else:
+            steps.append(step)
+        if step.type == "action" and step.action_name == "search":
+            nxt = traj.steps[k + 1] if k + 1 < len(traj.steps) else None
+            if nxt is not None and not nxt.text.startswith("Could not find"):
+                pages.append(step.action_arg or "")
+    prompt = {**traj.info["prompt"], "method": "reflact",
+              "instruction": instruction_for("reflact", env.name, env.describe_actions())}
+    out = replace(traj, method="reflact", steps=steps, info={**traj.info, "prompt": prompt},
+                  episode_id=hashlib.sha256(f"gold\x1freflact\x1f{traj.task.id}".encode()).hexdigest()[:16])
+    return record_verdict(out, judge(out, require_grounded=True))
+
+
 # --- FEVER: a label is no sentence of a page, so the last thought quotes the sentence the verdict rests on ------
 
 _VERDICT = {"SUPPORTS": "So the claim is supported.", "REFUTES": "So the claim is refuted.",
@@ -361,19 +410,23 @@ def _fever_path(task: Task, env: Environment, misses: bool = False) -> tuple[Tra
 
 
 def write_gold_paths(tasks: Iterable[Task], store: str, env: EnvConfig, misses: bool = False,
-                     lookups: bool = False) -> GoldPathSummary:
-    """Append the gold path of every task ``store`` does not hold yet (``misses``, ``lookups``: :func:`gold_path`); a
-    path the judge does not keep (a metric that disagrees with the gold answer's own form) is counted under
-    ``skipped["not_kept"]``."""
+                     lookups: bool = False, method: str = "react") -> GoldPathSummary:
+    """Append the gold path of every task ``store`` does not hold yet (``misses``, ``lookups``: :func:`gold_path`),
+    in ReAct's form or (``method="reflact"``) ReflAct's (:func:`as_reflact`); a path the judge does not keep (a
+    metric that disagrees with the gold answer's own form) is counted under ``skipped["not_kept"]``."""
+    if method not in ("react", "reflact"):
+        raise ValueError(f"gold paths are written as react or reflact episodes, not {method}")
     summary = GoldPathSummary()
     environment = make_env(env)
     with TrajectoryStore.open(store) as out:
         for task in tasks:
             summary.total += 1
-            if out.state.has(task.id, "react", 0):
+            if out.state.has(task.id, method, 0):
                 summary.already += 1
                 continue
             traj, why = gold_path(task, environment, misses, lookups)
+            if traj is not None and method == "reflact":
+                traj = as_reflact(traj, environment)
             if traj is None or not traj.scores.get("kept"):
                 summary.skipped[why or "not_kept"] += 1
                 continue

@@ -161,7 +161,8 @@ class QuickstartConfig(StrictModel):
     """Also train on a scripted teacher's episodes (:mod:`actune.bootstrap.gold_paths`): each training question's
     supporting pages searched in this run's corpus, the sentence that shows the answer quoted, the gold answer
     given (a FEVER claim: its evidence pages, the sentence closest to the claim, the verdict); exported after
-    ``imports`` in round 1, like them."""
+    ``imports`` in round 1, like them. ReflAct trains on the same paths in its own form (each thought a reflection:
+    the pages read, what the last one showed, what is still missing); every other method on ReAct's, converted."""
     gold_path_misses: bool = False
     """Gold paths that search a page as the question writes it even when that misses, then pick the page from the
     ``Similar:`` list the miss shows, where it is listed: a tuned model that never saw a miss repeats it. Not

@@ -113,8 +113,13 @@ class Layout:
 
     @property
     def gold_paths(self) -> Path:
-        """The store of the scripted teacher's episodes (``QuickstartConfig.gold_paths``)."""
+        """The store of the scripted teacher's episodes (``QuickstartConfig.gold_paths``), ReAct's form."""
         return self.out / "gold_paths" / "trajectories.jsonl"
+
+    def gold_paths_of(self, method: str) -> Path:
+        """The gold paths ``method`` trains on: ReflAct's own form (a ReAct record cannot become ReflAct), else
+        ReAct's (which export converts into any other format)."""
+        return self.out / "gold_paths" / "reflact" / "trajectories.jsonl" if method == "reflact" else self.gold_paths
 
 
 def served_tuned_model(adapter: Path, base: str) -> tuple[str, Path | None]:

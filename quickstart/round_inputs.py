@@ -29,14 +29,14 @@ def export_stores(cfg: QuickstartConfig, layout: Layout, method: str, r: int) ->
     first = r if trains_on_previous(cfg, r, method) else 1
     own = [layout.store(m, k) for m in export_methods(cfg, method) for k in range(first, r + 1)
            if layout.store(m, k).exists()]
-    return own + (imported_stores(cfg, layout) if first == 1 else [])
+    return own + (imported_stores(cfg, layout, method) if first == 1 else [])
 
 
-def imported_stores(cfg: QuickstartConfig, layout: Layout) -> list[Path]:
+def imported_stores(cfg: QuickstartConfig, layout: Layout, method: str = "react") -> list[Path]:
     """The stores of ``cfg.imports``, in order (an imported set's store under the run, or a store as it is), then
-    with ``cfg.gold_paths`` the gold paths' store."""
+    with ``cfg.gold_paths`` the gold paths' store ``method`` trains on (:meth:`Layout.gold_paths_of`)."""
     stores = [Path(src.path) if src.format == "store" else layout.imported(i) for i, src in enumerate(cfg.imports)]
-    return stores + ([layout.gold_paths] if cfg.gold_paths else [])
+    return stores + ([layout.gold_paths_of(method)] if cfg.gold_paths else [])
 
 
 def trains_on_previous(cfg: QuickstartConfig, r: int, method: str) -> bool:

@@ -94,14 +94,16 @@ def write_gold_paths(run: RunContext) -> None:
     from actune.tasks.loading import load_tasks
 
     tasks = load_tasks(run.tasks("train"))
-    s = write(tasks, str(run.layout.gold_paths), run.env(run.cfg.bootstrap.env), misses=run.cfg.gold_path_misses,
-              lookups=run.cfg.gold_path_lookups)
-    skipped = ", ".join(f"{n} {why}" for why, n in sorted(s.skipped.items())) or "none"
-    run.log(f"gold paths: {s.written} written, {s.already} written before, of {s.total} training questions "
-            f"(left out: {skipped})")
-    if s.written + s.already == 0:
-        raise ConfigError(f"gold_paths: none of the {s.total} training questions has a gold path (left out: "
-                          f"{skipped}); they need meta.supporting_titles that this run's corpus holds")
+    # ReAct's form serves every method but ReflAct, which gets its own (Layout.gold_paths_of)
+    for method in dict.fromkeys("reflact" if m == "reflact" else "react" for m in run.cfg.methods):
+        s = write(tasks, str(run.layout.gold_paths_of(method)), run.env(run.cfg.bootstrap.env),
+                  misses=run.cfg.gold_path_misses, lookups=run.cfg.gold_path_lookups, method=method)
+        skipped = ", ".join(f"{n} {why}" for why, n in sorted(s.skipped.items())) or "none"
+        run.log(f"gold paths ({method}): {s.written} written, {s.already} written before, of {s.total} training "
+                f"questions (left out: {skipped})")
+        if s.written + s.already == 0:
+            raise ConfigError(f"gold_paths: none of the {s.total} training questions has a gold path (left out: "
+                              f"{skipped}); they need meta.supporting_titles that this run's corpus holds")
 
 
 def _check_no_held_out_questions(run: RunContext, i: int, store: Path) -> None:

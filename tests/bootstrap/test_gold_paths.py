@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from actune.bootstrap.gold_paths import GOLD_PATH_MODEL, gold_path, search_order, write_gold_paths
+from actune.bootstrap.gold_paths import GOLD_PATH_MODEL, as_reflact, gold_path, search_order, write_gold_paths
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.task_record import Task
@@ -229,3 +229,30 @@ def test_with_lookups_a_bridge_looks_up_a_question_word_and_answers_from_the_sen
     traj, _ = gold_path(task, make_env(_long_env(tmp_path)), lookups=True)
     assert [s.action_arg for s in traj.steps if s.type == "action"] == ["Mount Tabor Park", "designed"]
     assert traj.steps[-2].text == evidence[0] + " So the answer is John Charles Olmsted."
+
+
+def test_a_reflact_gold_path_states_where_it_stands_against_the_goal_at_every_step(tmp_path: Path) -> None:
+    env = make_env(_env(tmp_path))
+    react, _ = gold_path(BRIDGE, env, lookups=True)
+    traj = as_reflact(react, env)
+    assert [(s.type, s.text) for s in traj.steps if s.type in ("reflection", "answer")] == [
+        ("reflection", "Current state: nothing is known yet. Latest discovery: none. Goal relation: the answer is not "
+                       "found yet; I need to search Big Stone Gap."),
+        ("reflection", "Current state: I have read Big Stone Gap. Latest discovery: It was directed by Adriana "
+                       "Trigiani. Goal relation: the answer is not found yet; I need to search Adriana Trigiani."),
+        ("reflection", "Current state: I have read Big Stone Gap and Adriana Trigiani. Latest discovery: the page of "
+                       "Adriana Trigiani. Goal relation: the answer is not found yet; I need to look up lives."),
+        ("reflection", "Current state: I have read Big Stone Gap and Adriana Trigiani. Latest discovery: She lives in "
+                       "Greenwich Village. Goal relation: the goal is reached; the answer is Greenwich Village."),
+        ("answer", "FINAL ANSWER: Greenwich Village")]
+    assert [s.text for s in traj.steps if s.type in ("action", "observation")] == \
+        [s.text for s in react.steps if s.type in ("action", "observation")]
+    v = traj.info["verdict"]
+    assert (traj.method, traj.info["prompt"]["method"], v["kept"], v["reflection_problems"]) == \
+        ("reflact", "reflact", True, [])
+    assert "Reflection" in traj.info["prompt"]["instruction"] and traj.episode_id != react.episode_id
+    # the store holds each form once, resumed without duplicates
+    tasks = [BRIDGE]
+    for _ in range(2):
+        write_gold_paths(tasks, str(tmp_path / "r.jsonl"), _env(tmp_path), method="reflact")
+    assert [t.method for t in read_trajectories(tmp_path / "r.jsonl")] == ["reflact"]

@@ -49,8 +49,8 @@ def test_every_stage_ran_on_real_questions_and_the_teachers_trajectories(hotpot_
     assert "bootstrap round 2" in state["done"] and list(state["done"])[-2:] == ["eval react", "report"]
     assert any(line.startswith("bootstrap react round 2: ") for line in logs)
     assert any(line.startswith("imports[0]: 3 of 3 records imported") for line in logs)
-    gold = [line for line in logs if line.startswith("gold paths: ")]
-    assert gold and not gold[0].startswith("gold paths: 0 written")
+    gold = [line for line in logs if line.startswith("gold paths (react): ")]
+    assert gold and not gold[0].startswith("gold paths (react): 0 written")
     test_ids = [json.loads(line)["id"] for line in (layout.tasks_dir / "test.jsonl").read_text().splitlines()]
     assert len(test_ids) == 3
     data = json.loads((layout.out / "report.json").read_text())

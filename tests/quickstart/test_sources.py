@@ -90,6 +90,18 @@ def test_gold_paths_stage_writes_the_training_questions_paths_and_exports_them_l
     assert estimate_seconds(load_quickstart("hotpotqa", ["imports=[]", "gold_paths=true"]), "cpu-bf16")["train"] \
         - plain == pytest.approx(2 * int(1.5 * 661) * 335 * preset.train.num_train_epochs / 240)
     assert load_quickstart("fever", ["gold_paths=true"]).gold_paths  # FEVER claims have paths of their own
+    # with ReflAct among the methods, its gold paths are written in its own form and exported to it alone
+    both = load_quickstart("hotpotqa", [f"hotpotqa.data_dir={HOTPOT_SMALL}", "hotpotqa.n_test=5", "hotpotqa.n_dev=1",
+                                        "imports=[]", "gold_paths=true", "methods=[react, reflact]"])
+    run2 = RunContext(both, Layout(tmp_path / "both", both.source), show_progress=False, log=lambda m: None)
+    write_tasks(run2)
+    write_gold_paths(run2)
+    react = list(read_trajectories(run2.layout.gold_paths_of("react")))
+    reflact = list(read_trajectories(run2.layout.gold_paths_of("reflact")))
+    assert [t.task.id for t in reflact] == [t.task.id for t in react] == [t.task.id for t in written]
+    assert {t.method for t in reflact} == {"reflact"} and all(t.info["verdict"]["kept"] for t in reflact)
+    assert imported_stores(both, run2.layout, "reflact") == [run2.layout.gold_paths_of("reflact")]
+    assert export_stores(both, run2.layout, "react", 1)[-1] == run2.layout.gold_paths
 
 
 def test_fever_source_writes_claims_and_runs_the_fever_environment(tmp_path: Path) -> None:
