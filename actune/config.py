@@ -128,6 +128,8 @@ def read_yaml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: config file not found") from None
     except IsADirectoryError:
         raise ConfigError(f"{path}: a folder, not a config file") from None
+    except OSError as e:  # a symlink loop, no permission: the file cannot be read, which no room would cure
+        raise ConfigError(f"{path}: cannot read the config: {e.strerror or e}") from None
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader
     except (ValueError, RecursionError) as e:  # an integer past 4,300 digits, thousands of nested brackets
@@ -140,9 +142,13 @@ def read_yaml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: holds no settings; to run with every default, write {{}} in it")
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: top level must be a mapping of keys, got {type(data).__name__}")
-    if _expanded_size(data, {}) > MAX_CONFIG_VALUES:
+    values, size = _expanded_size(data, {})
+    if values > MAX_CONFIG_VALUES:
         raise ConfigError(f"{path}: expands to more than {MAX_CONFIG_VALUES:,} values (nested YAML aliases?); "
                           "a config is read whole, so it must stay small")
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: expands to more than {MAX_CONFIG_BYTES:,} bytes of text (a long string behind "
+                          "YAML aliases?); a config is read whole and printed whole, so it must stay small")
     return data
 
 
@@ -150,14 +156,20 @@ MAX_CONFIG_VALUES = 100_000
 """Values a config file may expand to once its YAML aliases are followed: far above any real config, far below
 what a few hundred bytes of nested aliases expand to (a billion)."""
 
+MAX_CONFIG_BYTES = 16_000_000
+"""Characters of text a config may expand to: one 100 KB string referenced 50,000 times is few values but 5 GB
+once ``config show`` prints it."""
 
-def _expanded_size(node: Any, memo: dict[int, int]) -> int:
-    """Values in ``node`` with every alias expanded, counted without expanding (each shared node once)."""
+
+def _expanded_size(node: Any, memo: dict[int, tuple[int, int]]) -> tuple[int, int]:
+    """(values, characters of keys and scalars) in ``node`` with every alias expanded, counted without expanding
+    (each shared node once)."""
     if not isinstance(node, (dict, list)):
-        return 1
+        return 1, len(str(node)) if isinstance(node, (str, bytes)) else 8
     if id(node) not in memo:
-        children = node.values() if isinstance(node, dict) else node
-        memo[id(node)] = 1 + sum(_expanded_size(c, memo) for c in children)
+        children = [*node.keys(), *node.values()] if isinstance(node, dict) else node
+        sizes = [_expanded_size(c, memo) for c in children]
+        memo[id(node)] = 1 + sum(v for v, _ in sizes), sum(b for _, b in sizes)
     return memo[id(node)]
 
 

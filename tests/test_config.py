@@ -82,9 +82,13 @@ def test_a_key_written_twice_is_an_error_with_both_lines_and_anchors_still_merge
     assert load_config(Outer, write(tmp_path, "model: m\ninner: {rate: 0.5}\nsteps: 3\n")).inner.rate == 0.5
 
 
-def test_a_folder_given_as_the_config_is_a_named_error(tmp_path):
+def test_a_folder_or_a_symlink_loop_given_as_the_config_is_a_named_error(tmp_path):
     with pytest.raises(ConfigError, match="a folder, not a config file"):
         load_config(Outer, tmp_path)
+    loop = tmp_path / "loop.yaml"
+    loop.symlink_to(loop)
+    with pytest.raises(ConfigError, match=r"loop.yaml: cannot read the config: Too many levels of symbolic links"):
+        load_config(Outer, loop)
 
 
 def test_missing_file_and_non_mapping(tmp_path):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from actune.config import MAX_CONFIG_VALUES, ConfigError, load_config
+from actune.config import MAX_CONFIG_BYTES, MAX_CONFIG_VALUES, ConfigError, load_config
 from actune.serve.config import ServeConfig
 
 
@@ -46,3 +46,13 @@ def test_more_than_twenty_errors_end_with_a_count(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as e:
         load_config(ServeConfig, path)
     assert str(e.value).splitlines()[-1] == "  ... and 5 more"
+
+
+def test_a_long_string_behind_many_aliases_is_refused_by_its_bytes(tmp_path: Path) -> None:
+    """Few values (a list of 50,000 aliases of one string) but 5 GB once printed: refused by size."""
+    path = tmp_path / "bytes.yaml"
+    path.write_text(f"s: &s \"{'x' * 100_000}\"\nextra_args: [" + ",".join(["*s"] * 50_000) + "]\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(ServeConfig, path)
+    assert str(e.value) == (f"{path}: expands to more than {MAX_CONFIG_BYTES:,} bytes of text (a long string "
+                            "behind YAML aliases?); a config is read whole and printed whole, so it must stay small")
