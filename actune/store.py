@@ -280,6 +280,8 @@ class TrajectoryStore:
         path = Path(path)
         if path.is_dir():  # before os.open, whose error would read as a disk problem
             raise NotAStoreError(f"{path}: is a folder, not a trajectory store (a .jsonl file)")
+        if path.exists() and not path.is_file():  # /dev/full, a FIFO: reading one never ends
+            raise NotAStoreError(f"{path}: is not a regular file, so not a trajectory store (a .jsonl file)")
         path.parent.mkdir(parents=True, exist_ok=True)
         created = not path.exists()
         fd = open_locked(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)

@@ -197,6 +197,24 @@ def _dataset_records(source: str, split: str) -> Iterator[SourceRecord]:
         yield SourceRecord(f"{source}[{split}][{i}]", i, raw)
 
 
+_FILE_SUFFIXES = (".json", ".jsonl", ".parquet", ".csv", ".arrow", ".txt", ".gz")
+
+
+def _check_source(source: str) -> None:
+    """A source that names a local path must be a file or a folder there: a missing one is "not found" rather
+    than a Hub lookup (which would send the local path out and retry for half a minute), and a FIFO or device
+    (which reads forever) is refused. A Hub id is ``name`` or ``owner/name`` whose owner is no local folder."""
+    path = Path(source)
+    if path.exists():
+        if not (path.is_file() or path.is_dir()):
+            raise ImportSetError(f"{source}: not a regular file or a dataset folder")
+        return
+    local = (source.startswith(("/", ".", "~")) or len(path.parts) > 2 or path.suffix in _FILE_SUFFIXES
+             or (len(path.parts) == 2 and Path(path.parts[0]).is_dir()))
+    if local:
+        raise ImportSetError(f"{source}: file not found")
+
+
 def read_source(source: str | Path, split: str = "train") -> Iterator[SourceRecord]:
     """The records of ``source``: a JSONL or JSON-array file read here (so problems name ``file:line``),
     else a local dataset folder or a Hub id loaded with ``datasets.load_dataset(source, split=split)``."""
@@ -496,8 +514,7 @@ def import_set(source: str | Path, store: str | Path, fmt: str, *, env: str = "w
     if method not in IMPORT_METHODS:
         raise ImportSetError(f"method {method!r}: imported records are read as one of {', '.join(IMPORT_METHODS)}")
     environment = env_actions(env)
-    if not Path(source).exists() and Path(source).suffix in (".json", ".jsonl"):
-        raise ImportSetError(f"{source}: file not found")
+    _check_source(str(source))
     records = iter(read_source(source, split))
     summary = ImportSummary(str(source), fmt, str(store), method, env)
     first = next(records, None)

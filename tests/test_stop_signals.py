@@ -1,5 +1,6 @@
 import os
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -43,3 +44,27 @@ def test_sighup_ignored_by_nohup_stays_ignored():
             assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)
     finally:
         signal.signal(signal.SIGHUP, old)
+
+
+def test_every_command_stopped_by_sigterm_exits_130(tmp_path):
+    """Commands without a stage of their own (here `config show`, blocked reading a FIFO that no one writes) exit
+    130 on SIGTERM, as the stages do, not Python's 143: the CLI's main holds the handlers for every command."""
+    argv = ["config", "show"]
+    import subprocess
+    import sys
+    import time
+
+    fifo = tmp_path / "in.yaml"
+    os.mkfifo(fifo)
+    extra = [str(fifo)]
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from actune.cli import main; sys.exit(main())",
+                             *argv, *extra], stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    wchan = Path(f"/proc/{proc.pid}/wchan")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:  # until it blocks opening the FIFO, imports done
+        if wchan.read_text() in ("wait_for_partner", "fifo_open"):
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err

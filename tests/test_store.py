@@ -103,9 +103,13 @@ def test_a_file_that_is_no_store_is_refused_and_left_byte_identical(tmp_path: Pa
     assert path.read_bytes() == content
 
 
-def test_a_folder_is_no_store(tmp_path: Path) -> None:
+def test_a_folder_a_device_or_a_fifo_is_no_store(tmp_path: Path) -> None:
     with pytest.raises(NotAStoreError, match="is a folder, not a trajectory store"):
         TrajectoryStore.open(tmp_path)
+    os.mkfifo(tmp_path / "pipe.jsonl")
+    for path in (Path("/dev/full"), tmp_path / "pipe.jsonl"):  # reading either never ends
+        with pytest.raises(NotAStoreError, match="is not a regular file, so not a trajectory store"):
+            TrajectoryStore.open(path)
 
 
 def test_an_empty_store_is_removed_only_when_no_one_holds_it(tmp_path: Path) -> None:

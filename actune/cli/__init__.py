@@ -11,6 +11,7 @@ import sys
 
 from actune.cli.exit_codes import FAILED, INTERRUPTED, OK, USAGE
 from actune.config import ConfigError
+from actune.stop_signals import stop_signals_as_interrupt
 
 # Order is the order of `actune --help`. Modules import fast: heavy libraries load inside the commands.
 SUBCOMMAND_MODULES = [
@@ -74,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return USAGE
     try:
-        return int(args.func(args) or OK)
+        with stop_signals_as_interrupt():  # SIGTERM and SIGHUP end every command as Ctrl-C does: exit 130
+            return int(args.func(args) or OK)
     except ConfigError as e:
         print(f"actune: config error: {e}", file=sys.stderr)
         return USAGE

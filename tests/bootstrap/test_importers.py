@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -192,9 +193,20 @@ def test_every_malformed_record_is_counted_with_its_line(tmp_path):
     assert first["duplicate"] == f"{src}:13: the same record as {src}:1"
 
 
-def test_a_source_that_cannot_be_read_names_file_and_line(tmp_path):
+def test_a_source_that_cannot_be_read_names_file_and_line(tmp_path, monkeypatch):
     with pytest.raises(ImportSetError, match="nope.jsonl: file not found"):
         import_set(tmp_path / "nope.jsonl", tmp_path / "s.jsonl", "openai")
+    # a mistyped local path is never looked up on the Hub (which would send it out and retry for half a minute)
+    (tmp_path / "data").mkdir()
+    monkeypatch.chdir(tmp_path)
+    for local in [tmp_path / "fireact", "./fireact", "data/fireact", "runs/a/b", "fireact.parquet"]:
+        with pytest.raises(ImportSetError, match=rf"^{local}: file not found$"):
+            import_set(str(local), tmp_path / "s.jsonl", "openai")
+    fifo = tmp_path / "pipe.jsonl"  # a FIFO or a device reads forever
+    os.mkfifo(fifo)
+    with pytest.raises(ImportSetError, match="pipe.jsonl: not a regular file or a dataset folder"):
+        import_set(fifo, tmp_path / "s.jsonl", "openai")
+    assert not (tmp_path / "s.jsonl").exists()
     broken = tmp_path / "broken.json"
     broken.write_text('[\n  {"instruction": "q", "output": "x"},\n  {"instruction": \n]\n')
     with pytest.raises(ImportSetError, match=r"broken.json:4: not valid JSON"):
