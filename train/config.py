@@ -6,7 +6,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from actune.agent.config import Wire
@@ -97,7 +97,7 @@ class TrainConfig(StrictModel):
     """Fraction of the optimizer steps spent warming up linearly."""
     num_train_epochs: float = Field(2.0, gt=0)
     """Passes over the dataset (ignored when max_steps > 0)."""
-    max_steps: int = -1
+    max_steps: int = Field(-1, ge=-1)
     """Stop after this many optimizer steps (-1: run the epochs)."""
     per_device_train_batch_size: int = Field(4, ge=1)
     """Sequences per device per step."""
@@ -249,6 +249,25 @@ def owned_sft_fields() -> dict[str, str]:
     return {**same, **_RENAMED_SFT_FIELDS}
 
 
+@cache
+def _sft_field_type(name: str) -> TypeAdapter:
+    import typing
+
+    from trl import SFTConfig
+
+    return TypeAdapter(typing.get_type_hints(SFTConfig)[name])
+
+
+def _sft_type_problem(key: str, value: Any) -> str | None:
+    """Why ``value`` is not of ``trl.SFTConfig.<key>``'s type (checked as config show checks every other key,
+    not first at training, after the export), or None."""
+    try:
+        _sft_field_type(key).validate_python(value)
+    except ValidationError as e:
+        return f"not a valid value for trl.SFTConfig.{key}: {e.errors()[0]['msg']}"
+    return None
+
+
 def sft_errors(sft: dict[str, Any]) -> list[tuple[list[str], str, Any]]:
     """``(location under train.sft, message, value)`` for every key of ``sft`` that cannot be passed to TRL."""
     errors: list[tuple[list[str], str, Any]] = []
@@ -261,6 +280,8 @@ def sft_errors(sft: dict[str, Any]) -> list[tuple[list[str], str, Any]]:
         elif key not in fields:
             hint = f" (actune's key for it is {_OTHER_TRL_NAMES[key]})" if key in _OTHER_TRL_NAMES else ""
             errors.append(([key], f"not a field of trl.SFTConfig{hint}", value))
+        elif (problem := _sft_type_problem(key, value)) is not None:
+            errors.append(([key], problem, value))
     init = sft.get("model_init_kwargs")
     if isinstance(init, dict):
         for key in ("dtype", "torch_dtype"):

@@ -61,6 +61,16 @@ def test_an_unknown_sft_key_fails_naming_it(tmp_path):
                             "  train.sft.report_tox: not a field of trl.SFTConfig (got 'tensorboard')")
 
 
+def test_an_sft_value_of_the_wrong_type_and_a_negative_max_steps_fail_before_training():
+    with pytest.raises(ConfigError) as e:
+        load_config(RunConfig, None, ["train.sft.weight_decay=notanumber", "train.sft.lr_scheduler_type=linear"])
+    assert str(e.value) == ("command-line overrides: invalid config\n  train.sft.weight_decay: not a valid value for "
+                            "trl.SFTConfig.weight_decay: Input should be a valid number, unable to parse string as a "
+                            "number (got 'notanumber')")
+    with pytest.raises(ConfigError, match=r"train.max_steps: Input should be greater than or equal to -1 \(got -5\)"):
+        load_config(RunConfig, None, ["train.max_steps=-5"])
+
+
 @pytest.mark.parametrize("key, value, actune_key", [
     ("learning_rate", "0.001", "train.learning_rate"), ("max_steps", "5", "train.max_steps"),
     ("gradient_checkpointing", "true", "train.gradient_checkpointing"), ("output_dir", "x", "train.output_dir"),
