@@ -1,7 +1,6 @@
 """The dataset card (``README.md``, Hugging Face dataset-card YAML + body) of an ``actune export``.
 
-    text = dataset_card(summary, rows, fmt="actune", data_files="data-*.arrow", judge=judge_counts(stores))
-    # judge_counts: actune.bootstrap.export (it reads the stores; this module only writes text)
+    text = dataset_card(summary, rows, fmt="actune", data_files="data-*.arrow")
 
 Every export gets one: the ``datasets`` folder holds it as ``README.md`` beside ``export_summary.json``; a
 ``--format trl|openai|sharegpt|alpaca`` JSONL file has it beside it (:func:`actune.hub_push.file_card_path`:
@@ -144,15 +143,27 @@ def _load_section(fmt: str, data_files: str) -> str:
             "ds = load_dataset(\"org/name\", split=\"train\")                         # from the Hub\n```")
 
 
+_ORIGIN_WORDS = {"bootstrapped": "bootstrapped by actune (an agent loop run on a model)",
+                 "imported": "imported from trajectories made elsewhere (`actune import`)",
+                 "scripted": "scripted gold paths (a teacher that reads each training question's supporting pages)"}
+
+
+def _origin_text(summary: ExportSummary) -> str:
+    """Where the exported episodes came from, in words (an import-only export is not "bootstrapped")."""
+    origins = summary.origins or {"bootstrapped": summary.exported}
+    if len(origins) == 1:
+        return _ORIGIN_WORDS[next(iter(origins))]
+    return "; ".join(f"{n} {_ORIGIN_WORDS[o]}" for o, n in origins.items())
+
+
 def dataset_card(summary: ExportSummary, rows: Sequence[dict[str, Any]], *, fmt: str, data_files: str,
-                 judge: dict[str, int] | None = None, settings: dict[str, Any] | None = None,
-                 unmasked: int = 0) -> str:
+                 settings: dict[str, Any] | None = None, unmasked: int = 0) -> str:
     """The card text (YAML front matter + Markdown body) of an export.
 
     ``fmt``: ``actune`` (the ``datasets`` folder, in ``summary.wire``) or ``openai``/``sharegpt``/``alpaca``;
     ``data_files``: the path or glob of the data, relative to the card, that the Hub loads; ``rows``: the
     exported rows (:func:`~actune.bootstrap.export.export_rows`), for the environments and tasks;
-    ``judge``: :func:`actune.bootstrap.export.judge_counts` of the stores; ``settings``: the export's filter settings
+    the judge counts are ``summary.judge`` (read with the examples); ``settings``: the export's filter settings
     (``ExportConfig`` fields); ``unmasked``: turns the format trains although actune would
     not (from :func:`~actune.bootstrap.export_formats.export_file`)."""
     front = yaml.safe_dump(_front_matter(summary, data_files, fmt), sort_keys=False, allow_unicode=True)
@@ -169,10 +180,10 @@ def dataset_card(summary: ExportSummary, rows: Sequence[dict[str, Any]], *, fmt:
         "",
         f"# actune {name} agent trajectories",
         "",
-        f"{summary.exported} agent episodes over {summary.tasks} tasks, bootstrapped and judged by "
-        "actune (an agent loop run on a model, episodes kept only when the judge keeps "
-        "them) and exported for supervised fine-tuning of a zero-shot agent: each example is the episode a "
-        "fine-tuned model sees and writes in the loop (instruction, question, steps), with no few-shot exemplars.",
+        f"{summary.exported} agent episodes over {summary.tasks} tasks ({_origin_text(summary)}), each kept only "
+        "when actune's judge keeps it, and exported for supervised fine-tuning of a zero-shot agent: each example "
+        "is the episode a fine-tuned model sees and writes in the loop (instruction, question, steps), with no "
+        "few-shot exemplars.",
         "",
         "## Source",
         "",
@@ -199,7 +210,7 @@ def dataset_card(summary: ExportSummary, rows: Sequence[dict[str, Any]], *, fmt:
         "pages (standard, CoT, CoT-SC) cannot be grounded and are kept on correctness alone; a task naming no "
         "supporting pages counts as grounded (unchecked).",
     ]
-    if judge:
+    if judge := summary.judge:
         lines += ["", f"Of the {judge['kept']} kept records in the stores: {judge['grounding_required']} judged "
                   f"correct and grounded (for {judge['grounding_unchecked']} of them the task names no supporting "
                   f"page, so grounding was not checked), {judge['grounding_not_required']} judged on correctness "

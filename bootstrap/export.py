@@ -52,7 +52,7 @@ import json
 import random
 import shutil
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
@@ -80,7 +80,7 @@ from actune.trajectory import Step, Trajectory, read_trajectory_lines
 
 __all__ = ["ExportError", "ExportSummary", "MethodCounts", "OWN_FOLDER_MARKERS", "OutputRefused", "SUMMARY_FILE",
            "WIRE_FORMATS", "chat_example", "claim_folder", "convert_steps", "convertible", "export_dataset",
-           "export_rows", "judge_counts", "kept_records", "near_duplicates", "store_paths", "text_example",
+           "export_rows", "judge_counts", "kept_records", "origin", "near_duplicates", "store_paths", "text_example",
            "tools_example", "write_export"]
 
 SUMMARY_FILE = "export_summary.json"
@@ -163,25 +163,31 @@ def kept_records(store: str | Path) -> list[Trajectory]:
     return [t for _, t in _kept_lines(store)]
 
 
-def judge_counts(stores: Sequence[str | Path]) -> dict[str, int]:
-    """How the kept records of ``stores`` were judged: kept, kept with grounding required, kept on correctness
-    alone (grounding not required, or not applicable to the method), and kept without a grounding check (the
-    task names no supporting pages)."""
+def judge_counts(kept: Iterable[Trajectory]) -> dict[str, int]:
+    """How the ``kept`` records were judged: kept, kept with grounding required, kept on correctness alone
+    (grounding not required, or not applicable to the method), and kept without a grounding check (the task names
+    no supporting pages)."""
     out = Counter({"kept": 0, "grounding_required": 0, "grounding_not_required": 0, "grounding_not_applicable": 0,
                    "grounding_unchecked": 0})
-    for store in stores:
-        for t in kept_records(store):
-            v = verdict_of(t)
-            assert v is not None  # kept_records keeps only records with a kept verdict
-            out["kept"] += 1
-            if not v.grounding_applies:
-                out["grounding_not_applicable"] += 1
-            elif v.require_grounded:
-                out["grounding_required"] += 1
-                out["grounding_unchecked"] += int(not v.grounding_checked)
-            else:
-                out["grounding_not_required"] += 1
+    for v in filter(None, map(verdict_of, kept)):
+        out["kept"] += 1
+        if not v.grounding_applies:
+            out["grounding_not_applicable"] += 1
+        elif v.require_grounded:
+            out["grounding_required"] += 1
+            out["grounding_unchecked"] += int(not v.grounding_checked)
+        else:
+            out["grounding_not_required"] += 1
     return dict(out)
+
+
+def origin(t: Trajectory) -> str:
+    """Where an episode came from: ``imported`` (``actune import``), ``scripted`` (gold paths), ``bootstrapped``."""
+    from actune.bootstrap.gold_paths import GOLD_PATH_MODEL  # the environment stack: only when exporting
+
+    if isinstance(t.info.get("import"), dict):
+        return "imported"
+    return "scripted" if t.model.name == GOLD_PATH_MODEL else "bootstrapped"
 
 
 # --- conversion into the adapter's step format ---------------------------------------------------
@@ -539,6 +545,7 @@ def export_rows(
     capped = _cap_per_task(_dedupe(items, cfg, summary), cfg, summary)
     chosen = _apply_shares(capped, cfg, paths, summary) if cfg.method_shares or cfg.store_shares else capped
     rows = _rows(chosen, wire, summary)
+    summary.origins = dict(Counter(origin(it.traj) for it in chosen))
     summary.exported = len(rows)
     summary.tasks = len({it.traj.task.id for it in chosen})
     return rows, summary
@@ -562,6 +569,7 @@ def _kept(paths: list[Path], summary: ExportSummary) -> list[tuple[Path, int, Tr
         raise ExportError(f"{', '.join(map(str, paths))}: no kept records to export")
     for _, _, t in kept:
         summary.counts(t.method).kept += 1
+    summary.judge = judge_counts(t for _, _, t in kept)
     return kept
 
 
@@ -712,8 +720,7 @@ def _write_folder(rows: list[dict[str, Any]], summary: ExportSummary, out: Path,
         # inside the folder before the swap: the dataset and its summary appear together or not at all
         written = {**summary.to_dict(), "provenance": provenance()}
         (tmp / SUMMARY_FILE).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
-        card = dataset_card(summary, rows, fmt="actune", data_files="data-*.arrow", judge=judge_counts(summary.stores),
-                            settings=card_settings(config))
+        card = dataset_card(summary, rows, fmt="actune", data_files="data-*.arrow", settings=card_settings(config))
         (tmp / CARD_FILE).write_text(card, encoding="utf-8")
         replace_folder(tmp, out)
     except BaseException:

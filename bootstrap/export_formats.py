@@ -42,7 +42,7 @@ from typing import Any
 from actune.atomic_write import atomic_write_text, atomic_writer, check_output, output_lock
 from actune.bootstrap.config import ExportConfig
 from actune.bootstrap.dataset_card import card_settings, dataset_card
-from actune.bootstrap.export import ExportError, ExportSummary, OutputRefused, export_rows, judge_counts, store_paths
+from actune.bootstrap.export import ExportError, ExportSummary, OutputRefused, export_rows, store_paths
 from actune.hub_push import file_card_path
 
 __all__ = ["EXPORT_FORMATS", "FILE_FORMATS", "alpaca_example", "export_file", "openai_example", "sharegpt_example",
@@ -159,7 +159,7 @@ def _write_file(rows: list[dict[str, Any]], summary: ExportSummary, out: Path, f
             for record in records if isinstance(records, list) else [records]:  # trl: a line per trained turn
                 f.write(_json_line(record))
         # built before the file is in place: a card that cannot be written leaves no file without one
-        card = dataset_card(summary, rows, fmt=fmt, data_files=out.name, judge=judge_counts(summary.stores),
-                            settings=card_settings(config), unmasked=unmasked)
+        card = dataset_card(summary, rows, fmt=fmt, data_files=out.name, settings=card_settings(config),
+                            unmasked=unmasked)
     atomic_write_text(file_card_path(out), card)
     return summary, unmasked

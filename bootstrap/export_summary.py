@@ -42,6 +42,12 @@ class ExportSummary:
     by_store: dict[str, int] = field(default_factory=dict)
     """Examples exported from each store, in the order the stores were given: where the data came from (the
     model's own rounds, a teacher's imported set, another run's store)."""
+    judge: dict[str, int] = field(default_factory=dict)
+    """How the kept records read were judged (:func:`actune.bootstrap.export.judge_counts`), from the same read
+    as the examples: a store still being appended to cannot make the two disagree."""
+    origins: dict[str, int] = field(default_factory=dict)
+    """Exported examples by where the episode came from: ``bootstrapped`` (the agent loop run on a model),
+    ``imported`` (``actune import``: trajectories from elsewhere), ``scripted`` (gold paths)."""
 
     def counts(self, method: str) -> MethodCounts:
         """The counts of source method ``method``, added on its first record."""

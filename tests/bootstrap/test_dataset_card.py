@@ -30,6 +30,7 @@ def test_the_export_folder_carries_a_hub_dataset_card(tmp_path):
     assert f"Trajectory stores (in order): `{store}`." in text
     assert "| react | 2 | 0 | 0 | 0 | 0 | 0 | 2 |" in text and "Tasks covered: 2." in text
     assert "Of the 2 kept records in the stores: 2 judged correct and grounded" in text
+    assert "2 agent episodes over 2 tasks (bootstrapped by actune (an agent loop run on a model))" in text
     assert "`max_per_task: 2`, `dedupe_similarity: 0.9`" in text
     assert "**correct**" in text and "**grounded**" in text
     assert "`Thought i: ...`" in text and "`segments`" in text and "`train: false`" in text

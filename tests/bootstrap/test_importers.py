@@ -262,6 +262,10 @@ def test_imported_records_export_and_mask_like_bootstrapped_ones(tmp_path, embed
     export_dataset(store, tmp_path / "chat", "chat")
     text, chat = load_from_disk(str(tmp_path / "text")), load_from_disk(str(tmp_path / "chat"))
     assert len(text) == len(chat) == 3 and set(text["steps_method"]) == {"react"}
+    # the card says where they came from: an import-only export is not "bootstrapped"
+    card = (tmp_path / "text" / "README.md").read_text()
+    assert "3 agent episodes over 3 tasks (imported from trajectories made elsewhere (`actune import`))" in card
+    assert "bootstrapped" not in card.split("## Source")[0]
     tok = AutoTokenizer.from_pretrained(embedded_model)
     segs = text[0]["segments"]
     assert [s["train"] for s in segs] == [False, True, True, False, True, True]
