@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import shutil
 import stat
 import sys
@@ -251,10 +252,26 @@ def output_lock(out: str | Path, error: type[Exception] = RuntimeError) -> Itera
     try:
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()}, {Path(sys.argv[0]).name} {' '.join(sys.argv[1:2])}".strip().encode())
+        _remove_dead_temps(out)
         yield
     finally:
         path.unlink(missing_ok=True)  # before the lock goes: a waiter that opened it sees it was removed
         os.close(fd)
+
+
+def _remove_dead_temps(out: Path) -> None:
+    """Remove what a writer of ``out`` killed mid-write left beside it: :func:`temp_folder_beside`'s folders and
+    :func:`atomic_writer`'s files. Called holding ``out``'s lock, under which alone they are made, so none of them
+    belongs to a live writer."""
+    name = re.escape(out.name)
+    dead = re.compile(rf"\.{name}\.(?:[a-z0-9_]{{8}}|[0-9a-f]{{8}}\.tmp)")
+    for entry in os.scandir(out.parent):
+        if dead.fullmatch(entry.name):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
 
 
 def _real(path: str | Path) -> str:

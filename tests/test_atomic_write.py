@@ -288,3 +288,20 @@ def test_a_folder_written_beside_and_swapped_in_has_the_umask_modes(tmp_path: Pa
     assert (tmp_path / "dataset").stat().st_mode & 0o777 == 0o755
     assert (tmp_path / "dataset" / "sub").stat().st_mode & 0o777 == 0o755
     assert (tmp_path / "dataset" / "sub" / "weights.safetensors").stat().st_mode & 0o777 == 0o644
+
+
+def test_the_next_writer_of_an_output_removes_what_a_killed_one_left_beside_it(tmp_path: Path) -> None:
+    """A writer killed mid-write leaves its temp folder (``.ds.XXXXXXXX/``) or temp file (``.f.XXXXXXXX.tmp``);
+    the next one to hold the output's lock removes them, and nothing else beside the output."""
+    out = tmp_path / "ds"
+    dead_folder = atomic_write.temp_folder_beside(out)
+    (dead_folder / "data.arrow").write_text("half")
+    dead_file = tmp_path / ".ds.0a1b2c3d.tmp"
+    dead_file.write_text("half")
+    others = [tmp_path / ".ds.swap-old", tmp_path / ".dsx.0a1b2c3d.tmp", tmp_path / "notes.txt",
+              tmp_path / ".other.abcdefgh"]
+    for p in others:
+        p.write_text("keep")
+    with atomic_write.output_lock(out):
+        assert not dead_folder.exists() and not dead_file.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in others)
