@@ -30,6 +30,10 @@ pages, the embedded model ``smollm2-135m``, the server started by the stage itse
      end: what the crash cost (a process and a server started again, work in flight run again). Runs
      vary by a few seconds, so a crash before the first record can read slightly negative.
 
+The commands that write an output whole instead (``world`` generate and ``export``: ``--stages world export``,
+``--output-points``) are :mod:`output_faults`'s: killed or given a full disk mid-write, the output must be the old
+one or the new one whole, and a rerun must leave nothing beside it; their table follows the first.
+
 Prints one table (stage, faults injected, lost, duplicated, retried, leftover processes, recovery) and
 writes the figures as JSON (``--json``, default ``<out>/faults.json``). Exits 1 when anything is lost,
 duplicated, unexpected or left over, when a point was never reached (nothing was tested), or a run failed.
@@ -55,6 +59,8 @@ from typing import Any
 
 import psutil
 import yaml
+from output_faults import bench as bench_outputs
+from output_faults import format_table as format_output_table
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "smollm2-135m"
@@ -666,7 +672,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="kill points, world and sampling seed")
     ap.add_argument("--points", type=_positive, help="kill points per stage (default 5; --quick 2)")
     ap.add_argument("--quick", action="store_true", help="2 points a stage and fewer tasks and steps")
-    ap.add_argument("--stages", nargs="+", default=list(STAGES), choices=STAGES)
+    ap.add_argument("--stages", nargs="+", default=[*STAGES, *OUTPUT_STAGES], choices=[*STAGES, *OUTPUT_STAGES],
+                    help="world and export: bench/output_faults.py's rows (kill -9 and a full disk mid-write)")
+    ap.add_argument("--output-points", type=_positive, default=20,
+                    help="kill points and disk caps, each, for the world and export rows")
     ap.add_argument("--dataset", help="a training set for the train stage (default: the bootstrap reference, "
                                       "exported)")
     ap.add_argument("--grace", type=float, default=45.0,
@@ -698,20 +707,39 @@ def main(argv: list[str] | None = None) -> int:
         for name in order:
             missing = _missing_training_set(name, out, config, stages, s, bool(args.dataset))
             results[name] = _skipped("steps", missing) if missing else bench_stage(stages[name], s)
+    outputs = _output_rows(args.stages, out / "outputs", args.seed, args.output_points)
 
     from actune.cpu_features import describe_cpu
 
     figures = {"machine": describe_cpu(), "seed": args.seed, "points": s.points, "scale": asdict(scale),
-               "stages": results}
+               "stages": results, "outputs": outputs}
     json_path = Path(args.json) if args.json else out / "faults.json"
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    print(format_table(results))
+    if results:
+        print(format_table(results))
+    if outputs:
+        print("\n" + format_output_table(outputs))
     failed = [name for name, st in results.items() if stage_failed(st["totals"])]
     for name in failed:
         print(f"{name}: FAILED: " + "; ".join(results[name]["totals"]["problems"][:5] or ["see the table"]))
+    for name, r in outputs.items():
+        if r["problems"]:
+            failed.append(name)
+            print(f"{name}: FAILED: " + "; ".join(r["problems"][:5]))
     print(f"\nfigures: {json_path}")
     return 1 if failed else 0
+
+
+OUTPUT_STAGES = ("world", "export")
+
+
+def _output_rows(stages: list[str], work: Path, seed: int, points: int) -> dict[str, Any]:
+    """bench/output_faults.py's figures of the outputs of ``stages`` that are world or export."""
+    chosen = [name for name in OUTPUT_STAGES if name in stages]
+    if not chosen:
+        return {}
+    return bench_outputs(work, seed, points, lambda name: name.split()[0] in chosen)
 
 
 def _positive(text: str) -> int:
