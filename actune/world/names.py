@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 
+from actune.config import ConfigError
 from actune.world.common_words import COMMON_WORDS
 
 __all__ = ["RESERVED_TOKENS", "NameGenerator", "is_acceptable_token"]
@@ -77,4 +78,5 @@ class NameGenerator:
             if word.lower() not in self.used and is_acceptable_token(word):
                 self.used.add(word.lower())
                 return word
-        raise RuntimeError("could not draw a new name after 10,000 tries: the world is too large")
+        raise ConfigError("the world is too large for its invented names (no new one after 10,000 tries): lower "
+                          "n_people, n_companies or n_cities")

@@ -162,6 +162,14 @@ def test_name_generator_draws_new_tokens() -> None:
     assert all(is_acceptable_token(d) for d in drawn)
 
 
+def test_a_world_too_large_for_its_names_is_a_config_error_not_a_traceback(monkeypatch) -> None:
+    import actune.world.names as names
+
+    monkeypatch.setattr(names, "is_acceptable_token", lambda word: False)  # no draw left: what n_people=10**8 meets
+    with pytest.raises(ConfigError, match="the world is too large for its invented names"):
+        NameGenerator(random.Random(0)).token()
+
+
 def test_too_small_world_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="too small"):
         generate_world(WorldConfig(n_people=3, n_companies=2, n_cities=2, n_train=50, n_dev=0, n_test=0))
