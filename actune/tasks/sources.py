@@ -73,6 +73,8 @@ def iter_hf_records(source: str, config: str | None, split: str) -> Iterator[tup
             try:
                 ds = datasets.load_dataset(source, config, split=name)
                 break
+            except FileNotFoundError as e:  # a folder without data files, a Hub id that is none
+                raise TaskFileError(f"{source}: no task data there ({e})") from None
             except ValueError as e:  # "Unknown split": try the alias
                 if "split" not in str(e).lower():
                     raise

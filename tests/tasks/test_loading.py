@@ -237,3 +237,9 @@ def test_alfworld_games_folder_becomes_tasks(tmp_path: Path) -> None:
     assert tasks[0].env == "alfworld" and tasks[0].meta["metric"] == "won"
     with pytest.raises(TaskFileError, match="not found"):
         load_tasks(TaskConfig(path=str(tmp_path / "nope"), format="alfworld"))
+
+
+def test_a_task_folder_without_data_files_is_a_named_error(tmp_path: Path) -> None:
+    """Issue #47 finding 4: datasets' EmptyDatasetError came out as a traceback."""
+    with pytest.raises(TaskFileError, match=rf"^{tmp_path}: no task data there"):
+        load_tasks(TaskConfig(format="custom", path=str(tmp_path)))
