@@ -246,8 +246,8 @@ def _matches(value: Any, hint: Any) -> bool:
         return isinstance(value, dict) and all(isinstance(k, str) and _matches(v, args[1]) for k, v in value.items())
     if hint is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is int:  # a 64-bit integer: what datasets/arrow, and so an export, can hold (10**30 overflowed there)
+        return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
     return isinstance(value, hint)
 
 
@@ -273,7 +273,9 @@ def _known(cls: type, d: Any, where: str) -> dict[str, Any]:
         raise TrajectoryFormatError(f"unknown key {prefix}{unknown[0]}")
     for key, value in d.items():
         if not _matches(value, hints[key]):
-            raise TrajectoryFormatError(f"{prefix}{key}: must be {_type_name(hints[key])}, got "
+            name = _type_name(hints[key]).replace("int", "int (64-bit)") if isinstance(value, int) else \
+                _type_name(hints[key])
+            raise TrajectoryFormatError(f"{prefix}{key}: must be {name}, got "
                                         f"{type(value).__name__} {json.dumps(value, default=str)[:60]}")
     return dict(d)
 

@@ -111,6 +111,8 @@ def test_bad_line_names_file_and_line(tmp_path):
     (lambda d: d.update(scores={"em": "1"}), "scores: must be dict"),
     (lambda d: d["steps"][0].update(iteration=None), "steps\\[0\\].iteration: must be int, got NoneType"),
     (lambda d: d["sampling"].update(seed="7"), r"sampling.seed: must be int \| None, got str"),
+    # past 64 bits an export's arrow table overflowed with a traceback (issue #47 finding 4)
+    (lambda d: d.update(attempt=10**30), r"attempt: must be int \(64-bit\), got int 1000000000000000000000000000000"),
 ])
 def test_bad_records_rejected(mutate, message):
     d = _example().to_dict()
