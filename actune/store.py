@@ -282,6 +282,9 @@ class TrajectoryStore:
             raise NotAStoreError(f"{path}: is a folder, not a trajectory store (a .jsonl file)")
         if path.exists() and not path.is_file():  # /dev/full, a FIFO: reading one never ends
             raise NotAStoreError(f"{path}: is not a regular file, so not a trajectory store (a .jsonl file)")
+        if path.is_symlink() and not path.exists():  # a loop or a dangling link: no file to open or create
+            raise NotAStoreError(f"{path}: a symbolic link to no file (a loop, or its target missing), so not a "
+                                 "trajectory store")
         path.parent.mkdir(parents=True, exist_ok=True)
         created = not path.exists()
         fd = open_locked(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)

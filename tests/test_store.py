@@ -110,6 +110,10 @@ def test_a_folder_a_device_or_a_fifo_is_no_store(tmp_path: Path) -> None:
     for path in (Path("/dev/full"), tmp_path / "pipe.jsonl"):  # reading either never ends
         with pytest.raises(NotAStoreError, match="is not a regular file, so not a trajectory store"):
             TrajectoryStore.open(path)
+    (tmp_path / "a.jsonl").symlink_to(tmp_path / "b.jsonl")
+    (tmp_path / "b.jsonl").symlink_to(tmp_path / "a.jsonl")
+    with pytest.raises(NotAStoreError, match="a.jsonl: a symbolic link to no file"):
+        TrajectoryStore.open(tmp_path / "a.jsonl")
 
 
 def test_an_empty_store_is_removed_only_when_no_one_holds_it(tmp_path: Path) -> None:
