@@ -35,8 +35,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--kind",
         choices=["auto", *CONFIG_KINDS],
         default="auto",
-        help="which config the file is (default: recognised from its keys; run when it has none)",
+        help="which config the file is (default: recognised from its keys; run when it has none); with "
+             "quickstart, FILE may be a preset's name (actune presets)",
     )
+    show.add_argument("--explain", metavar="KEY",
+                      help="print what KEY (a.b.c, as in overrides) means: its type, default and documentation")
     show.set_defaults(func=_show)
 
 
@@ -60,7 +63,7 @@ def guess_kind(keys: set[str]) -> str:
 def _show(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from actune.config import dump_yaml, load_config, read_yaml
+    from actune.config import dump_yaml, is_secret_name, load_config, read_yaml
 
     file, overrides = args.file, list(args.overrides)
     # `actune config show a.b=1` (no file): the first positional is an override, not a path.
@@ -68,8 +71,48 @@ def _show(args: argparse.Namespace) -> int:
         overrides.insert(0, file)
         file = None
     kind = args.kind
+    if kind == "quickstart" and file is not None and not Path(file).exists():
+        from actune.quickstart.config import preset_path
+
+        file = str(preset_path(file))  # a preset's name, as `actune quickstart --preset` takes it
     if kind == "auto":
         kind = guess_kind(set(read_yaml(Path(file)))) if file is not None else "run"
+    if args.explain:
+        print(explain(config_class(kind), args.explain))
+        value = load_config(config_class(kind), file, overrides)
+        for part in args.explain.split("."):
+            value = getattr(value, part, None)
+        shown = "***" if value is not None and is_secret_name(args.explain.split(".")[-1]) else repr(value)
+        print(f"value in {file or 'the defaults'}{' with the overrides' if overrides else ''}: {shown}")
+        return 0
     print(f"# {kind} config ({CONFIG_KINDS[kind].replace(':', '.')})")
     print(dump_yaml(load_config(config_class(kind), file, overrides)), end="")
     return 0
+
+
+def explain(cls: type, key: str) -> str:
+    """``key``'s type, default and field documentation in the config class ``cls`` (a ``ConfigError`` naming the
+    first part that is no field)."""
+    import typing
+
+    from pydantic import BaseModel
+
+    from actune.config import ConfigError
+
+    model, parts = cls, key.split(".")
+    for i, part in enumerate(parts):
+        field = model.model_fields.get(part)
+        if field is None:
+            known = ", ".join(sorted(model.model_fields))
+            raise ConfigError(f"--explain {key}: {'.'.join(parts[:i + 1])} is not a key (keys here: {known})")
+        if i == len(parts) - 1:
+            break
+        inner = [a for a in (field.annotation, *typing.get_args(field.annotation))
+                 if isinstance(a, type) and issubclass(a, BaseModel)]
+        if not inner:
+            raise ConfigError(f"--explain {key}: {'.'.join(parts[:i + 1])} is a value, not a section")
+        model = inner[0]
+    default = "required" if field.is_required() else repr(field.get_default(call_default_factory=True))
+    kind = getattr(field.annotation, "__name__", None) or str(field.annotation).replace("typing.", "")
+    doc = " ".join((field.description or "(no documentation)").split())
+    return f"{key}: {kind}, default {default}\n{doc}"

@@ -65,6 +65,22 @@ def test_config_kind_can_be_named():
     assert yaml.safe_load(out.stdout)["lora"]["r"] == 4
 
 
+def test_explain_prints_a_keys_type_default_documentation_and_value_and_presets_go_by_name(capsys):
+    from actune.cli import main
+
+    assert main(["config", "show", "--kind", "quickstart", "hotpotqa", "--explain", "gold_path_misses"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "gold_path_misses: bool, default False" and lines[1].startswith("Gold paths that search")
+    assert lines[2].endswith("hotpotqa.yaml: True")  # the preset, found by its name as --preset finds it
+    assert main(["config", "show", "--explain", "train.lora.r", "train.lora.r=8"]) == 0
+    assert capsys.readouterr().out.splitlines()[::2] == ["train.lora.r: int, default 16",
+                                                         "value in the defaults with the overrides: 8"]
+    assert main(["config", "show", "--explain", "serve.api_key", "serve.api_key=abc123"]) == 0
+    assert "abc123" not in capsys.readouterr().out
+    assert main(["config", "show", "--explain", "train.lora.rank"]) == 2
+    assert "train.lora.rank is not a key (keys here: alpha, dropout, r, target_modules)" in capsys.readouterr().err
+
+
 def test_config_errors_name_key_path_and_file(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("bootstrap:\n  concurency: 3\ntrain:\n  lora:\n    r: many\n")
