@@ -59,12 +59,14 @@ def exit_status(error: BaseException) -> int:
 def register_stage(sub: argparse._SubParsersAction, name: str, *, doc: str, help: str, config_help: str,
                    example: str, run: Callable[[Any, argparse.Namespace], object],
                    qualify: Callable[[list[str]], list[str]], errors: Sequence[str],
-                   progress: bool = False) -> argparse.ArgumentParser:
+                   progress: bool = False,
+                   flags: Callable[[argparse.Namespace], list[str]] | None = None) -> argparse.ArgumentParser:
     """Add the stage command ``name``: ``run(run_config, args)`` does the work; ``qualify`` expands the
     stage's short override keys; ``errors`` (``"module:Class"``) are reported as one line, exit status 1
-    (:mod:`actune.cli.exit_codes`)."""
+    (:mod:`actune.cli.exit_codes`). ``flags``: the overrides the command's own flags stand for, applied before
+    the command line's (which win); with it the config may be left out (every default)."""
     p = sub.add_parser(name, help=help, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("config", help=config_help)
+    p.add_argument("config", help=config_help, nargs="?" if flags else None)
     p.add_argument("overrides", nargs="*", help=f"key=value overrides, e.g. {example}")
     if progress:
         p.add_argument("--no-progress", action="store_true", help="no live progress on stderr")
@@ -73,7 +75,11 @@ def register_stage(sub: argparse._SubParsersAction, name: str, *, doc: str, help
         from actune.cli.run_config import RunConfig
         from actune.config import load_config
 
-        config = load_config(RunConfig, args.config, qualify(list(args.overrides)))
+        file, overrides = args.config, list(args.overrides)
+        if file is not None and "=" in file and not file.endswith((".yaml", ".yml")):
+            file, overrides = None, [file, *overrides]  # no config: the first positional is an override
+        overrides = (flags(args) if flags else []) + qualify(overrides)
+        config = load_config(RunConfig, file, overrides)
         caught = stage_errors(errors)
         try:
             with stop_signals_as_interrupt():  # SIGTERM unwinds: servers stopped, stores closed, exit 130

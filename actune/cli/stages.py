@@ -96,7 +96,9 @@ CONFIG is a run config (``configs/*.yaml``); the stage reads its ``eval`` sectio
 other, each with its base's adapters loaded). The report leads with ``correct_grounded`` (correct and every
 supporting page read). An eval whose tasks overlap a model's training tasks is refused. Overrides are
 ``eval.tasks.limit=100`` (or any run-config key, e.g. ``serve.port=8001``); a key that is an eval field may
-omit the ``eval.`` prefix. Rerunning resumes from the per-model stores in ``eval.out_dir``
+omit the ``eval.`` prefix. Without a config, ``--model M [--adapter DIR] --tasks FILE`` scores the model
+prompted (and tuned) on a task file: ``actune eval --model smollm2-135m --adapter runs/adapter --tasks t.jsonl
+eval.env.corpus=pages.jsonl``. Rerunning resumes from the per-model stores in ``eval.out_dir``
 and rewrites the report (``report.md``, ``report.json``, ``scores.png``).
 """
 
@@ -186,6 +188,26 @@ def _run_train(run: "RunConfig", args: argparse.Namespace) -> None:
     train_objective(run.train, rollouts=RolloutSpec(tasks=boot.tasks, env=boot.env, agent=boot.agent), serve=run.serve)
 
 
+def quick_eval_overrides(args: argparse.Namespace) -> list[str]:
+    """The overrides ``actune eval --model M [--adapter DIR] [--tasks FILE]`` stands for: ``model=M``, the
+    models ``prompted`` (and ``tuned``, the adapter on the same base), the task file as ``custom`` records."""
+    import json
+
+    out = []
+    if args.adapter and not args.model:
+        from actune.config import ConfigError
+
+        raise ConfigError("--adapter: give --model too (the base model the adapter was trained on)")
+    if args.model:
+        models = [{"label": "prompted", "model": args.model}]
+        if args.adapter:
+            models.append({"label": "tuned", "model": args.model, "adapter": args.adapter})
+        out += [f"model={args.model}", f"eval.models={json.dumps(models)}"]
+    if args.tasks:
+        out += [f"eval.tasks.path={args.tasks}", "eval.tasks.format=custom"]
+    return out
+
+
 def _run_eval(run: "RunConfig", args: argparse.Namespace) -> None:
     from actune.eval.run import run_eval
 
@@ -273,8 +295,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="LoRA-fine-tune on the exported dataset (TRL SFT, masked observations)",
                    config_help="run config YAML (its train section is used)", example="train.max_steps=10",
                    run=_run_train, qualify=QUALIFY["train"], errors=TRAIN_ERRORS)
-    register_stage(sub, "eval", doc=EVAL_DOC,
-                   help="evaluate prompted and fine-tuned models side by side (resumable)",
-                   config_help="run config YAML (its eval and serve sections are used)",
-                   example="eval.tasks.limit=100", run=_run_eval, qualify=QUALIFY["eval"], progress=True,
-                   errors=COLLECT_ERRORS)
+    ev = register_stage(sub, "eval", doc=EVAL_DOC,
+                        help="evaluate prompted and fine-tuned models side by side (resumable)",
+                        config_help="run config YAML (its eval and serve sections are used; optional with --model)",
+                        example="eval.tasks.limit=100", run=_run_eval, qualify=QUALIFY["eval"], progress=True,
+                        errors=COLLECT_ERRORS, flags=quick_eval_overrides)
+    ev.add_argument("--model", help="a quick score without a config: this model prompted (a known name, a Hub id "
+                                    "or a folder), and with --adapter the same base with that adapter beside it")
+    ev.add_argument("--adapter", help="a LoRA adapter folder actune trained (its prompt spec is applied)")
+    ev.add_argument("--tasks", help="the tasks: a JSONL file of {question, answer} records (eval.tasks.format=... "
+                                    "for another format)")
