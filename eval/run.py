@@ -483,6 +483,11 @@ def _run_group(run: _EvalRun, g: ServerGroup, busy: list[PlannedModel], n_local:
         endpoints = on.endpoints
         if on.server is not None and served is None:  # the caller counts its own server's restarts
             started.append(on.server)
+        if (g.endpoints or cfg.endpoints) and served is None:  # servers actune did not start: this model?
+            from actune.serve.adapters import check_serves
+
+            check_serves(endpoints, g.served_name, "eval.models[i].model (with its own endpoints)" if g.endpoints
+                         else "eval.served_model", key)
         # a server handed over was started with the adapters its own stage needed, maybe not these
         if (g.endpoints or cfg.endpoints or served) and any(p.adapter is not None for p in busy):
             for loaded in ensure_adapters(endpoints, busy, key):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from actune.serve.errors import AdapterError
+from actune.serve.errors import AdapterError, ServeError
 
 
 def validate_adapter_dir(path: str | Path, max_rank: int | None = None) -> Path:
@@ -61,6 +61,22 @@ def served_models(base_url: str, api_key: str | None = None, timeout_s: float = 
     resp = httpx.get(f"{base_url.rstrip('/')}/models", headers=_headers(api_key), timeout=timeout_s)
     resp.raise_for_status()
     return [m["id"] for m in resp.json().get("data", [])]
+
+
+def check_serves(endpoints: list[str], model: str, key: str, api_key: str | None = None) -> None:
+    """Before a stage sends its first request to servers it did not start: each endpoint that lists its models
+    (``GET /models``: vLLM, OpenAI and most hosted APIs) must list ``model``, else a :class:`ServeError` naming the
+    endpoint, what it serves and the key that names the model (``key``), instead of a 404 per episode. An
+    endpoint that lists nothing (no such route, not reachable yet) is left to the stage's own retries."""
+    for url in endpoints:
+        try:
+            names = served_models(url, api_key, timeout_s=10.0)
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            continue
+        if names and model not in names:
+            shown = ", ".join(repr(n) for n in names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+            raise ServeError(f"{url} serves {shown}, not {model!r}: set {key} to the name the server answers to "
+                             "(vLLM's --served-model-name)")
 
 
 def _post(base_url: str, route: str, body: dict, api_key: str | None, timeout_s: float, what: str) -> None:

@@ -78,3 +78,14 @@ def test_eval_prompted_and_adapter_side_by_side(vllm_server, random_lora, tmp_pa
     assert args.func(args) == 0
     assert [(out / m / "trajectories.jsonl").read_bytes() for m in ("prompted", "tuned")] == before
     assert "nothing to run" in capsys.readouterr().err
+
+    # a model the given server does not serve is named before any episode runs (issue #49 item 3)
+    other = tmp_path / "other"
+    capsys.readouterr()
+    wrong = parser.parse_args(["eval", str(cfg), "--no-progress", "eval.served_model=SmolLM2-135M-Instruct",
+                               f"eval.out_dir={other}", "eval.models=[{label: prompted}]"])
+    assert wrong.func(wrong) == 1
+    err = capsys.readouterr().err
+    assert f"{vllm_server.base_url} serves '{vllm_server.model}'" in err and "not 'SmolLM2-135M-Instruct'" in err
+    assert not (other / "prompted" / "trajectories.jsonl").exists() or \
+        not (other / "prompted" / "trajectories.jsonl").read_text()
