@@ -22,7 +22,8 @@ Where the data come from (a user fetches them once; our machines have them in ``
 ``train_with_context.jsonl`` and ``dev_with_context.jsonl`` are HotpotQA's distractor-setting files as JSONL
 (``_id, question, answer, type, level, supporting_facts``: https://hotpotqa.github.io), and
 ``wiki_paragraphs.jsonl`` is one ``{"title", "sentences"}`` line a page: the union of their context
-paragraphs, or any larger dump of Wikipedia abstracts in that shape.
+paragraphs, or any larger dump of Wikipedia abstracts in that shape. ``actune data prepare hotpotqa`` writes all
+three from the official files (:mod:`actune.tasks.prepare`).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ SUBCOMMAND_MODULES = [
     "actune.cli.serve",
     "actune.cli.run",
     "actune.cli.world",
+    "actune.cli.data",
     "actune.cli.stages",
     "actune.cli.distill_errors",
     "actune.cli.quickstart",
