@@ -96,6 +96,10 @@ class QuickstartConfig(StrictModel):
 
     name: RunName = "quickstart"
     """Run name (in run ids and report titles)."""
+    bar: bool = False
+    """Judge each tuned model against this project's bar (module ``actune.quickstart.report``: 2x the prompted rate,
+    +10 points, +5 over the best yardstick, p < 0.01) in the report. The shipped presets set it: it is the bar we
+    hold our own results to; your run's report shows the same figures and tests without a verdict of ours."""
     scale_note: str | None = None
     """What this run's scale can and cannot show, said at the top of its report (the smoke preset: that its
     scores are not a result)."""

@@ -219,16 +219,18 @@ def _markdown(title: str, rows: list[dict[str, Any]], stages: dict[str, Any], cf
              "episode's observations where the question names them (else every page it rests on was opened; a "
              f"comparison answered by luck does not count). Means over held-out {split} with 95% bootstrap "
              "intervals; tuned models are paired against `prompted` (the generic few-shot prompt) with an exact "
-             f"McNemar test. The bar: >= {BAR['ratio']:g}x the prompted rate, >= {BAR['points'] * 100:g} points "
-             f"higher, p < {BAR['p']:g}; and, where the eval ran yardsticks (content-free policies: a constant "
-             "answer, answers read off the question, with and without opening the pages it names), >= "
-             f"{BAR['yardstick_points'] * 100:g} points above the best of them, p < {BAR['p']:g} (`yardstick:` rows).",
+             "McNemar test, and against the best yardstick (content-free policies: a constant answer, answers read "
+             "off the question, with and without opening the pages it names; `yardstick:` rows)."
+             + (f" The bar (this project's, on its presets): >= {BAR['ratio']:g}x the prompted rate, >= "
+                f"{BAR['points'] * 100:g} points higher, p < {BAR['p']:g}; and >= {BAR['yardstick_points'] * 100:g} "
+                f"points above the best yardstick, p < {BAR['p']:g}." if cfg.get("bar") else ""),
              ""]
     for method in dict.fromkeys(r["method"] for r in rows):
+        bar_column = " bar |" if cfg.get("bar") else ""
         lines += [f"## {method}", "",
                   "| model | correct & grounded | correct | vs prompted (diff) | b / c | McNemar p | ratio | "
-                  "vs best yardstick (diff, b / c, p) | bar |",
-                  "|---|---|---|---|---|---:|---:|---|---|"]
+                  "vs best yardstick (diff, b / c, p) |" + bar_column,
+                  "|---|---|---|---|---|---:|---:|---|" + ("---|" if bar_column else "")]
         for r in (r for r in rows if r["method"] == method):
             vs = r.get("vs_prompted")
             bar = r.get("bar")
@@ -240,7 +242,7 @@ def _markdown(title: str, rows: list[dict[str, Any]], stages: dict[str, Any], cf
             diff, bc, p = ("–", "–", "–") if not vs else (_pct(vs["diff"]), f"{vs['b']} / {vs['c']}",
                                                           f"{vs['p_value']:.2g}")
             lines.append(f"| {r['label']} | {_pct(r[HEADLINE])} | {_pct(r['correct'])} | {diff} | {bc} | {p} | "
-                         f"{ratio} | {vs_y} | {verdict} |")
+                         f"{ratio} | {vs_y} |" + (f" {verdict} |" if bar_column else ""))
         lines += _reference_markdown([r for r in rows if r["method"] == method])
         lines += _phrasing_markdown([r for r in rows if r["method"] == method])
         lines += ["", f"Per-kind tables, costs and failure modes: `eval/{method}/report.md`; plot: `scores.png`.", ""]
@@ -303,7 +305,7 @@ def write_quickstart_report(cfg: QuickstartConfig, layout: Layout) -> dict[str, 
     for method in cfg.methods:
         path = layout.eval_dir(method) / "report.json"
         report = json.loads(path.read_text(encoding="utf-8"))
-        rows += headline_rows(report, method)
+        rows += [r if cfg.bar else {k: v for k, v in r.items() if k != "bar"} for r in headline_rows(report, method)]
         yardsticks += yardstick_rows(report, method)
     state = json.loads(layout.state.read_text(encoding="utf-8")) if layout.state.exists() else {}
     stages = state.get("done", {})
@@ -312,7 +314,8 @@ def write_quickstart_report(cfg: QuickstartConfig, layout: Layout) -> dict[str, 
     training = training_rows(cfg, layout)
     formats = format_rows(cfg, layout)
     block = provenance(served_dtype(cfg.serve))
-    atomic_write_text(paths["json"], json.dumps({"title": title, "headline": HEADLINE, "bar": BAR, "rows": rows,
+    atomic_write_text(paths["json"], json.dumps({"title": title, "headline": HEADLINE,
+                                                 "bar": BAR if cfg.bar else None, "rows": rows,
                                                  "yardsticks": yardsticks,
                                                  "training": training, "formats": formats, "stages": stages,
                                                  "config": public_dump(cfg), "provenance": block}, indent=2) + "\n")

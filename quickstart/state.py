@@ -17,12 +17,12 @@ __all__ = ["comparable", "load_state", "save_state", "stored_config_as_current"]
 
 def comparable(config: dict[str, Any]) -> dict[str, Any]:
     """A config as a run is compared on resume: the values in force, not the per-hardware table that set
-    some of them (a preset that gains an entry for other hardware still resumes its runs), nor the report's note
-    on what the run's scale shows, nor the sections of task sources the run does not use (a HotpotQA run resumes
-    after the world's defaults changed)."""
+    some of them (a preset that gains an entry for other hardware still resumes its runs), nor what only the report
+    says (the note on what the run's scale shows, whether our bar's verdict is shown), nor the sections of task
+    sources the run does not use (a HotpotQA run resumes after the world's defaults changed)."""
     source = config.get("source", "world")
     unused = {s for s in ("world", "hotpotqa", "fever") if s != source}
-    return {k: v for k, v in config.items() if k not in ("hardware_overrides", "scale_note", *unused)}
+    return {k: v for k, v in config.items() if k not in ("hardware_overrides", "scale_note", "bar", *unused)}
 
 
 def load_state(layout: Layout, cfg: QuickstartConfig) -> dict[str, Any]:

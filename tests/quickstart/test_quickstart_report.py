@@ -184,3 +184,20 @@ def test_a_dpo_model_is_reported_against_the_sft_model_it_started_from(tmp_path:
     (layout.eval_dir("react") / "report.json").write_text(json.dumps(report))
     md = write_quickstart_report(load_quickstart("smoke"), layout)["md"].read_text()
     assert "| tuned-dpo | tuned-r1 | 0.060 [0.010, 0.110] | 9 / 27 | 0.004 |" in md
+
+
+def test_a_users_own_run_gets_the_figures_and_tests_but_not_our_bar(tmp_path: Path) -> None:
+    """The shipped presets set ``bar: true``; a config of the user's own (here the smoke preset with bar=false)
+    gets the same rows, pairs and yardsticks, and no verdict column of ours (issue #49 item 8)."""
+    layout = Layout(tmp_path)
+    layout.eval_dir("react").mkdir(parents=True)
+    (layout.eval_dir("react") / "report.json").write_text(
+        json.dumps(_report((0.1, 0.05, 0.15), (0.3, 0.2, 0.4), b=1, c=20, p=1e-5)))
+    assert load_quickstart("smoke").bar and all(load_quickstart(p).bar for p in ("full", "hotpotqa", "fever"))
+    own = write_quickstart_report(load_quickstart("smoke", ["bar=false"]), layout)
+    data, md = json.loads(own["json"].read_text()), own["md"].read_text()
+    assert data["bar"] is None and all("bar" not in r for r in data["rows"])
+    assert "| tuned-r1 | 0.300 [0.200, 0.400] |" in md and "met" not in md and "The bar" not in md
+    assert md.count("| model | correct & grounded |") == 1 and "vs best yardstick (diff, b / c, p) |\n" in md
+    ours = write_quickstart_report(load_quickstart("smoke"), layout)
+    assert "**met**" in ours["md"].read_text() and json.loads(ours["json"].read_text())["bar"]["points"] == 0.10
