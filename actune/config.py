@@ -66,14 +66,16 @@ def _parse_override(item: str) -> tuple[list[str], Any]:
     if raw is None:
         raise ConfigError(f"override {item!r} is not of the form key.path=value")
     if not key or any(not part for part in key.split(".")):
-        raise ConfigError(f"override {item!r} has an empty key")
+        raise ConfigError(f"override {key!r}=... has an empty key")  # the value is never echoed: it may be a secret
     # YAML scalars give the natural types: 32 -> int, true -> bool, [a, b] -> list, null -> None.
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError:
         value = raw
-    except (ValueError, RecursionError) as e:  # an integer past 4,300 digits, thousands of nested brackets
-        raise ConfigError(f"override {key}: {json_problem(e)[1]}") from None
+    except (ValueError, RecursionError) as e:  # an integer past 4,300 digits, nesting, a tag that fails (!!int x)
+        problem = "not a valid value (not shown: the key is a secret's)" if is_secret_name(key.split(".")[-1]) \
+            else json_problem(e)[1]
+        raise ConfigError(f"override {key}: {problem}") from None
     return key.split("."), value
 
 
@@ -88,8 +90,8 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
             if child is None:
                 child = node[part] = {}
             elif not isinstance(child, dict):
-                raise ConfigError(
-                    f"override {item!r}: {'.'.join(path[: i + 1])} is a value, not a section"
+                raise ConfigError(  # the key alone: the override's value may be a secret
+                    f"override {'.'.join(path)}=...: {'.'.join(path[: i + 1])} is a value, not a section"
                 )
             node = child
         node[path[-1]] = value

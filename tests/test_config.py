@@ -111,6 +111,17 @@ def test_override_errors():
         apply_overrides({"steps": 3}, ["steps.x=1"])
 
 
+def test_an_override_error_never_echoes_the_value(capsys):
+    """Issue #47 finding 7: `serve.api_key=!!int SECRET` printed SECRET in the error, `serve=5 serve.api_key=SECRET`
+    echoed the override whole."""
+    from actune.cli import main
+
+    for argv in (["serve.api_key=!!int SECRET"], ["serve=5", "serve.api_key=SECRET"], ["=SECRET"]):
+        assert main(["config", "show", *argv]) == 2
+        err = capsys.readouterr().err
+        assert "SECRET" not in err and err.startswith("actune: config error: override "), err
+
+
 def test_overrides_do_not_mutate_input():
     data = {"inner": {"rate": 1}}
     out = apply_overrides(data, ["inner.rate=2"])
