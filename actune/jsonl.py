@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["JSON_ERRORS", "json_problem", "is_torn", "read_text", "read_json", "iter_jsonl_objects", "iter_appended"]
+__all__ = ["JSON_ERRORS", "MAX_LINE_BYTES", "json_problem", "is_torn", "read_text", "read_json", "iter_jsonl_objects",
+           "iter_appended"]
 
 log = logging.getLogger(__name__)
 
@@ -84,11 +85,20 @@ def json_problem(e: BaseException) -> tuple[int | None, str]:
     return None, str(e).split(";")[0]  # "Exceeds the limit (4300 digits) for integer string conversion: ..."
 
 
-def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+MAX_LINE_BYTES = 64 * 2**20
+"""The longest line a JSONL reader takes: far above any record (an episode is kilobytes, a wiki page less), far
+below what a file that is no JSONL (a binary, one huge line) would make it hold in memory."""
+
+
+def _lines(path: Path, error: type[Exception]) -> Iterator[tuple[int, bytes]]:
     # Bytes, split at b"\n" only: line numbers are those of an editor and of the store's own count, and a
     # line that is not UTF-8 can be named before it is decoded.
     with open(path, "rb") as f:
-        yield from enumerate(f, 1)
+        for line_no, raw in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES + 1), b""), 1):
+            if len(raw) > MAX_LINE_BYTES:
+                raise error(f"{path}:{line_no}: a line longer than {MAX_LINE_BYTES:,} bytes; no record is that "
+                            "large (is this a JSONL file?)")
+            yield line_no, raw
 
 
 def iter_jsonl_objects(path: str | Path, error: type[Exception] = ValueError) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -97,7 +107,7 @@ def iter_jsonl_objects(path: str | Path, error: type[Exception] = ValueError) ->
     A line that is not UTF-8, not valid JSON, or not a JSON object, raises ``error`` naming the file and line.
     """
     path = Path(path)
-    for line_no, raw in _lines(path):
+    for line_no, raw in _lines(path, error):
         line = _decode(raw, path, error, line_no)
         if not line.strip():
             continue
@@ -120,7 +130,7 @@ def iter_appended(path: str | Path, parse: Callable[[str], T], error: type[Excep
     decode or parse raises ``error`` with ``file:line: {what}{reason}``.
     """
     path = Path(path)
-    for line_no, raw in _lines(path):
+    for line_no, raw in _lines(path, error):
         try:
             line = raw.decode("utf-8")
             if not line.strip():

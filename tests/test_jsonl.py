@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -27,3 +28,16 @@ def test_read_json_names_the_file_and_line_of_each_fault(tmp_path: Path) -> None
     latin.write_bytes(b'{"a": "caf\xe9"}')
     with pytest.raises(_Bad, match=r"latin.json:1: not UTF-8 text"):
         read_json(latin, _Bad, "catalog")
+
+
+def test_a_line_past_the_limit_is_a_named_error_not_held_in_memory(tmp_path, monkeypatch):
+    """Issue #47's bounded input: a record size limit (here lowered to 1 KB; 64 MB in use)."""
+    import actune.jsonl as jsonl
+
+    monkeypatch.setattr(jsonl, "MAX_LINE_BYTES", 1024)
+    path = tmp_path / "big.jsonl"
+    path.write_text('{"a": 1}\n' + '{"b": "' + "x" * 5000 + '"}\n')
+    with pytest.raises(ValueError, match=r"big.jsonl:2: a line longer than 1,024 bytes; no record is that large"):
+        list(jsonl.iter_jsonl_objects(path))
+    with pytest.raises(ValueError, match=r"big.jsonl:2: a line longer than"):
+        list(jsonl.iter_appended(path, json.loads))
