@@ -23,7 +23,7 @@ from actune.eval.config import EvalConfig
 from actune.fever_source import FeverSource
 from actune.hotpotqa_source import HotpotQASource
 from actune.serve.config import ServeConfig
-from actune.train.config import TrainConfig
+from actune.train.config import TrainConfig, check_rank_fits
 from actune.world.config import WorldConfig
 
 __all__ = ["BootstrapPass", "ExploreSettings", "FigureFormat", "ImportSource", "Objective", "QuickstartConfig",
@@ -223,6 +223,7 @@ class QuickstartConfig(StrictModel):
     def _check(self) -> "QuickstartConfig":
         if len(set(self.methods)) != len(self.methods) or not self.methods:
             raise ValueError("methods: name each method once, at least one")
+        check_rank_fits(self.train, self.serve.max_lora_rank)
         if not self.passes:
             raise ValueError("passes: at least one bootstrap pass")
         if self.source == "fever" and self.oracle_baseline:

@@ -291,3 +291,11 @@ def sft_errors(sft: dict[str, Any]) -> list[tuple[list[str], str, Any]]:
     elif init is not None:
         errors.append((["model_init_kwargs"], "must be a mapping of from_pretrained keyword arguments", init))
     return errors
+
+
+def check_rank_fits(train: TrainConfig, max_lora_rank: int) -> None:
+    """A ValueError when the adapter ``train`` makes has a rank above the serving config's ``max_lora_rank``: the
+    server that evaluates it could not load it (found when the config is read, not after the training)."""
+    if train.lora.r > max_lora_rank:
+        raise ValueError(f"train.lora.r ({train.lora.r}) is above serve.max_lora_rank ({max_lora_rank}): the server "
+                         "could not load the adapter; raise serve.max_lora_rank to at least the rank")

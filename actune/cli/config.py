@@ -77,6 +77,8 @@ def _show(args: argparse.Namespace) -> int:
         file = str(preset_path(file))  # a preset's name, as `actune quickstart --preset` takes it
     if kind == "auto":
         kind = guess_kind(set(read_yaml(Path(file)))) if file is not None else "run"
+    if kind == "run":
+        overrides = qualify_short_keys(overrides)
     if args.explain:
         print(explain(config_class(kind), args.explain))
         value = load_config(config_class(kind), file, overrides)
@@ -116,3 +118,23 @@ def explain(cls: type, key: str) -> str:
     kind = getattr(field.annotation, "__name__", None) or str(field.annotation).replace("typing.", "")
     doc = " ".join((field.description or "(no documentation)").split())
     return f"{key}: {kind}, default {default}\n{doc}"
+
+
+def qualify_short_keys(overrides: list[str]) -> list[str]:
+    """The stage commands' short keys (``concurrency=3`` for ``bootstrap.concurrency=3``) in a run config's
+    overrides: a key of one section only gets its section; a key of several is a ``ConfigError`` naming them."""
+    from actune.cli.run_config import RunConfig, qualify_section_overrides
+    from actune.config import ConfigError, split_override
+
+    sections = [name for name, f in RunConfig.model_fields.items() if hasattr(f.annotation, "model_fields")]
+    out = []
+    for item in overrides:
+        head = split_override(item)[0].split(".", 1)[0]
+        owners = [s for s in sections if head not in RunConfig.model_fields
+                  and head in RunConfig.model_fields[s].annotation.model_fields]
+        if len(owners) > 1:
+            raise ConfigError(f"override {head}: a key of several sections ({', '.join(f'{s}.{head}' for s in owners)}"
+                              f"); write it with its section (actune {' and actune '.join(owners)} take the short "
+                              "form for their own)")
+        out += qualify_section_overrides([item], owners[0]) if owners else [item]
+    return out

@@ -13,7 +13,7 @@ from actune.bootstrap.config import BootstrapConfig
 from actune.config import RunName, StrictModel, fill_model, section_dict, split_override, with_default
 from actune.eval.config import EvalConfig
 from actune.serve.config import ServeConfig
-from actune.train.config import TrainConfig
+from actune.train.config import TrainConfig, check_rank_fits
 
 
 class RunConfig(StrictModel):
@@ -46,6 +46,12 @@ class RunConfig(StrictModel):
         ev["models"] = [with_default(m, "model", data["model"]) for m in models]
         data["eval"] = ev
         return data
+
+    @model_validator(mode="after")
+    def _rank_fits_the_server(self) -> RunConfig:
+        # found when the config is read, not at eval's server start after the whole training (issue #49)
+        check_rank_fits(self.train, self.serve.max_lora_rank)
+        return self
 
 
 def qualify_section_overrides(overrides: list[str], section: str) -> list[str]:

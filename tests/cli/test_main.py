@@ -119,3 +119,20 @@ def test_each_exit_code_means_one_thing(tmp_path, capsys):
         == exit_codes.NOTHING_DONE
     err = capsys.readouterr().err
     assert "concurency" in err and "store not found" in err and "holds no records" in err
+
+
+def test_config_show_takes_the_stages_short_keys_and_checks_across_sections(capsys):
+    """Issue #49 item 5: `config show concurrency=3` was refused though `actune bootstrap` takes it, and a rank the
+    server cannot load passed until eval's server start, after the training."""
+    from actune.cli import main
+
+    assert main(["config", "show", "target_correct=7", "lora.r=8"]) == 0
+    cfg = yaml.safe_load(capsys.readouterr().out)
+    assert (cfg["bootstrap"]["target_correct"], cfg["train"]["lora"]["r"]) == (7, 8)
+    assert main(["config", "show", "concurrency=3"]) == 2
+    assert "a key of several sections (bootstrap.concurrency, eval.concurrency)" in capsys.readouterr().err
+    assert main(["config", "show", "train.lora.r=64"]) == 2
+    assert "train.lora.r (64) is above serve.max_lora_rank (16)" in capsys.readouterr().err
+    assert main(["config", "show", "train.lora.r=64", "serve.max_lora_rank=64"]) == 0
+    assert main(["quickstart", "--preset", "smoke", "--plan", "train.lora.r=32"]) == 2
+    assert "train.lora.r (32) is above serve.max_lora_rank" in capsys.readouterr().err
