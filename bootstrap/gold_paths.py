@@ -47,7 +47,8 @@ from actune.tasks.metrics import score_prediction
 from actune.text import split_sentences
 from actune.trajectory import ModelRecord, Step, TaskRecord, Trajectory
 
-__all__ = ["GOLD_PATH_MODEL", "GoldPathSummary", "as_reflact", "gold_path", "search_order", "write_gold_paths"]
+__all__ = ["GOLD_PATH_MODEL", "GoldPathSummary", "as_reflact", "gold_path", "question_mention", "search_order",
+           "write_gold_paths"]
 
 GOLD_PATH_MODEL = "gold paths (scripted from supporting pages)"
 _YES_NO = {"yes", "no"}
@@ -76,15 +77,39 @@ def search_order(titles: Iterable[str], question: str) -> list[str]:
     return named + [t for t in titles if _in_question(t, question) < 0]
 
 
-def _search_term(title: str, question: str, env: Environment, misses: bool = False) -> tuple[str, str | None]:
+def question_mention(title: str, question: str) -> str | None:
+    """The longest run of the question's words that is a run of the title's words but not all of them ("Timberwolves"
+    of "... played for the Timberwolves?" for "2011–12 Minnesota Timberwolves season"), as the question writes it;
+    None when there is none with a capitalised word of four letters or more (a generic "ridge" is no mention)."""
+    words = question.replace("?", " ").split()
+    norm = [normalize_title(w.strip(",;:\"'()")) for w in words]
+    target = normalize_title(base_title(title)).split()
+    best: tuple[int, int] | None = None
+    for i in range(len(words)):
+        for j in range(i + 1, min(len(words), i + len(target) - 1) + 1):
+            run = norm[i:j]
+            inside = any(target[a:a + len(run)] == run for a in range(len(target) - len(run) + 1))
+            named = any(w[:1].isupper() and len(w) >= 4 for w in words[i:j])
+            if inside and named and (best is None or j - i > best[1] - best[0]):
+                best = (i, j)
+    return None if best is None else " ".join(w.strip(",;:\"'()") for w in words[best[0]:best[1]])
+
+
+def _search_term(title: str, question: str, env: Environment, misses: bool = False,
+                 mentions: bool = False) -> tuple[str, str | None]:
     """(what to search for ``title``, a search to miss first or None). The title as the question writes it when
     that finds the same page ("Big Stone Gap" for "Big Stone Gap (film)"), so the model learns to copy the entity
     from the question; else the page's full title, and with ``misses``, when the question's form misses but lists
-    the page among the similar ones, that miss first (so the model learns to pick the page from the list)."""
+    the page among the similar ones, that miss first (so the model learns to pick the page from the list).
+    ``mentions``: a title the question names only in part (:func:`question_mention`) is searched that way too."""
     start = _in_question(title, question)
-    if start < 0 or base_title(title) == normalize_title(title):
+    mention = question_mention(title, question) if mentions and start < 0 else None
+    if mention is not None:
+        short = mention
+    elif start < 0 or base_title(title) == normalize_title(title):
         return title, None
-    short = " ".join(question.split())[start:start + len(base_title(title))]
+    else:
+        short = " ".join(question.split())[start:start + len(base_title(title))]
     result = env.step(Action("search", short))
     if (result.info.get("titles") or []) == [title]:
         return short, None
@@ -283,19 +308,19 @@ def _finished(task: Task, env: Environment, read: _Read, final: str) -> Trajecto
     return _record(task, env, steps, list(dict.fromkeys(read.titles)), task.answer)
 
 
-def gold_path(task: Task, env: Environment, misses: bool = False,
-              lookups: bool = False) -> tuple[Trajectory | None, str | None]:
+def gold_path(task: Task, env: Environment, misses: bool = False, lookups: bool = False,
+              mentions: bool = False) -> tuple[Trajectory | None, str | None]:
     """(the gold-path episode of ``task``, None) or (None, why it has none; a key of
-    :attr:`GoldPathSummary.skipped`). ``misses``: see :func:`_search_term`; ``lookups``: an answer that is no
-    comparison's is looked up on the last page before it is given (:func:`_look_up_answer`). A FEVER claim takes
-    :func:`_fever_path`."""
+    :attr:`GoldPathSummary.skipped`). ``misses``, ``mentions``: see :func:`_search_term`; ``lookups``: an answer
+    that is no comparison's is looked up on the last page before it is given (:func:`_look_up_answer`). A FEVER
+    claim takes :func:`_fever_path`."""
     if task.env == "fever":
         return _fever_path(task, env, misses)
     order = search_order(task.meta.get("supporting_titles") or [], task.question)
     if not order or not task.answer:
         return None, "no_pages"
     env.reset(task)
-    read = _search_all(task, env, [_search_term(t, task.question, env, misses) for t in order])
+    read = _search_all(task, env, [_search_term(t, task.question, env, misses, mentions) for t in order])
     if read is None:
         return None, "page_not_found"
     looked_up = _look_up_answer(task, env, read) if lookups and not _comparison(task.answer, task) else None
@@ -410,8 +435,9 @@ def _fever_path(task: Task, env: Environment, misses: bool = False) -> tuple[Tra
 
 
 def write_gold_paths(tasks: Iterable[Task], store: str, env: EnvConfig, misses: bool = False,
-                     lookups: bool = False, method: str = "react") -> GoldPathSummary:
-    """Append the gold path of every task ``store`` does not hold yet (``misses``, ``lookups``: :func:`gold_path`),
+                     lookups: bool = False, method: str = "react", mentions: bool = False) -> GoldPathSummary:
+    """Append the gold path of every task ``store`` does not hold yet (``misses``, ``lookups``, ``mentions``:
+    :func:`gold_path`),
     in ReAct's form or (``method="reflact"``) ReflAct's (:func:`as_reflact`); a path the judge does not keep (a
     metric that disagrees with the gold answer's own form) is counted under ``skipped["not_kept"]``."""
     if method not in ("react", "reflact"):
@@ -424,7 +450,7 @@ def write_gold_paths(tasks: Iterable[Task], store: str, env: EnvConfig, misses: 
             if out.state.has(task.id, method, 0):
                 summary.already += 1
                 continue
-            traj, why = gold_path(task, environment, misses, lookups)
+            traj, why = gold_path(task, environment, misses, lookups, mentions)
             if traj is not None and method == "reflact":
                 traj = as_reflact(traj, environment)
             if traj is None or not traj.scores.get("kept"):

@@ -97,7 +97,8 @@ def write_gold_paths(run: RunContext) -> None:
     # ReAct's form serves every method but ReflAct, which gets its own (Layout.gold_paths_of)
     for method in dict.fromkeys("reflact" if m == "reflact" else "react" for m in run.cfg.methods):
         s = write(tasks, str(run.layout.gold_paths_of(method)), run.env(run.cfg.bootstrap.env),
-                  misses=run.cfg.gold_path_misses, lookups=run.cfg.gold_path_lookups, method=method)
+                  misses=run.cfg.gold_path_misses, lookups=run.cfg.gold_path_lookups, method=method,
+                  mentions=run.cfg.gold_path_mentions)
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(s.skipped.items())) or "none"
         run.log(f"gold paths ({method}): {s.written} written, {s.already} written before, of {s.total} training "
                 f"questions (left out: {skipped})")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from actune.bootstrap.gold_paths import GOLD_PATH_MODEL, as_reflact, gold_path, search_order, write_gold_paths
+from actune.bootstrap.gold_paths import (GOLD_PATH_MODEL, as_reflact, gold_path, question_mention, search_order,
+                                         write_gold_paths)
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.task_record import Task
@@ -256,3 +257,28 @@ def test_a_reflact_gold_path_states_where_it_stands_against_the_goal_at_every_st
     for _ in range(2):
         write_gold_paths(tasks, str(tmp_path / "r.jsonl"), _env(tmp_path), method="reflact")
     assert [t.method for t in read_trajectories(tmp_path / "r.jsonl")] == ["reflact"]
+
+
+def test_with_mentions_a_page_the_question_names_in_part_is_missed_then_picked_from_the_list(tmp_path: Path) -> None:
+    corpus = tmp_path / "nba.jsonl"
+    pages = {"Ricky Rubio": ["Ricky Rubio (born 1990) is a Spanish basketball player.",
+                             "He played for the Minnesota Timberwolves."],
+             "2011–12 Minnesota Timberwolves season": ["The 2011–12 Minnesota Timberwolves season was the team's "
+                                                       "23rd season.", "Ricky Rubio was a rookie that season."]}
+    corpus.write_text("".join(json.dumps({"title": t, "sentences": s}) + "\n" for t, s in pages.items()))
+    env = make_env(EnvConfig(name="wiki", corpus=str(corpus), index_dir=str(tmp_path / "nidx")))
+    question = "Which Spanish signee was a rookie when he played for the Timberwolves?"
+    assert question_mention("2011–12 Minnesota Timberwolves season", question) == "Timberwolves"
+    assert question_mention("Ricky Rubio", question) is None  # no run of its words in the question
+    assert question_mention("Walden Ridge", "Which ridge is it?") is None  # a generic word is no mention
+    task = _task(8, question, "Ricky Rubio", ["2011–12 Minnesota Timberwolves season", "Ricky Rubio"])
+    plain, _ = gold_path(task, env, misses=True)
+    assert [s.action_arg for s in plain.steps if s.type == "action"][0] == "2011–12 Minnesota Timberwolves season"
+    traj, why = gold_path(task, env, misses=True, mentions=True)
+    assert why is None
+    steps = [(s.type, s.text) for s in traj.steps]
+    assert steps[:4] == [("thought", "I need to search Timberwolves."), ("action", "search[Timberwolves]"),
+                         ("observation", steps[2][1]),
+                         ("thought", "2011–12 Minnesota Timberwolves season is among the similar pages. I need to "
+                                     "search 2011–12 Minnesota Timberwolves season.")]
+    assert steps[2][1].startswith("Could not find Timberwolves. Similar: [") and traj.info["verdict"]["kept"]
