@@ -89,3 +89,20 @@ def test_eval_prompted_and_adapter_side_by_side(vllm_server, random_lora, tmp_pa
     assert f"{vllm_server.base_url} serves '{vllm_server.model}'" in err and "not 'SmolLM2-135M-Instruct'" in err
     assert not (other / "prompted" / "trajectories.jsonl").exists() or \
         not (other / "prompted" / "trajectories.jsonl").read_text()
+
+
+def test_a_quick_score_without_a_config(vllm_server, tmp_path: Path, capsys) -> None:
+    """``actune eval --model M --tasks FILE`` (issue #49 item 7) on the real server: no config written."""
+    from actune.cli import main
+
+    world = tmp_path / "world"
+    write_world(WorldConfig(seed=1, n_people=20, n_companies=12, n_cities=8, n_train=4, n_dev=2, n_test=2), world)
+    out = tmp_path / "quick"
+    assert main(["eval", "--model", vllm_server.model, "--tasks", str(world / "test.jsonl"), "--no-progress",
+                 f"eval.endpoints=[{vllm_server.base_url}]", f"eval.env.corpus={world / 'corpus.jsonl'}",
+                 f"eval.env.index_dir={tmp_path / 'idx'}", "eval.agent.exemplar_set=world", "eval.agent.max_tokens=40",
+                 "eval.agent.episode_steps=2", "eval.bootstrap_samples=100", f"eval.out_dir={out}"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert [(m["label"], m["episodes"]) for m in report["models"]] == [("prompted", 2)]
+    assert {t.task.id for t in read_trajectories(out / "prompted" / "trajectories.jsonl")} == \
+        {json.loads(x)["id"] for x in (world / "test.jsonl").read_text().splitlines()}
