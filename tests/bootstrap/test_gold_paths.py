@@ -5,8 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from actune.bootstrap.gold_paths import (GOLD_PATH_MODEL, as_reflact, gold_path, question_mention, search_order,
-                                         write_gold_paths)
+from actune.bootstrap.gold_paths import (
+    GOLD_PATH_MODEL,
+    as_reflact,
+    gold_path,
+    question_mention,
+    search_order,
+    write_gold_paths,
+)
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.task_record import Task
