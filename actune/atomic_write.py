@@ -88,10 +88,12 @@ def atomic_writer(path: str | Path, *, binary: bool = False, encoding: str = "ut
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         if fd != -1:
             os.close(fd)
         tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError) and e.errno is not None and not e.filename:  # a full disk names the output
+            raise OSError(e.errno, e.strerror, str(path)) from e
         raise
     fsync_dir(path.parent)
 

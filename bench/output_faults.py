@@ -7,11 +7,12 @@ generate`` (a folder of five files), ``actune export`` (a ``datasets`` folder) a
 
 For each output, in a child process, at a scale where writing takes most of a second or more:
 
-1. the **old** output: the same command with other settings (another world seed; another per-task cap), saved;
+1. the **old** output: the same command with other settings (another world seed; half the store), saved;
 2. the **reference**: the command under test, unfaulted, over the old output: the **new** output;
-3. per seeded fault, from the old output again: the command is **killed** (SIGKILL at a seeded time within the
-   reference's wall time) or runs under a **full disk** (``RLIMIT_FSIZE`` at a seeded byte count: a write past it
-   fails with "File too large", as on a full disk); then the output is read as every actune reader reads it
+3. per seeded fault, from the old output again: the command is **killed** (SIGKILL at a seeded time between the
+   moment the reference began to write, its lock or temp beside the output, and its end) or runs under a **full
+   disk** (``RLIMIT_FSIZE`` at a seeded byte count: a write past it fails with "File too large", as on a full
+   disk); then the output is read as every actune reader reads it
    (after ``recover_folder``, which puts back a folder a crashed swap left aside):
 
    - **old** or **new**: the whole old or the whole new output, byte for byte (a JSON file's ``provenance``
@@ -89,25 +90,37 @@ def leftovers(out: Output, inputs: set[str]) -> list[str]:
     return sorted(e.name for e in out.path.parent.iterdir() if e.name not in mine | inputs)
 
 
+def writing(out: Output) -> bool:
+    """Whether the command has begun to write ``out``: its lock, temp folder or temp file is beside it."""
+    prefix = f".{out.path.name}."
+    return any(e.name.startswith(prefix) for e in out.path.parent.iterdir()) if out.path.parent.is_dir() else False
+
+
 def _run(cmd: list[str], log: Path, *, kill_after: float | None = None, fsize: int | None = None,
-         timeout: float = 600) -> tuple[int, float]:
-    """(exit status, wall seconds) of ``cmd``; killed with SIGKILL after ``kill_after`` s; with a file-size cap."""
+         watch: Callable[[], bool] | None = None, timeout: float = 600) -> tuple[int, float, float | None]:
+    """(exit status, wall seconds, seconds until ``watch()`` first held) of ``cmd``; killed with SIGKILL after
+    ``kill_after`` s; with a file-size cap."""
     def cap() -> None:
         if fsize is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the cap fails (EFBIG) instead of killing
 
-    start = time.monotonic()
+    start, seen = time.monotonic(), None
     with log.open("ab") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=REPO, preexec_fn=cap)
-        try:
-            proc.wait(timeout=kill_after if kill_after is not None else timeout)
-        except subprocess.TimeoutExpired:
-            if kill_after is None:
-                raise
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-    return proc.returncode, time.monotonic() - start
+        while proc.poll() is None:
+            now = time.monotonic() - start
+            if seen is None and watch is not None and watch():
+                seen = now
+            if kill_after is not None and now >= kill_after:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+                break
+            if now > timeout:
+                proc.kill()
+                raise TimeoutError(f"{cmd} ran past {timeout} s")
+            time.sleep(0.005)
+    return proc.returncode, time.monotonic() - start, seen
 
 
 def _restore(out: Output, saved: Path) -> None:
@@ -139,7 +152,7 @@ def bench_output(out: Output, inputs: set[str], work: Path, seed: int, points: i
     logs.mkdir(parents=True, exist_ok=True)
     saved = work / f"old-{out.name}"
     problems: list[str] = []
-    rc, _ = _run(out.old, logs / f"{out.name}-old.log")
+    rc, _, _ = _run(out.old, logs / f"{out.name}-old.log")
     old = fingerprint(out)
     if rc != 0 or old is None:
         return {"problems": [f"the old output's command failed ({rc})"], "faults": []}
@@ -147,28 +160,32 @@ def bench_output(out: Output, inputs: set[str], work: Path, seed: int, points: i
     for p in out.files():
         if p.exists():
             (shutil.copytree if p.is_dir() else shutil.copy2)(p, saved / p.name)
-    rc, wall = _run(out.new, logs / f"{out.name}-reference.log")
+    rc, wall, began = _run(out.new, logs / f"{out.name}-reference.log", watch=lambda: writing(out))
     new = fingerprint(out)
     if rc != 0 or new is None or new == old:
         return {"problems": [f"the reference run failed ({rc}) or wrote the old output"], "faults": []}
     size = max(p.stat().st_size for top in out.files() for p in ([top] if top.is_file() else top.rglob("*"))
                if p.is_file())
     rng = random.Random(f"{seed}:{out.name}")
-    faults = [("kill", round(rng.uniform(0.05, 1.0) * wall, 3)) for _ in range(points)]
+    # kills while the output is being written (from when its lock or temp first appeared to the end), where a
+    # kill can hurt: before it, a killed command has touched nothing
+    began = began if began is not None else 0.0
+    faults = [("kill", round(rng.uniform(began, wall), 3)) for _ in range(points)]
     faults += [("disk", rng.randint(1, size)) for _ in range(points)]
     rows = []
     for kind, at in faults:
         _restore(out, saved)
         log = logs / f"{out.name}-{kind}-{at}.log"
-        rc, _ = _run(out.new, log, kill_after=at if kind == "kill" else None, fsize=at if kind == "disk" else None)
+        rc, _, _ = _run(out.new, log, kill_after=at if kind == "kill" else None,
+                        fsize=at if kind == "disk" else None)
         state = _state(out, old, new)
-        rerun_rc, _ = _run(out.new, log)
+        rerun_rc, _, _ = _run(out.new, log)
         rerun_ok = rerun_rc == 0 and fingerprint(out) == new
         left = leftovers(out, inputs)
         rows.append({"fault": kind, "at": at, "exit": rc, "state": state, "rerun_ok": rerun_ok, "leftover": left})
         if state in ("lost", "mixed") or not rerun_ok or left:
             problems.append(f"{kind} at {at}: {state}, rerun {'ok' if rerun_ok else 'wrong'}, leftover {left}")
-    return {"wall_s": round(wall, 2), "faults": rows, "problems": problems}
+    return {"wall_s": round(wall, 2), "writing_from_s": round(began, 2), "faults": rows, "problems": problems}
 
 
 def totals(result: dict[str, Any]) -> dict[str, int]:

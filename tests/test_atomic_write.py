@@ -305,3 +305,16 @@ def test_the_next_writer_of_an_output_removes_what_a_killed_one_left_beside_it(t
     with atomic_write.output_lock(out):
         assert not dead_folder.exists() and not dead_file.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in others)
+
+
+def test_a_full_disk_names_the_output_it_could_not_write(tmp_path, monkeypatch):
+    import errno
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(atomic_write.os, "fsync", full)
+    with pytest.raises(OSError) as e:
+        atomic_write_text(tmp_path / "report.json", "{}")
+    assert (e.value.errno, e.value.filename) == (errno.ENOSPC, str(tmp_path / "report.json"))
+    assert list(tmp_path.iterdir()) == []
