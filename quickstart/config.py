@@ -175,8 +175,8 @@ class QuickstartConfig(StrictModel):
     """With ``gold_path_misses``: a supporting page the question names only in part ("Timberwolves" for "2011–12
     Minnesota Timberwolves season") is searched as the question writes it, missed, and picked from the ``Similar:``
     list (split 9277's training questions: 95 of 664 paths show a miss and its recovery, against 28 with full names
-    only): the tuned model's searches of such parts missed and it never picked the listed page (issue #48). Not yet
-    measured on dev."""
+    only): the tuned model's searches of such parts missed and it rarely picked the listed page (issue #48; the
+    hotpotqa preset sets it: docs/results, "It reads")."""
     gold_path_lookups: bool = False
     """Gold paths that, before an answer that is no comparison's, look up a word of the question on the last page
     whose first hit is the sentence holding the answer, and quote that sentence: the tuned model's bridge answers
