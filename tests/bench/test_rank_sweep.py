@@ -59,5 +59,6 @@ def test_a_run_stored_by_an_older_actune_is_read_as_the_quickstart_reads_it(tmp_
     assert stored != old  # the smoke preset has agent sections
     (tmp_path / STATE_FILE).write_text(json.dumps({"config": stored, "done": {}}))
     assert cfg.hardware_overrides  # the smoke preset has a table, which the stored run does not keep
-    # neither the per-hardware table nor the report's scale note is stored with a run
-    assert sweep.load_run_config(tmp_path) == cfg.model_copy(update={"hardware_overrides": {}, "scale_note": None})
+    # neither the per-hardware table nor what only the report says (its scale note, our bar) is stored with a run
+    assert sweep.load_run_config(tmp_path) == cfg.model_copy(update={"hardware_overrides": {}, "scale_note": None,
+                                                                     "bar": False})

@@ -82,8 +82,8 @@ def test_eval_prompted_and_adapter_side_by_side(vllm_server, random_lora, tmp_pa
     # a model the given server does not serve is named before any episode runs (issue #49 item 3)
     other = tmp_path / "other"
     capsys.readouterr()
-    wrong = parser.parse_args(["eval", str(cfg), "--no-progress", "eval.served_model=SmolLM2-135M-Instruct",
-                               f"eval.out_dir={other}", "eval.models=[{label: prompted}]"])
+    wrong = parser.parse_args(["eval", str(cfg), "eval.served_model=SmolLM2-135M-Instruct", f"eval.out_dir={other}",
+                               "eval.models=[{label: prompted}]", "--no-progress"])
     assert wrong.func(wrong) == 1
     err = capsys.readouterr().err
     assert f"{vllm_server.base_url} serves '{vllm_server.model}'" in err and "not 'SmolLM2-135M-Instruct'" in err
