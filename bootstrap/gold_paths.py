@@ -198,6 +198,16 @@ class _Read:
     observations: list[str]
     titles: list[str]
 
+    def act(self, env: Environment, it: int, thought: str, name: str, arg: str, shown: bool = True) -> StepResult:
+        """Run ``name[arg]`` as iteration ``it`` after ``thought``: its thought, action and observation appended,
+        the observation among what the path showed unless ``shown`` is False (a miss shows no page)."""
+        result = env.step(Action(name, arg))
+        self.steps += [Step("thought", thought, it), Step("action", f"{name}[{arg}]", it, name, arg),
+                       Step("observation", result.observation, it)]
+        if shown:
+            self.observations.append(result.observation)
+        return result
+
 
 _STOP = frozenset("what which where when who whom whose that this with from were was are is the and for did does "
                   "have has had also both than then into their there they them been being film album".split())
@@ -235,12 +245,9 @@ def _look_up_evidence(task: Task, env: Environment, read: "_Read", it: int) -> i
         word, times = found
         for k in range(times):
             it += 1
-            result = env.step(Action("lookup", word))
             thought = (f"The page does not say it yet. I need to look up {word}." if k == 0
                        else f"Not this one. I need to look up {word} again.")
-            read.steps += [Step("thought", thought, it), Step("action", f"lookup[{word}]", it, "lookup", word),
-                           Step("observation", result.observation, it)]
-            read.observations.append(result.observation)
+            read.act(env, it, thought, "lookup", word)
     return it
 
 
@@ -256,17 +263,13 @@ def _look_up_answer(task: Task, env: Environment, read: _Read) -> str | None:
     sentences = [x.strip() for x in page.sentences]
     evidence = (evidence_sets(task.meta) or [[]])[0]
     for sentence in (s for s in sentences if answer in s.lower() and (not evidence or s in evidence)):
-        if read.observations[-1].endswith(sentence) and read.observations[-1].startswith("(Result "):
+        last = read.observations[-1]
+        if _LOOKUP_PREFIX.match(last) and last.endswith(sentence):
             return sentence  # _look_up_evidence just showed it
         found = _keyword(sentence, sentences, task.question)
         if found is None or found[1] != 1:
             continue
-        it = read.steps[-1].iteration + 1
-        result = env.step(Action("lookup", found[0]))
-        read.steps += [Step("thought", f"I need to look up {found[0]}.", it),
-                       Step("action", f"lookup[{found[0]}]", it, "lookup", found[0]),
-                       Step("observation", result.observation, it)]
-        read.observations.append(result.observation)
+        read.act(env, read.steps[-1].iteration + 1, f"I need to look up {found[0]}.", "lookup", found[0])
         return sentence
     return None
 
@@ -281,18 +284,13 @@ def _search_all(task: Task, env: Environment, plan: list[tuple[str, str | None]]
     for k, (term, miss) in enumerate(plan):
         if miss is not None:
             it += 1
-            missed = env.step(Action("search", miss))
-            read.steps += [Step("thought", thought, it), Step("action", f"search[{miss}]", it, "search", miss),
-                           Step("observation", missed.observation, it)]
+            read.act(env, it, thought, "search", miss, shown=False)
             thought = f"{term} is among the similar pages. I need to search {term}."
         it += 1
-        result: StepResult = env.step(Action("search", term))
+        result = read.act(env, it, thought, "search", term)
         if not result.info.get("titles"):
             return None
         read.titles += result.info["titles"]
-        read.steps += [Step("thought", thought, it), Step("action", f"search[{term}]", it, "search", term),
-                       Step("observation", result.observation, it)]
-        read.observations.append(result.observation)
         seen = len(read.observations) - 1
         it = _look_up_evidence(task, env, read, it)
         if k + 1 < len(plan):
