@@ -180,11 +180,14 @@ def _long_env(tmp_path: Path) -> EnvConfig:
     return EnvConfig(name="wiki", corpus=str(corpus), index_dir=str(tmp_path / "idx-long"))
 
 
+DESIGNER = Task(id="t9", question="Who designed Mount Tabor Park?", answer="John Charles Olmsted", split="train",
+                meta={"supporting_titles": ["Mount Tabor Park"], "kind": "bridge",
+                      "evidence": [["The park was designed by John Charles Olmsted in 1903."]]})
+"""A bridge whose evidence is the page's seventh sentence: past the five a search shows."""
+
+
 def test_evidence_past_the_first_five_sentences_is_looked_up_with_a_word_of_the_question(tmp_path: Path) -> None:
-    evidence = ["The park was designed by John Charles Olmsted in 1903."]
-    task = Task(id="t9", question="Who designed Mount Tabor Park?", answer="John Charles Olmsted", split="train",
-                meta={"supporting_titles": ["Mount Tabor Park"], "kind": "bridge", "evidence": [evidence]})
-    traj, why = gold_path(task, make_env(_long_env(tmp_path)))
+    traj, why = gold_path(DESIGNER, make_env(_long_env(tmp_path)))
     assert why is None
     assert [(s.type, s.text) for s in traj.steps][3:] == [
         ("thought", "The page does not say it yet. I need to look up designed."),
@@ -230,12 +233,9 @@ def test_with_lookups_a_bridge_looks_up_a_question_word_and_answers_from_the_sen
     traj, _ = gold_path(yes_no, make_env(_env(tmp_path)), lookups=True)
     assert "lookup" not in [s.action_name for s in traj.steps]
     # evidence past the first five sentences is looked up once, not twice
-    evidence = ["The park was designed by John Charles Olmsted in 1903."]
-    task = Task(id="t9", question="Who designed Mount Tabor Park?", answer="John Charles Olmsted", split="train",
-                meta={"supporting_titles": ["Mount Tabor Park"], "kind": "bridge", "evidence": [evidence]})
-    traj, _ = gold_path(task, make_env(_long_env(tmp_path)), lookups=True)
+    traj, _ = gold_path(DESIGNER, make_env(_long_env(tmp_path)), lookups=True)
     assert [s.action_arg for s in traj.steps if s.type == "action"] == ["Mount Tabor Park", "designed"]
-    assert traj.steps[-2].text == evidence[0] + " So the answer is John Charles Olmsted."
+    assert traj.steps[-2].text == DESIGNER.meta["evidence"][0][0] + " So the answer is John Charles Olmsted."
 
 
 def test_a_reflact_gold_path_states_where_it_stands_against_the_goal_at_every_step(tmp_path: Path) -> None:
