@@ -63,13 +63,10 @@ def guess_kind(keys: set[str]) -> str:
 def _show(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from actune.cli.config_items import optional_config
     from actune.config import dump_yaml, is_secret_name, load_config, read_yaml
 
-    file, overrides = args.file, list(args.overrides)
-    # `actune config show a.b=1` (no file): the first positional is an override, not a path.
-    if file is not None and "=" in file and not file.endswith((".yaml", ".yml")):
-        overrides.insert(0, file)
-        file = None
+    file, overrides = optional_config(args.file, args.overrides)
     kind = args.kind
     if kind == "quickstart" and file is not None and not Path(file).exists():
         from actune.quickstart.config import preset_path

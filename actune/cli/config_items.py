@@ -7,7 +7,7 @@ from pathlib import Path
 
 from actune.config import ConfigError
 
-__all__ = ["config_and_overrides"]
+__all__ = ["config_and_overrides", "optional_config"]
 
 
 def config_and_overrides(items: list[str], what: str) -> tuple[str | None, list[str]]:
@@ -18,3 +18,11 @@ def config_and_overrides(items: list[str], what: str) -> tuple[str | None, list[
     if not Path(items[0]).is_file():
         raise ConfigError(f"{items[0]}: no such config file (give {what}, or key=value overrides)")
     return items[0], list(items[1:])
+
+
+def optional_config(file: str | None, overrides: list[str]) -> tuple[str | None, list[str]]:
+    """``[CONFIG] [key=value ...]`` as argparse hands it over (an optional positional, then the rest): a first
+    positional that is a ``key=value`` and no ``.yaml`` path (``actune serve port=8001``) is the first override."""
+    if file is not None and "=" in file and not file.endswith((".yaml", ".yml")):
+        return None, [file, *overrides]
+    return file, list(overrides)

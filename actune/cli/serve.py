@@ -36,14 +36,11 @@ def load_serve_config(args: argparse.Namespace):
     """ServeConfig from the optional file, the overrides and the flags (flags win)."""
     from pydantic import ValidationError
 
+    from actune.cli.config_items import optional_config
     from actune.config import ConfigError, load_config
     from actune.serve.config import ServeConfig
 
-    file, overrides = args.config, list(args.overrides)
-    # `actune serve port=8001` (no file): the first positional is an override, not a path.
-    if file is not None and "=" in file and not file.endswith((".yaml", ".yml")):
-        overrides.insert(0, file)
-        file = None
+    file, overrides = optional_config(args.config, args.overrides)
     # A run config: its serve section alone is read (the other stages' sections are not ours to check).
     cfg = load_config(ServeConfig, file, overrides, section="serve")
     adapters = {}

@@ -72,12 +72,11 @@ def register_stage(sub: argparse._SubParsersAction, name: str, *, doc: str, help
         p.add_argument("--no-progress", action="store_true", help="no live progress on stderr")
 
     def command(args: argparse.Namespace) -> int:
+        from actune.cli.config_items import optional_config
         from actune.cli.run_config import RunConfig
         from actune.config import load_config
 
-        file, overrides = args.config, list(args.overrides)
-        if file is not None and "=" in file and not file.endswith((".yaml", ".yml")):
-            file, overrides = None, [file, *overrides]  # no config: the first positional is an override
+        file, overrides = optional_config(args.config, args.overrides)
         overrides = (flags(args) if flags else []) + qualify(overrides)
         config = load_config(RunConfig, file, overrides)
         caught = stage_errors(errors)
