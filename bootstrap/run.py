@@ -141,8 +141,7 @@ def _run_episodes(cfg: BootstrapConfig, serve: ServeConfig, served: Serving | No
     model_name = served_name(cfg, serve)
     serve = serve.for_wire(cfg.agent.wire)
     # a hosted teacher's key first: a missing variable fails before anything starts
-    if cfg.api_key_env:
-        read_api_key(cfg.api_key_env, "bootstrap.api_key_env")
+    hosted_key = read_api_key(cfg.api_key_env, "bootstrap.api_key_env") if cfg.api_key_env else None
     shared_or_own = (contextlib.nullcontext(served) if served is not None
                      else serving(cfg.endpoints, cfg.model or "", serve))
     with shared_or_own as on:
@@ -150,8 +149,7 @@ def _run_episodes(cfg: BootstrapConfig, serve: ServeConfig, served: Serving | No
         if cfg.endpoints and served is None:  # a server actune did not start: does it serve this model?
             from actune.serve.adapters import check_serves
 
-            check_serves(endpoints, model_name, "bootstrap.model",
-                         read_api_key(cfg.api_key_env, "bootstrap.api_key_env") if cfg.api_key_env else serve.api_key)
+            check_serves(endpoints, model_name, "bootstrap.model", hosted_key or serve.api_key)
         restarts_before = on.server.restarts if on.server else 0
         key_note = f", key from ${cfg.api_key_env}" if cfg.api_key_env else ""
         print(f"bootstrap: {len(todo)} episodes to run on {', '.join(endpoints)} (model {model_name!r}"
