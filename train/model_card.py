@@ -189,9 +189,9 @@ def model_card(folder: Path, *, merged: bool = False, report: str | Path | None 
         return _card_text(folder, _meta_from_adapter_files(folder), merged, report)
     try:
         return _card_text(folder, meta, merged, report)
+    except (CardError, ReportError):  # named already
+        raise
     except (KeyError, TypeError, ValueError, AttributeError) as e:  # a field missing or of another type
-        if isinstance(e, (CardError, ReportError)):
-            raise
         raise CardError(f"{folder / _META}: not the training_meta.json actune train writes "
                         f"({type(e).__name__}: {e}); rerun the training or delete the file") from None
 
