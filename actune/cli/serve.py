@@ -14,6 +14,8 @@ import argparse
 import sys
 import time
 
+from actune.stop_signals import stop_signals_as_interrupt
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", allow_abbrev=False, help="start a vLLM OpenAI-compatible server (Ctrl-C stops it)",
@@ -67,8 +69,9 @@ def load_serve_config(args: argparse.Namespace):
 
 
 def _serve(args: argparse.Namespace) -> int:
-    # `kill -INT`/SIGTERM/SIGHUP stop the server like Ctrl-C: the CLI's main turns them into KeyboardInterrupt
-    return _run(load_serve_config(args))
+    cfg = load_serve_config(args)
+    with stop_signals_as_interrupt():  # `kill -INT`/SIGTERM/SIGHUP stop the server like Ctrl-C
+        return _run(cfg)
 
 
 def _run(cfg) -> int:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from actune.cli.exit_codes import FAILED, OK, USAGE
+from actune.stop_signals import stop_signals_as_interrupt
 
 __all__ = ["register_stage", "stage_errors", "section_qualifier", "exit_status", "COLLECT_ERRORS", "EXPORT_ERRORS",
            "REFUSALS", "TRAIN_ERRORS"]
@@ -80,7 +81,8 @@ def register_stage(sub: argparse._SubParsersAction, name: str, *, doc: str, help
         config = load_config(RunConfig, file, overrides)
         caught = stage_errors(errors)
         try:
-            run(config, args)  # SIGTERM unwinds it (the CLI's main): servers stopped, stores closed, exit 130
+            with stop_signals_as_interrupt():  # SIGTERM unwinds: servers stopped, stores closed, exit 130
+                run(config, args)
         except caught as e:
             print(f"actune {name}: {e}", file=sys.stderr)
             return exit_status(e)
