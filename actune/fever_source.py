@@ -18,9 +18,12 @@ claims (``meta.label`` in the eval stores); ``meta.kind`` is ``claim`` for all, 
 chosen by label.
 
 Data (a user fetches them once; our machines have them in ``../shared/data/fever``): ``paper_dev.jsonl``, the
-FEVER claims the ReAct paper used (github.com/ysymyth/ReAct, ``data/paper_dev.jsonl``), and
-``observation_cache.json``, search/lookup results recorded from Wikipedia during its runs (``{"search::Title":
-observation}``; :func:`actune.tasks.fever.write_wiki_from_observation_cache` reads it).
+FEVER claims the ReAct paper used (github.com/ysymyth/ReAct, ``data/paper_dev.jsonl``), and the pages: either
+``wiki_pages.jsonl`` (``{"title", "sentences"}`` a line), which ``actune data prepare fever`` writes with the claims
+from FEVER's official release (:mod:`actune.tasks.prepare_fever`), or ``observation_cache.json``, search/lookup
+results recorded from Wikipedia during the ReAct runs (``{"search::Title": observation}``;
+:func:`actune.tasks.fever.write_wiki_from_observation_cache` reads it). ``wiki_pages.jsonl`` is read when both are
+there.
 """
 
 from __future__ import annotations
@@ -34,10 +37,11 @@ from typing import Any
 
 from pydantic import Field
 
-from actune.atomic_write import atomic_write_text
+from actune.atomic_write import atomic_write_text, atomic_writer
 from actune.config import StrictModel
 from actune.envs.titles import base_title, normalize_title
 from actune.hotpotqa_source import MANIFEST, corpus_titles
+from actune.jsonl import iter_jsonl_objects
 from actune.task_record import Task
 from actune.tasks.config import TaskConfig
 from actune.tasks.fever import claim_subject, write_wiki_from_observation_cache
@@ -47,7 +51,7 @@ from actune.text import normalise_question
 
 __all__ = ["FeverSource", "MANIFEST", "claim_pages", "fever_splits", "write_fever_tasks"]
 
-_FILES = {"claims": "paper_dev.jsonl", "cache": "observation_cache.json"}
+_FILES = {"claims": "paper_dev.jsonl", "cache": "observation_cache.json", "pages": "wiki_pages.jsonl"}
 NEI = "NOT ENOUGH INFO"
 
 
@@ -55,7 +59,8 @@ class FeverSource(StrictModel):
     """Which FEVER files, and how many claims each split gets."""
 
     data_dir: str = "data/fever"
-    """The folder holding ``paper_dev.jsonl`` and ``observation_cache.json`` (the module docstring)."""
+    """The folder holding ``paper_dev.jsonl`` and ``wiki_pages.jsonl`` or ``observation_cache.json`` (the module
+    docstring; ``actune data prepare fever`` writes the first two)."""
     n_test: int = Field(300, ge=1)
     """Test claims."""
     n_dev: int = Field(100, ge=0)
@@ -72,6 +77,10 @@ class FeverSource(StrictModel):
 
     def path(self, name: str) -> Path:
         return Path(self.data_dir) / _FILES[name]
+
+    def corpus(self) -> Path:
+        """The pages file read: ``wiki_pages.jsonl`` when there, else the observation cache."""
+        return self.path("pages") if self.path("pages").is_file() else self.path("cache")
 
 
 def _with_local_evidence(t: Task, titles: set[str]) -> Task | None:
@@ -204,7 +213,7 @@ def fever_splits(claims: list[Task], titles: set[str], cfg: FeverSource) -> dict
         out[split], groups = _fill(groups, _verifiable_count(n, cfg.nei_share), cap=n)
         if _verifiable(out[split]) < _verifiable_count(n, cfg.nei_share):
             raise TaskFileError(f"{cfg.path('claims')}: too few SUPPORTS/REFUTES claims with evidence in "
-                                f"{cfg.path('cache')} for fever.n_{split}={n} after the earlier splits")
+                                f"{cfg.corpus()} for fever.n_{split}={n} after the earlier splits")
         # NOT ENOUGH INFO claims fill the split to n (fewer than nei_share when whole groups overshoot)
         more, nei = _fill_nei(nei, max(0, n - len(out[split])))
         out[split] += more
@@ -223,12 +232,29 @@ def _line(t: Task) -> str:
                        "meta": meta}, ensure_ascii=False) + "\n"
 
 
+def _copy_pages(src: Path, out: Path) -> int:
+    """``src``'s pages, each line checked (``{"title", "sentences"}``), written to ``out``; how many."""
+    n = 0
+    with atomic_writer(out) as f:
+        for where, rec in iter_jsonl_objects(src, TaskFileError):
+            sentences = rec.get("sentences")
+            if not isinstance(rec.get("title"), str) or not isinstance(sentences, list) or not all(
+                    isinstance(x, str) for x in sentences):
+                raise TaskFileError(f"{where}: a page is {{\"title\": str, \"sentences\": [str]}}")
+            f.write(json.dumps({"title": rec["title"], "sentences": rec["sentences"]}, ensure_ascii=False) + "\n")
+            n += 1
+    return n
+
+
 def write_fever_tasks(cfg: FeverSource, out_dir: str | Path) -> dict[str, Any]:
     """Write the corpus, the three splits and ``tasks.json`` (last) into ``out_dir``; the manifest."""
-    require_files([cfg.path(name) for name in _FILES], "fever.data_dir", __name__)
+    require_files([cfg.path("claims"), cfg.corpus()], "fever.data_dir", __name__)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    pages = write_wiki_from_observation_cache(cfg.path("cache"), out / "corpus.jsonl")
+    if cfg.corpus() == cfg.path("pages"):
+        pages = _copy_pages(cfg.corpus(), out / "corpus.jsonl")
+    else:
+        pages = write_wiki_from_observation_cache(cfg.path("cache"), out / "corpus.jsonl")
     titles = corpus_titles(out / "corpus.jsonl")
     claims = load_tasks(TaskConfig(format="fever", path=str(cfg.path("claims")), split="dev"))
     splits = fever_splits(claims, titles, cfg)

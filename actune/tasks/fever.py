@@ -23,17 +23,22 @@ from actune.task_record import Task
 from actune.tasks.sources import TaskFileError
 from actune.text import normalize_label, split_sentences
 
-__all__ = ["fever_title", "fever_task", "claim_subject", "write_wiki_from_observation_cache"]
+__all__ = ["fever_text", "fever_title", "fever_task", "claim_subject", "write_wiki_from_observation_cache"]
 
 _BRACKETS = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}",
              "-COLON-": ":"}
 
 
-def fever_title(raw: str) -> str:
-    """FEVER's page id -> a Wikipedia title."""
+def fever_text(raw: str) -> str:
+    """FEVER's bracket tokens (``-LRB-``, ``-COLON-``) as the characters they stand for."""
     for token, char in _BRACKETS.items():
         raw = raw.replace(token, char)
-    return " ".join(raw.replace("_", " ").split())
+    return raw
+
+
+def fever_title(raw: str) -> str:
+    """FEVER's page id -> a Wikipedia title."""
+    return " ".join(fever_text(raw).replace("_", " ").split())
 
 
 def _evidence_sets(rec: dict[str, Any]) -> list[list[str]]:

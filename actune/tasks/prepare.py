@@ -9,12 +9,15 @@ JSON arrays of records ``{_id, question, answer, type, level, supporting_facts, 
 - ``train_with_context.jsonl`` and ``dev_with_context.jsonl``: the records as JSONL, with ``supporting_titles``
   (the titles of ``supporting_facts``, in order);
 - ``wiki_paragraphs.jsonl``: one ``{"title", "sentences"}`` line a page, the union of every record's context
-  paragraphs (the first text met for a title wins; how many titles had another text is counted);
+  paragraphs (the first text met for a title wins; how many titles had another text is counted); with the
+  Wikipedia-abstracts dump HotpotQA was built on (``abstracts``, :mod:`actune.tasks.wiki_abstracts`; the GPU
+  preset's corpus), its pages first and then the context paragraphs of any title it lacks;
 - ``prepared.json``: the inputs' sizes and SHA-256, the counts, and the provenance (actune's version, commit).
 
 The arrays are read record by record (the train file is half a gigabyte); the outputs are written in a folder
 beside them and moved into place when all are complete, ``prepared.json`` last. A record that is not what the
 release holds is an error naming the file, the record's index and the key; nothing is moved into place then.
+The same publishing (:func:`prepared_folder`) and checksums serve :mod:`actune.tasks.prepare_fever`.
 """
 
 from __future__ import annotations
@@ -25,14 +28,16 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from actune.atomic_write import atomic_write_text, atomic_writer, fsync_dir
 from actune.tasks.sources import TaskFileError
+from actune.tasks.wiki_abstracts import iter_abstracts
 
-__all__ = ["PREPARED_FILE", "PrepareSummary", "iter_json_array", "prepare_hotpotqa"]
+__all__ = ["PREPARED_FILE", "PrepareSummary", "file_digest", "iter_json_array", "prepare_hotpotqa", "prepared_folder"]
 
 PREPARED_FILE = "prepared.json"
 OUTPUT_FILES = ("train_with_context.jsonl", "dev_with_context.jsonl", "wiki_paragraphs.jsonl", PREPARED_FILE)
@@ -48,6 +53,9 @@ class PrepareSummary:
     records: dict[str, int] = field(default_factory=dict)
     """Records written per split."""
     pages: int = 0
+    """Pages in the corpus."""
+    abstract_pages: int = 0
+    """Of them, pages from the Wikipedia-abstracts dump (``--abstracts``; the rest are the records' context)."""
     conflicting_titles: int = 0
     """Titles whose paragraph differed between records (the first one met is kept)."""
 
@@ -88,12 +96,29 @@ def iter_json_array(path: Path) -> Iterator[Any]:
             pos = end
 
 
-def _sha256(path: Path) -> str:
+def file_digest(path: Path) -> dict[str, Any]:
+    """An input as ``prepared.json`` records it: its path, bytes and SHA-256."""
     h = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(_CHUNK), b""):
             h.update(block)
-    return h.hexdigest()
+    return {"path": str(path), "bytes": path.stat().st_size, "sha256": h.hexdigest()}
+
+
+@contextmanager
+def prepared_folder(out: Path, names: tuple[str, ...]) -> Iterator[Path]:
+    """A temporary folder inside ``out`` to write ``names`` in; when the block ends without an error they are
+    moved into ``out`` in that order (``prepared.json`` last: a folder holding it holds the rest), and the temporary
+    folder is removed either way, so a failed or killed run leaves the outputs as they were."""
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".prepare.", dir=out))
+    try:
+        yield tmp
+        for name in names:
+            os.replace(tmp / name, out / name)
+        fsync_dir(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _record(raw: Any, where: str) -> dict[str, Any]:
@@ -129,9 +154,27 @@ def _write_split(src: Path, out: Path, pages: dict[str, list[str]], summary: Pre
     return n
 
 
-def prepare_hotpotqa(train: str | Path, dev: str | Path, out: str | Path) -> PrepareSummary:
-    """Write the hotpotqa preset's files in ``out`` from the official ``train`` and ``dev`` files (the module
-    docstring)."""
+def _write_corpus(out: Path, context: dict[str, list[str]], abstracts: Path | None) -> tuple[int, int]:
+    """The corpus: the abstracts dump's pages when given (the first text met for a title), then every context
+    paragraph whose title it lacks; pages written, and how many came from the dump."""
+    seen: set[str] = set()
+    with atomic_writer(out) as f:
+        for title, sentences in iter_abstracts(abstracts) if abstracts is not None else ():
+            if sentences and title not in seen:
+                seen.add(title)
+                f.write(json.dumps({"title": title, "sentences": sentences}, ensure_ascii=False) + "\n")
+        from_dump = len(seen)
+        for title, sentences in context.items():
+            if title not in seen:
+                seen.add(title)
+                f.write(json.dumps({"title": title, "sentences": sentences}, ensure_ascii=False) + "\n")
+    return len(seen), from_dump
+
+
+def prepare_hotpotqa(train: str | Path, dev: str | Path, out: str | Path,
+                     abstracts: str | Path | None = None) -> PrepareSummary:
+    """Write the hotpotqa preset's files in ``out`` from the official ``train`` and ``dev`` files, the corpus from
+    the Wikipedia-abstracts dump ``abstracts`` when given (the module docstring)."""
     from actune.provenance import provenance
 
     out = Path(out)
@@ -139,23 +182,19 @@ def prepare_hotpotqa(train: str | Path, dev: str | Path, out: str | Path) -> Pre
     for split, src in sources.items():
         if not src.is_file():
             raise TaskFileError(f"{src}: file not found (HotpotQA's {split} file: https://hotpotqa.github.io)")
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".prepare.", dir=out))  # every file complete before any is in place
-    try:
+    if abstracts is not None and not Path(abstracts).exists():
+        raise TaskFileError(f"{abstracts}: not found (the Wikipedia-abstracts dump: https://hotpotqa.github.io/"
+                            "wiki-readme.html)")
+    with prepared_folder(out, OUTPUT_FILES) as tmp:
         summary = PrepareSummary()
+        if abstracts is not None:
+            abstracts = Path(abstracts)
+            summary.inputs["abstracts"] = file_digest(abstracts) if abstracts.is_file() else {"path": str(abstracts)}
         pages: dict[str, list[str]] = {}
         for split, src in sources.items():
-            summary.inputs[split] = {"path": str(src), "bytes": src.stat().st_size, "sha256": _sha256(src)}
+            summary.inputs[split] = file_digest(src)
             summary.records[split] = _write_split(src, tmp / f"{split}_with_context.jsonl", pages, summary)
-        with atomic_writer(tmp / "wiki_paragraphs.jsonl") as f:
-            for title, sentences in pages.items():
-                f.write(json.dumps({"title": title, "sentences": sentences}, ensure_ascii=False) + "\n")
-        summary.pages = len(pages)
+        summary.pages, summary.abstract_pages = _write_corpus(tmp / "wiki_paragraphs.jsonl", pages, abstracts)
         atomic_write_text(tmp / PREPARED_FILE, json.dumps({**asdict(summary), "provenance": provenance()}, indent=2)
                           + "\n")
-        for name in OUTPUT_FILES:  # the manifest last: a folder with prepared.json holds the rest
-            os.replace(tmp / name, out / name)
-        fsync_dir(out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return summary

@@ -87,3 +87,58 @@ def test_the_array_reader_streams_items_and_names_bad_json(tmp_path: Path) -> No
         list(iter_json_array(path))
     path.write_text("[]")
     assert list(iter_json_array(path)) == []
+
+
+def _abstracts_tar(tmp_path: Path) -> Path:
+    """A dump in the abstracts' form: a tar.bz2 of a folder of bz2 JSONL files, sentences with <a href> links; one
+    of the small corpus's pages is in it with other text, two pages are not in the small corpus, one is missing."""
+    import bz2
+    import io
+    import tarfile
+
+    pages = [json.loads(x) for x in (SMALL / "wiki_paragraphs.jsonl").read_text().splitlines()]
+    first = pages[0]
+    lines = [{"id": "1", "url": "u", "title": first["title"],
+              "text": ['<a href="X">' + first["title"] + "</a> is from the dump.", " A second   sentence."]},
+             {"id": "2", "url": "u", "title": "Only In The Dump", "text": [["Paragraph form."], ["Kept too."]]},
+             {"id": "3", "url": "u", "title": "Empty", "text": []}]
+    tar_path = tmp_path / "abstracts.tar.bz2"
+    with tarfile.open(tar_path, "w:bz2") as tar:
+        for name, part in (("dump/AA/wiki_00.bz2", lines[:1]), ("dump/AB/wiki_00.bz2", lines[1:])):
+            data = bz2.compress("".join(json.dumps(x) + "\n" for x in part).encode())
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return tar_path
+
+
+def test_the_abstracts_dump_is_the_corpus_and_context_fills_what_it_lacks(tmp_path: Path, capsys) -> None:
+    train, dev = _official(tmp_path)
+    out = tmp_path / "hotpotqa"
+    assert main(["data", "prepare", "hotpotqa", "--train", str(train), "--dev", str(dev), "--abstracts",
+                 str(_abstracts_tar(tmp_path)), "--out", str(out)]) == 0
+    small = [json.loads(x) for x in (SMALL / "wiki_paragraphs.jsonl").read_text().splitlines()]
+    pages = [json.loads(x) for x in (out / "wiki_paragraphs.jsonl").read_text().splitlines()]
+    assert pages[:2] == [{"title": small[0]["title"], "sentences": [f"{small[0]['title']} is from the dump.",
+                                                                     "A second sentence."]},
+                         {"title": "Only In The Dump", "sentences": ["Paragraph form.", "Kept too."]}]
+    assert sorted(p["title"] for p in pages[2:]) == sorted(p["title"] for p in small[1:])  # the context fills in
+    manifest = json.loads((out / "prepared.json").read_text())
+    assert manifest["pages"] == len(small) + 1 and manifest["abstract_pages"] == 2
+    assert len(manifest["inputs"]["abstracts"]["sha256"]) == 64
+    assert f"{len(small) + 1} pages (2 from the abstracts dump;" in capsys.readouterr().out
+
+
+def test_a_bad_abstracts_page_is_named_and_nothing_is_written(tmp_path: Path) -> None:
+    import bz2
+
+    train, dev = _official(tmp_path)
+    folder = tmp_path / "dump" / "AA"
+    folder.mkdir(parents=True)
+    (folder / "wiki_00.bz2").write_bytes(bz2.compress(b'{"title": "A", "text": ["x"]}\n{"title": "B", "text": 3}\n'))
+    out = tmp_path / "hotpotqa"
+    with pytest.raises(TaskFileError, match=r"AA/wiki_00.bz2:2: text: must be a list of sentences, got int"):
+        prepare_hotpotqa(train, dev, out, abstracts=tmp_path / "dump")
+    assert list(out.iterdir()) == []
+    with pytest.raises(TaskFileError, match="nowhere: not found"):
+        prepare_hotpotqa(train, dev, out, abstracts=tmp_path / "nowhere")
