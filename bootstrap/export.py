@@ -62,6 +62,7 @@ from actune.agent.config import WIRES, Wire
 from actune.agent.reflection_parts import reflection_part_problems
 from actune.agent.render import (
     COT_PREFIX,
+    USER_STEP_TYPES,
     assistant_turns_trained,
     episode_segments,
     instruction_for,
@@ -81,7 +82,7 @@ from actune.trajectory import Step, Trajectory, read_trajectory_lines
 __all__ = ["ExportError", "ExportSummary", "MethodCounts", "OWN_FOLDER_MARKERS", "OutputRefused", "SUMMARY_FILE",
            "WIRE_FORMATS", "chat_example", "claim_folder", "convert_steps", "convertible", "export_dataset",
            "export_rows", "judge_counts", "kept_records", "origin", "near_duplicates", "store_paths", "text_example",
-           "tools_example", "write_export"]
+           "text_turns_example", "tools_example", "write_export"]
 
 SUMMARY_FILE = "export_summary.json"
 #: The files that mark a folder as an export's own: its summary, or DPO's (:mod:`actune.bootstrap.preference_pairs`,
@@ -404,6 +405,25 @@ def text_example(traj: Trajectory) -> dict[str, Any]:
     return {**_meta(traj, "text"), "segments": segments, "text": text}
 
 
+def text_turns_example(traj: Trajectory) -> dict[str, Any]:
+    """One record as the text wire's trained turns: ``turns`` of ``{"prompt": the text before the turn,
+    "completion": the turn}``, a turn being the steps between two observations as the chat wire groups them (a
+    thought with its action: a trainer that ends each completion with EOS never puts one between them), each turn
+    :func:`assistant_turns_trained` keeps."""
+    segments = episode_segments(traj)
+    trained = iter(assistant_turns_trained(traj.steps))
+    turns: list[dict[str, str]] = []
+    prompt, turn = segments[0]["text"], ""
+    for step, seg in [*zip(traj.steps, segments[1:]), (None, None)]:
+        if step is not None and step.type not in USER_STEP_TYPES:
+            turn += seg["text"]
+            continue
+        if turn and next(trained):
+            turns.append({"prompt": prompt, "completion": turn})
+        prompt, turn = prompt + turn + (seg["text"] if seg else ""), ""
+    return {**_meta(traj, "text"), "turns": turns}
+
+
 def chat_example(traj: Trajectory) -> dict[str, Any]:
     """One record as a chat-format example (``messages`` with per-turn ``train`` flags, and metadata)."""
     ctx = trajectory_prompt_context(traj)
@@ -529,9 +549,11 @@ def export_rows(
     config: ExportConfig | None = None,
     *,
     actions: Mapping[str, str] | Callable[[str], str] | None = None,
+    example: Callable[[Trajectory], dict[str, Any]] | None = None,
 ) -> tuple[list[dict[str, Any]], ExportSummary]:
     """The examples :func:`export_dataset` would write (rows of ``text_example``/``chat_example`` plus
-    ``source_store``) and the summary, written nowhere: the other output formats start from these.
+    ``source_store``) and the summary, written nowhere: the other output formats start from these. ``example``
+    makes each row in place of the wire's own (the TRL form's :func:`text_turns_example`).
 
     The filters run in the module docstring's order, each counting what it removed into the summary."""
     cfg = config or ExportConfig()
@@ -544,7 +566,7 @@ def export_rows(
     items = _convert(kept, cfg, actions, summary)
     capped = _cap_per_task(_dedupe(items, cfg, summary), cfg, summary)
     chosen = _apply_shares(capped, cfg, paths, summary) if cfg.method_shares or cfg.store_shares else capped
-    rows = _rows(chosen, wire, summary)
+    rows = _rows(chosen, example or _EXAMPLES[wire], summary)
     summary.origins = dict(Counter(origin(it.traj) for it in chosen))
     summary.exported = len(rows)
     summary.tasks = len({it.traj.task.id for it in chosen})
@@ -660,9 +682,12 @@ def _apply_shares(capped: list[_Item], cfg: ExportConfig, paths: list[Path], sum
     return chosen
 
 
-def _rows(chosen: list[_Item], wire: str, summary: ExportSummary) -> list[dict[str, Any]]:
-    """Each chosen record as an example of the ``wire`` format, with the store it came from."""
-    make = {"text": text_example, "chat": chat_example, "tools": tools_example}[wire]
+_EXAMPLES = {"text": text_example, "chat": chat_example, "tools": tools_example}
+
+
+def _rows(chosen: list[_Item], make: Callable[[Trajectory], dict[str, Any]],
+          summary: ExportSummary) -> list[dict[str, Any]]:
+    """Each chosen record as ``make`` writes it, with the store it came from."""
     rows = []
     for it in chosen:
         try:

@@ -9,12 +9,18 @@ dedupe, cap and shares) and hold the same text; only the layout changes:
   (the instruction), user (the question), assistant turns (thought and action lines) with ``weight`` 1, or 0
   for a turn holding an action the parser could not read, and user turns for observations, as actune's chat
   loop sends them. ``weight`` is OpenAI's per-turn loss flag; trainers that do not know it ignore it.
-- ``trl``: TRL's conversational prompt-completion form, one line per trained assistant turn: ``{"prompt": [every
-  message before the turn: system, question, earlier turns, observations], "completion": [the turn]}``. TRL's
-  ``SFTTrainer`` computes the loss on the completion only (``completion_only_loss``, its default for this form),
-  for any model and chat template: no observation token and no turn actune leaves untrained (``weight`` 0) is
-  ever a label, each trained turn is one exactly once. The ``openai`` form trains a plain TRL run on every token,
-  observations included, and TRL's ``assistant_only_loss`` refuses SmolLM2's template: prefer ``trl`` for TRL.
+- ``trl``: TRL's prompt-completion form, one line per trained turn, in the run's wire (``train.wire_format``):
+  chat, ``{"prompt": [every message before the turn: system, question, earlier turns, observations],
+  "completion": [the turn]}``; tools, the same with tool calls, ``tool`` messages and a ``tools`` column (TRL
+  renders it with the chat template; for a ChatML model without tools in its template, SmolLM2's, pass actune's
+  ``actune/templates/chatml_tools.jinja`` as ``SFTConfig(chat_template_path=...)``, as actune's own training and
+  server do); text, ``{"prompt": the text before the step, "completion": the step}`` (TRL appends the EOS token to
+  each completion: the model learns to end a step with it, where a server stops as it stops on
+  ``Observation``). TRL's ``SFTTrainer`` computes the loss on the completion only (``completion_only_loss``, its
+  default for this form), for any model and template: no observation token and no turn actune leaves untrained
+  (``weight`` 0) is ever a label, each trained turn is one exactly once. The ``openai`` form trains a plain TRL
+  run on every token, observations included, and TRL's ``assistant_only_loss`` refuses SmolLM2's template:
+  prefer ``trl`` for TRL.
 - ``sharegpt``: ``{"system", "conversations": [{"from": "human" | "gpt", "value"}]}`` (LLaMA-Factory).
   Observations are ``human`` turns, as the loop sends them: LLaMA-Factory's ``observation`` role renders with
   a tool template the loop never shows the model. The format has no per-turn flag: every ``gpt`` turn is
@@ -39,10 +45,18 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from actune.agent.config import Wire
 from actune.atomic_write import atomic_write_text, atomic_writer, check_output, output_lock
 from actune.bootstrap.config import ExportConfig
 from actune.bootstrap.dataset_card import card_settings, dataset_card
-from actune.bootstrap.export import ExportError, ExportSummary, OutputRefused, export_rows, store_paths
+from actune.bootstrap.export import (
+    ExportError,
+    ExportSummary,
+    OutputRefused,
+    export_rows,
+    store_paths,
+    text_turns_example,
+)
 from actune.hub_push import file_card_path
 
 __all__ = ["EXPORT_FORMATS", "FILE_FORMATS", "alpaca_example", "export_file", "openai_example", "sharegpt_example",
@@ -65,9 +79,13 @@ def openai_example(row: dict[str, Any]) -> tuple[dict[str, Any], int]:
 
 
 def trl_examples(row: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
-    """A chat-format row -> (one prompt-completion record per trained assistant turn, 0: every flag is kept)."""
-    messages = [{"role": m["role"], "content": m["content"]} for m in row["messages"]]
-    return [{"prompt": messages[:i], "completion": [messages[i]]}
+    """A row of any wire -> (one prompt-completion record per trained turn, 0: every flag is kept): text rows as
+    strings (the text before the step, the step), chat and tools rows as messages (tools rows with ``tools``)."""
+    if row["wire"] == "text":
+        return [{"prompt": t["prompt"], "completion": t["completion"]} for t in row["turns"]], 0
+    messages = [{k: v for k, v in m.items() if k != "train"} for m in row["messages"]]
+    extra = {"tools": row["tools"]} if row["wire"] == "tools" else {}
+    return [{"prompt": messages[:i], "completion": [messages[i]], **extra}
             for i, m in enumerate(row["messages"]) if m["role"] == "assistant" and m["train"]], 0
 
 
@@ -130,8 +148,10 @@ def export_file(
     *,
     actions: Mapping[str, str] | Callable[[str], str] | None = None,
     overwrite: bool = False,
+    wire: Wire = "chat",
 ) -> tuple[ExportSummary, int]:
-    """Write the examples of ``stores`` to ``out_path`` in ``fmt`` (one of :data:`FILE_FORMATS`), atomically.
+    """Write the examples of ``stores`` to ``out_path`` in ``fmt`` (one of :data:`FILE_FORMATS`), atomically;
+    ``trl`` in ``wire`` (the others have their wire fixed: chat, or text for Alpaca).
 
     Returns the export summary and how many turns or segments the format makes a trainer train on although
     actune would not (observations in Alpaca outputs, unreadable actions in ShareGPT): the caller says so.
@@ -143,7 +163,9 @@ def export_file(
     with output_lock(out, ExportError):
         check_output(out, store_paths(stores), OutputRefused, own=_is_own_file(out), overwrite=overwrite,
                      mine=f"an export file has actune's card {card.name} beside it", also=[card])
-        rows, summary = export_rows(stores, _CONVERT[fmt][0], config, actions=actions)
+        text_turns = text_turns_example if (fmt, wire) == ("trl", "text") else None  # a row per turn, not per step
+        rows, summary = export_rows(stores, wire if fmt == "trl" else _CONVERT[fmt][0], config, actions=actions,
+                                    example=text_turns)
         return _write_file(rows, summary, out, fmt, config)
 
 

@@ -48,9 +48,9 @@ omit ``train.``, ``store=...`` may omit ``bootstrap.``, and ``stores``, ``steps_
 (``store_shares={runs/imported.jsonl: 0.3, runs/store/trajectories.jsonl: 0.7}``).
 
 ``--format trl|openai|sharegpt|alpaca`` writes the same examples as one JSONL file for another trainer instead
-(``--out``, default ``<train.dataset>.<format>.jsonl``): ``trl`` is TRL's prompt-completion form, a line per
-trained assistant turn, so TRL's SFTTrainer computes the loss on the turns only, never on an observation (for TRL,
-use this one); OpenAI messages with a ``weight`` 0/1 on each assistant turn and observations as user turns (a
+(``--out``, default ``<train.dataset>.<format>.jsonl``): ``trl`` is TRL's prompt-completion form in
+``train.wire_format``'s wire (text, chat or tools), a line per trained turn, so TRL's SFTTrainer computes the loss on
+the turns only, never on an observation (for TRL, use this one); OpenAI messages with a ``weight`` 0/1 on each assistant turn and observations as user turns (a
 plain TRL run on it trains every token, observations included), LLaMA-Factory's ShareGPT (every assistant turn
 trained), or Alpaca (instruction, output: observations included, so trained on). ``--format actune`` (the
 default) is the ``datasets`` folder above.
@@ -170,10 +170,17 @@ def _run_export(run: "RunConfig", args: argparse.Namespace) -> None:
     from actune.bootstrap.export_formats import export_file
 
     out = args.out or f"{run.train.dataset}.{args.format}.jsonl"
-    summary, unmasked = export_file(stores, out, args.format, boot.export, actions=actions, overwrite=args.overwrite)
-    print(f"exported {summary.exported} kept trajectories ({args.format}) in {summary.steps_method} "
+    summary, unmasked = export_file(stores, out, args.format, boot.export, actions=actions, overwrite=args.overwrite,
+                                    wire=run.train.wire_format)
+    form = f"{args.format}, {run.train.wire_format} wire" if args.format == "trl" else args.format
+    print(f"exported {summary.exported} kept trajectories ({form}) in {summary.steps_method} "
           f"steps from {', '.join(map(str, stores))} to {out}")
     print(summary.table())
+    if args.format == "trl" and run.train.wire_format == "tools":
+        from actune.chat_templates import CHATML_TOOLS_TEMPLATE
+
+        print(f"note: for a model whose chat template has no tools (SmolLM2), train with "
+              f"SFTConfig(chat_template_path='{CHATML_TOOLS_TEMPLATE}'), the template actune trains and serves with")
     if unmasked:
         print(f"note: {args.format} has no loss flag for {unmasked} observation or unreadable-action turns that "
               "actune does not train on; a trainer of this format will (--format openai keeps the flags)")

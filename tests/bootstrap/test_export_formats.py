@@ -131,37 +131,66 @@ def test_an_openai_export_loads_with_datasets_and_trains_in_trl_sft_trainer(tmp_
 
 
 
-def test_trl_export_keeps_the_masks_in_plain_trl_with_the_embedded_models_template(tmp_path, embedded_model):
-    """Issue #49: plain TRL (no actune code below the export) on the ``trl`` form, the embedded model's tokenizer and
-    chat template: every observation token's label is -100, every trained turn's token is a label once, and the
-    turn actune leaves untrained (an unreadable action) is never one."""
+# FakeEnvironment's pages, and the loop's hint after the unreadable action
+OBSERVATIONS = ["Walkman is a brand of portable audio players made by Sony.", "The Danube is about 2,850 km long.",
+                "Write exactly one action"]
+
+
+def _completion_text(row: dict) -> str:
+    """What a record of the trl form trains: the step's text, or the turn's thought and its tool call."""
+    if isinstance(row["completion"], str):
+        return row["completion"]
+    turn = row["completion"][0]
+    calls = [c["function"]["arguments"] for c in turn.get("tool_calls") or []]
+    return "\n".join([turn["content"], *calls])
+
+
+@pytest.mark.parametrize("wire", ["chat", "text", "tools"])
+def test_trl_export_keeps_the_masks_in_plain_trl_with_the_embedded_models_template(tmp_path, embedded_model, wire):
+    """Issue #49: plain TRL (no actune code below the export) on the ``trl`` form of each wire, the embedded model's
+    tokenizer and chat template (actune's ChatML-with-tools one for the tools wire, through TRL's own
+    ``chat_template_path``): every observation token's label is -100, every trained turn's token is a label once,
+    and the turn actune leaves untrained (an unreadable action, with its thought) is never one."""
+    from actune.chat_templates import CHATML_TOOLS_TEMPLATE
+
     store = make_store(tmp_path / "s.jsonl")
-    export_file(store, tmp_path / "trl.jsonl", "trl")
+    export_file(store, tmp_path / "trl.jsonl", "trl", wire=wire)
     rows = read_jsonl(tmp_path / "trl.jsonl")
-    # one line per trained assistant turn: 2 of the clean episode, 2 of the hinted one (its unreadable turn left out)
-    assert len(rows) == 4 and all(len(r["completion"]) == 1 for r in rows)
-    assert [r["completion"][0]["content"].splitlines()[-1] for r in rows] == [
-        "Action 1: search[Walkman]", "Action 2: finish[Sony]", "Action 2: search[Danube]", "Action 3: finish[2,850 km]"]
+    # one line per trained turn: 2 of the clean episode, 2 of the hinted one (its unreadable turn left out)
+    assert len(rows) == 4
+    assert [_completion_text(r).splitlines()[-1] for r in rows] == {
+        "text": ["Action 1: search[Walkman]", "Action 2: finish[Sony]", "Action 2: search[Danube]",
+                 "Action 3: finish[2,850 km]"],
+        "chat": ["Action 1: search[Walkman]", "Action 2: finish[Sony]", "Action 2: search[Danube]",
+                 "Action 3: finish[2,850 km]"],
+        "tools": ['{"entity": "Walkman"}', '{"answer": "Sony"}', '{"entity": "Danube"}', '{"answer": "2,850 km"}'],
+    }[wire]
+    assert ("tools" in rows[0]) == (wire == "tools")
 
     from datasets import load_dataset
     from trl import SFTConfig, SFTTrainer
 
     tok, model = tiny_llama(embedded_model)
+    template = {"chat_template_path": str(CHATML_TOOLS_TEMPLATE)} if wire == "tools" else {}
     args = SFTConfig(output_dir=str(tmp_path / "sft"), max_steps=1, per_device_train_batch_size=4,
                      learning_rate=1e-3, max_length=2048, report_to="none", save_strategy="no",
-                     use_cpu=True, dataloader_num_workers=0)
+                     use_cpu=True, dataloader_num_workers=0, **template)
     ds = load_dataset("json", data_files=str(tmp_path / "trl.jsonl"), split="train")
     trainer = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok)
     batch = trainer.data_collator([trainer.train_dataset[i] for i in range(len(rows))])
     for i, row in enumerate(rows):
-        labelled = tok.decode([t for t, lab in zip(batch["input_ids"][i].tolist(), batch["labels"][i].tolist())
-                               if lab != -100])
-        # the labels are the turn (and the template's end of turn), nothing of the prompt
-        assert row["completion"][0]["content"].strip() in labelled
-        for m in row["prompt"]:
-            if m["role"] == "user" and m["content"].strip():
-                assert m["content"].strip() not in labelled  # the question and every observation: masked
-        assert "look up Danube" not in labelled
+        ids, labels = batch["input_ids"][i].tolist(), batch["labels"][i].tolist()
+        labelled = tok.decode([t for t, lab in zip(ids, labels) if lab != -100])
+        # the labels are the turn (and the template's end of turn or EOS), nothing of the prompt
+        for part in _completion_text(row).split("\n"):
+            assert part.strip() in labelled
+        if wire == "tools":
+            assert '<tool_call>\n{"name": "' in labelled
+        assert tok.decode(ids).count(_completion_text(row).splitlines()[0].strip()) >= 1
+        for obs in OBSERVATIONS:
+            assert obs not in labelled  # every observation: masked
+        assert "Who makes the Walkman?" not in labelled and "look up Danube" not in labelled
+        assert "Search the Danube." not in labelled or i == 2  # the unreadable turn's thought: only as turn 2's
     assert trainer.train().global_step == 1
 
 
@@ -199,6 +228,14 @@ def test_export_command_writes_the_chosen_format(tmp_path, capsys):
     assert main(["export", str(cfg), "--format", "alpaca", "--out", str(tmp_path / "a.jsonl")]) == 0
     out = capsys.readouterr().out
     assert "note: alpaca has no loss flag for 4 observation or unreadable-action turns" in out
+    # trl in the run's wire: tools says which template a model without tools in its own must train with
+    assert main(["export", str(cfg), "wire_format=tools", "--format", "trl", "--out", str(tmp_path / "t.jsonl")]) == 0
+    out = capsys.readouterr().out
+    assert "(trl, tools wire)" in out and "SFTConfig(chat_template_path=" in out and "chatml_tools.jinja" in out
+    assert all("tools" in r for r in read_jsonl(tmp_path / "t.jsonl"))
+    assert main(["export", str(cfg), "--format", "trl", "--out", str(tmp_path / "x.jsonl")]) == 0
+    assert "(trl, text wire)" in capsys.readouterr().out  # train.wire_format's default
+    assert all(isinstance(r["prompt"], str) for r in read_jsonl(tmp_path / "x.jsonl"))
     assert main(["export", str(cfg)]) == 0  # the default is the datasets folder, as before
     assert (tmp_path / "ds" / "export_summary.json").is_file()
     cfg.write_text(f"bootstrap:\n  store: {tmp_path / 'none.jsonl'}\ntrain:\n  dataset: {tmp_path / 'ds'}\n")
