@@ -20,7 +20,7 @@ chosen by label.
 Data (a user fetches them once; our machines have them in ``../shared/data/fever``): ``paper_dev.jsonl``, the
 FEVER claims the ReAct paper used (github.com/ysymyth/ReAct, ``data/paper_dev.jsonl``), and the pages: either
 ``wiki_pages.jsonl`` (``{"title", "sentences"}`` a line), which ``actune data prepare fever`` writes with the claims
-from FEVER's official release (:mod:`actune.tasks.prepare_fever`), or ``observation_cache.json``, search/lookup
+from FEVER's official release (:mod:`actune.fever_prepare`), or ``observation_cache.json``, search/lookup
 results recorded from Wikipedia during the ReAct runs (``{"search::Title": observation}``;
 :func:`actune.tasks.fever.write_wiki_from_observation_cache` reads it). ``wiki_pages.jsonl`` is read when both are
 there.

@@ -183,3 +183,37 @@ def test_the_inventory_example_runs_every_stage_on_the_real_model(vllm_server, t
     assert [m["label"] for m in report["models"]] == ["prompted", "tuned"]
     assert all(m["episodes"] == 2 for m in report["models"])
     assert (out / "eval" / "report.md").is_file()
+
+
+# --- examples/trl_environment: TRL's environment form, both ways ------------------------------------------------
+
+TRL_ENV = OWN_TASK.parent / "trl_environment"
+
+
+def test_the_trl_environment_example_plays_in_actunes_loop(monkeypatch) -> None:
+    import asyncio
+
+    from agent.fakes import ScriptedLLM
+
+    from actune.agent import AgentConfig, run_episode
+    from actune.envs.factory import make_env
+
+    monkeypatch.chdir(TRL_ENV.parents[1])
+    run = load_config(RunConfig, TRL_ENV / "run.yaml")
+    env = make_env(run.bootstrap.env)
+    assert env.name == "counter" and env.action_names == ("add", "finish")
+    task = load_tasks(run.bootstrap.tasks)[1]
+    llm = ScriptedLLM([" Add 7.\nAction 1: add[7]", " Add 5.\nAction 2: add[5]", " 12.\nAction 3: finish[12]"])
+    traj = asyncio.run(run_episode(task, env, llm, AgentConfig(method="react", regime="zero_shot"), run_id="r"))
+    assert [s.text for s in traj.steps if s.type == "observation"][:2] == ["The total is 7.", "The total is 12."]
+    assert traj.correct
+
+
+def test_the_grpo_example_trains_two_steps_of_plain_trl(embedded_model, monkeypatch, tmp_path, capsys) -> None:
+    import runpy
+    import sys
+
+    monkeypatch.chdir(TRL_ENV.parents[1])
+    monkeypatch.setattr(sys, "argv", ["grpo_on_wiki.py", str(embedded_model), str(tmp_path / "grpo")])
+    runpy.run_path(str(TRL_ENV / "grpo_on_wiki.py"), run_name="__main__")
+    assert "trained 2 GRPO steps on actune's wiki environment (tools: " in capsys.readouterr().out

@@ -17,7 +17,7 @@ JSON arrays of records ``{_id, question, answer, type, level, supporting_facts, 
 The arrays are read record by record (the train file is half a gigabyte); the outputs are written in a folder
 beside them and moved into place when all are complete, ``prepared.json`` last. A record that is not what the
 release holds is an error naming the file, the record's index and the key; nothing is moved into place then.
-The same publishing (:func:`prepared_folder`) and checksums serve :mod:`actune.tasks.prepare_fever`.
+The same publishing (:func:`prepared_folder`) and checksums serve :mod:`actune.fever_prepare`.
 """
 
 from __future__ import annotations
