@@ -56,7 +56,7 @@ def _eval_episodes(layout: Layout, method: str, name: str) -> dict[int | None, d
 def predict(run: Path, target: str) -> list[dict[str, Any]]:
     """One row per finished stage, then one per stage stopped part-way (``part``: true): its name, measured
     seconds and predicted seconds on ``target``."""
-    from actune.train.run import TRAINING_META_FILE
+    from actune.train.common import TRAINING_META_FILE
 
     cfg, layout, rate = load_run_config(run), Layout(run), RATES[target]
     state = json.loads((run / STATE_FILE).read_text(encoding="utf-8"))

@@ -129,8 +129,9 @@ def _one(path: str, config_json: str) -> dict[str, Any]:
 
     from actune import cpu_features
     from actune.model_files import prepare_model
+    from actune.train.common import resolve_dtype
     from actune.train.config import TrainConfig
-    from actune.train.run import make_trainer, resolve_dtype, sft_args, tokenize_dataset
+    from actune.train.run import make_trainer, sft_args, tokenize_dataset
     from actune.train.speed import set_torch_threads
 
     cfg = TrainConfig.model_validate_json(config_json)

@@ -15,6 +15,7 @@ from actune.atomic_write import atomic_write_png
 from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.formats import PROMPTED, TUNED
 from actune.quickstart.layout import Layout
+from actune.train.common import TRAINING_META_FILE
 
 __all__ = ["FORMATS_METRIC", "FIGURE3_PNG", "format_rows", "formats_markdown", "plot_formats"]
 
@@ -47,7 +48,6 @@ def _row(fmt: str, report: dict[str, Any], summary: dict[str, Any] | None,
 def format_rows(cfg: QuickstartConfig, layout: Layout) -> list[dict[str, Any]]:
     """A row per format of ``cfg.formats`` whose eval has reported both models, in ``formats`` order."""
     from actune.bootstrap.export import SUMMARY_FILE
-    from actune.train.run import TRAINING_META_FILE
 
     rows = []
     for fmt in cfg.formats:

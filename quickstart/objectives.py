@@ -20,6 +20,7 @@ from actune.quickstart.estimate import StageEstimate
 from actune.quickstart.evaluation import eval_on, eval_serving, round_model_label
 from actune.quickstart.stage import Stage
 from actune.quickstart.train_child import train_in_child_process
+from actune.train.common import MERGED_DIR
 from actune.train.config import TrainConfig
 
 __all__ = ["objective_stages", "explore", "pair_stores", "make_pairs", "objective_train_config"]
@@ -40,7 +41,6 @@ def objective_stages(run: RunContext, est: StageEstimate) -> list[Stage]:
 
 
 def _sft_folder(run: RunContext, method: str) -> Path:
-    from actune.train.run import MERGED_DIR
 
     return run.layout.adapter(method, run.cfg.rounds) / MERGED_DIR
 

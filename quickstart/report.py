@@ -24,6 +24,7 @@ from actune.quickstart.formats_report import FIGURE3_PNG, format_rows, formats_m
 from actune.quickstart.layout import Layout
 from actune.quickstart.round_inputs import round_epochs, trains_on_previous
 from actune.serve.hardware import served_dtype
+from actune.train.common import TRAINING_META_FILE
 
 __all__ = ["HEADLINE", "BAR", "headline_rows", "training_rows", "write_quickstart_report", "yardstick_rows"]
 
@@ -112,7 +113,6 @@ def training_rows(cfg: QuickstartConfig, layout: Layout) -> list[dict[str, Any]]
     (``export_summary.json``), and the steps, epochs and dev-picked step of its training
     (``training_meta.json``). Rounds not yet trained are left out."""
     from actune.bootstrap.export import SUMMARY_FILE
-    from actune.train.run import TRAINING_META_FILE
 
     rows = []
     for method in cfg.methods:

@@ -8,6 +8,7 @@ from pathlib import Path
 from actune.bootstrap.export import convertible
 from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.layout import Layout
+from actune.train.common import MERGED_DIR
 from actune.train.config import TrainConfig
 
 __all__ = ["export_methods", "export_stores", "imported_stores", "trains_on_previous", "round_epochs", "train_base",
@@ -56,7 +57,6 @@ def train_base(cfg: QuickstartConfig, layout: Layout, method: str, r: int) -> st
     ``round_start=previous`` (rounds >= 2) round r-1's merged model."""
     if not trains_on_previous(cfg, r, method):
         return cfg.train.base_model
-    from actune.train.run import MERGED_DIR
 
     return str(layout.adapter(method, r - 1) / MERGED_DIR)
 

@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from actune.stop_signals import stop_signals_as_interrupt
+from actune.train.common import TrainError
 from actune.train.config import TrainConfig
 
 if TYPE_CHECKING:
@@ -108,7 +109,6 @@ def train_in_child_process(cfg: TrainConfig, *, rollouts: RolloutSpec | None = N
         raise receive.recv()
     if child.exitcode == 130:
         raise KeyboardInterrupt
-    from actune.train.run import TrainError
 
     raise TrainError(f"training of {cfg.output_dir} died (exit code {child.exitcode}); rerun to resume from its "
                      "last complete checkpoint")

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from actune.cli import main
+from actune.fever_prepare import prepare_fever
 from actune.fever_source import FeverSource, write_fever_tasks
 from actune.tasks.fever import write_wiki_from_observation_cache
-from actune.fever_prepare import prepare_fever
 from actune.tasks.sources import TaskFileError
 
 SMALL = Path(__file__).resolve().parent / "data" / "fever_small"

@@ -17,8 +17,8 @@ from agent.fakes import ScriptedLLM
 from actune.agent import AgentConfig, run_episode
 from actune.envs.config import EnvConfig
 from actune.envs.factory import checked_env, make_env
-from actune.trl_env import actune_environment, trl_environment
 from actune.task_record import Task
+from actune.trl_env import actune_environment, trl_environment
 
 CORPUS = Path(__file__).resolve().parent / "data" / "hotpotqa_small" / "wiki_paragraphs.jsonl"
 CFG = EnvConfig(name="wiki", corpus=str(CORPUS))

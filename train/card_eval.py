@@ -20,10 +20,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from actune.train.common import MERGED_DIR
+
 __all__ = ["ReportError", "eval_section", "matching_rows", "model_index"]
 
 _ADAPTER_CONFIG = "adapter_config.json"
-_MERGED_DIR = "merged"  # actune.train.run.MERGED_DIR (that module needs the training stack)
 
 
 class ReportError(ValueError):
@@ -54,8 +55,8 @@ def _folders(folder: Path) -> tuple[Path | None, Path | None]:
     """(the adapter folder, the merged model folder) of the weights ``folder`` holds, resolved."""
     f = folder.resolve()
     if (f / _ADAPTER_CONFIG).is_file():
-        return f, f / _MERGED_DIR
-    return (f.parent if f.name == _MERGED_DIR and (f.parent / _ADAPTER_CONFIG).is_file() else None), f
+        return f, f / MERGED_DIR
+    return (f.parent if f.name == MERGED_DIR and (f.parent / _ADAPTER_CONFIG).is_file() else None), f
 
 
 def _is(path: Any, folder: Path | None) -> bool:

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from actune.train.common import TrainError, split_by_task, steps_per_epoch
 from actune.train.config import TrainConfig
 from actune.train.masking import tokenize_segments
 from actune.train.start_and_save import (
@@ -105,7 +106,6 @@ def dpo_args(cfg: TrainConfig, dtype: str, ckpt_dir: Path) -> Any:
 
 
 def _split(ds: Any, cfg: TrainConfig) -> tuple[Any, Any]:
-    from actune.train.run import split_by_task
 
     train_idx, dev_idx = split_by_task(list(ds["task_id"]), cfg.eval_fraction, cfg.seed)
     return ds.select(train_idx), (ds.select(dev_idx) if dev_idx else None)
@@ -115,7 +115,6 @@ def tokenized_pairs(pairs: Any, tokenizer: Any, max_length: int | None, say: Cal
                     where: str = "pairs") -> Any:
     """Each pair's token ids and loss flags (:func:`tokenize_pair`), without the pairs whose prompt alone fills
     ``max_length`` (no completion token left to compare, as TRL drops such pairs)."""
-    from actune.train.run import TrainError
 
     missing = {"task_id", "prompt_segments", "chosen_segments", "rejected_segments"} - set(pairs.column_names)
     if missing:
@@ -160,7 +159,6 @@ def train_dpo(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> 
     from datasets import load_from_disk
 
     from actune.train.checkpoints import durable_checkpoints, train_resuming
-    from actune.train.run import steps_per_epoch
 
     say = log or print
     t0 = time.perf_counter()

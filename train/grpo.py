@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from actune.agent.config import AgentConfig
 from actune.envs.config import EnvConfig
 from actune.tasks.config import TaskConfig
+from actune.train.common import TrainError
 from actune.train.config import TrainConfig
 
 if TYPE_CHECKING:
@@ -87,7 +88,6 @@ def train_grpo(cfg: TrainConfig, spec: RolloutSpec, serve: ServeConfig, *, serve
     from actune.collect import load_unique_tasks
     from actune.train.checkpoints import durable_checkpoints, train_resuming
     from actune.train.rollouts import RolloutSetup, make_rollout_func, rollout_reward
-    from actune.train.run import TrainError
     from actune.train.speed import fused_head_on_trained_positions
     from actune.train.start_and_save import open_start, save_adapter_folder, start_prompt_spec
 

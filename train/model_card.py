@@ -30,12 +30,12 @@ from actune.jsonl import read_json
 from actune.model_files import KNOWN_MODELS, MANIFEST
 from actune.provenance import provenance_markdown
 from actune.train.card_eval import ReportError, eval_section, model_index
+from actune.train.common import TRAINING_META_FILE
 
 __all__ = ["CARD_FILE", "CardError", "hub_base_model", "model_card", "write_folder_card", "write_model_card"]
 
 CARD_FILE = "README.md"
 _EXPORT_SUMMARY = "export_summary.json"  # bootstrap's file name (a stage does not import another)
-_META = "training_meta.json"  # actune.train.run.TRAINING_META_FILE (that module needs the training stack)
 _ADAPTER_CONFIG = "adapter_config.json"
 _TRAINER_STATE = "trainer_state.json"
 _PEFT_TEMPLATE = "# Model Card for Model ID"
@@ -106,7 +106,8 @@ def _meta_from_adapter_files(folder: Path) -> dict[str, Any]:
     keys: the base model and LoRA settings of ``adapter_config.json``, the losses of ``trainer_state.json``."""
     adapter = _json(folder / _ADAPTER_CONFIG)
     if adapter is None:
-        raise CardError(f"{folder}: neither {_META} nor a readable {_ADAPTER_CONFIG}: nothing to write a card from")
+        raise CardError(f"{folder}: neither {TRAINING_META_FILE} nor a readable {_ADAPTER_CONFIG}: nothing to write "
+                        "a card from")
     meta: dict[str, Any] = {"config": {
         "base_model": adapter.get("base_model_name_or_path") or "an unrecorded base model",
         "lora": {"r": adapter.get("r"), "alpha": adapter.get("lora_alpha"), "dropout": adapter.get("lora_dropout"),
@@ -127,8 +128,8 @@ def _meta_from_adapter_files(folder: Path) -> dict[str, Any]:
 
 def _data_section(meta: dict[str, Any], summary: dict[str, Any] | None) -> list[str]:
     if "examples" not in meta:
-        return [f"Not recorded: the folder has no {_META} (which `actune train` writes), so the examples, tokens "
-                "and dataset it was trained on are unknown here."]
+        return [f"Not recorded: the folder has no {TRAINING_META_FILE} (which `actune train` writes), so the "
+                "examples, tokens and dataset it was trained on are unknown here."]
     lines = [f"- {meta['examples']} examples over {meta['task_ids']} tasks: {meta['train_examples']} trained on, "
              f"{meta['dev_examples']} in the dev slice (held out by task: {len(meta.get('dev_task_ids') or [])} "
              f"tasks), {meta.get('dropped_examples', 0)} dropped (no trained token).",
@@ -148,7 +149,7 @@ def _data_section(meta: dict[str, Any], summary: dict[str, Any] | None) -> list[
 
 def _loss_section(meta: dict[str, Any]) -> list[str]:
     if "final_loss" not in meta:
-        return [f"Losses: not recorded (no {_META} or {_TRAINER_STATE} in the folder)."]
+        return [f"Losses: not recorded (no {TRAINING_META_FILE} or {_TRAINER_STATE} in the folder)."]
     lines = [f"Final training loss {meta['final_loss']:.4f} after {meta['steps']} steps."]
     evals = meta.get("eval_losses") or []
     if evals:
@@ -164,7 +165,7 @@ def _training_meta(folder: Path) -> dict[str, Any] | None:
     """The folder's ``training_meta.json``; None when it has none. One that is not the file ``actune train`` writes
     (bad JSON, no ``config.base_model``) is a :class:`CardError` naming it: a card built from half of it would
     tell a reader something the training never did."""
-    path = folder / _META
+    path = folder / TRAINING_META_FILE
     if not path.is_file():
         return None
     meta = read_json(path, CardError, "training meta")
@@ -184,15 +185,15 @@ def model_card(folder: Path, *, merged: bool = False, report: str | Path | None 
     meta = _training_meta(folder)
     if meta is None:
         if merged:
-            raise CardError(f"{folder}: no {_META}: the merged model's card is written from it (`actune train` "
-                            "writes it in merged/ as in the adapter folder)")
+            raise CardError(f"{folder}: no {TRAINING_META_FILE}: the merged model's card is written from it "
+                            "(`actune train` writes it in merged/ as in the adapter folder)")
         return _card_text(folder, _meta_from_adapter_files(folder), merged, report)
     try:
         return _card_text(folder, meta, merged, report)
     except (CardError, ReportError):  # named already
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as e:  # a field missing or of another type
-        raise CardError(f"{folder / _META}: not the training_meta.json actune train writes "
+        raise CardError(f"{folder / TRAINING_META_FILE}: not the training_meta.json actune train writes "
                         f"({type(e).__name__}: {e}); rerun the training or delete the file") from None
 
 
@@ -275,7 +276,7 @@ def _training_paragraph(meta: dict[str, Any], merged: bool) -> str:
                f"{cfg.get('per_device_train_batch_size')} sequences x {cfg.get('gradient_accumulation_steps')} "
                f"accumulation x {meta.get('processes', 1)} processes, {cfg.get('num_train_epochs')} epochs "
                f"(max_steps {cfg.get('max_steps')}), {meta['dtype']}, seed {cfg.get('seed')}."
-               if "dtype" in meta else f"the trainer settings are not recorded (no {_META}).")
+               if "dtype" in meta else f"the trainer settings are not recorded (no {TRAINING_META_FILE}).")
             + (f" Merged in {meta['merged']['dtype']}." if merged and meta.get("merged") else ""))
 
 

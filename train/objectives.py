@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
+from actune.train.common import TrainError
 from actune.train.config import TrainConfig
 
 if TYPE_CHECKING:
@@ -25,7 +26,6 @@ def train_objective(cfg: TrainConfig, *, rollouts: RolloutSpec | None = None, se
     environment and agent its episodes play) and ``serve`` (how to start its LoRA-enabled server)."""
     if cfg.objective == "grpo":
         from actune.train.grpo import train_grpo
-        from actune.train.run import TrainError
 
         if rollouts is None or serve is None:
             raise TrainError("train.objective grpo needs the tasks its rollouts play and a serve section")

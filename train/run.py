@@ -52,7 +52,6 @@ import importlib.util
 import json
 import logging
 import math
-import random
 import shutil
 import sys
 import time
@@ -67,14 +66,23 @@ from actune.chat_templates import tools_template
 from actune.config import ConfigError, public_dump
 from actune.provenance import provenance
 from actune.train.checkpoints import durable_checkpoints, train_resuming
+from actune.train.common import (
+    MERGED_DIR,
+    TRAINING_META_FILE,
+    TrainError,
+    dev_task_ids,
+    hardware_line,
+    merge_adapter,
+    resolve_dtype,
+    split_by_task,
+    steps_per_epoch,
+)
 from actune.train.config import TrainConfig
 from actune.train.model_card import write_model_card
 from actune.training_tasks import TRAINING_TASKS_FILE, read_training_tasks
 
-__all__ = ["TrainError", "TrainResult", "train", "prepare", "fit", "save", "training_meta", "Prepared", "Fitted",
-           "tokenize_dataset", "dev_task_ids", "split_by_task",
-           "resolve_dtype", "sft_args", "make_trainer", "speed_line",
-           "merge_adapter", "TRAINING_META_FILE", "TRAINING_TASKS_FILE", "LOSS_PLOT_FILE", "MERGED_DIR"]
+__all__ = ["TrainResult", "train", "prepare", "fit", "save", "training_meta", "Prepared", "Fitted",
+           "tokenize_dataset", "sft_args", "make_trainer", "speed_line", "TRAINING_TASKS_FILE", "LOSS_PLOT_FILE"]
 
 TENSORBOARD_DIR = "runs"
 """Where the Trainer's TensorBoard callback writes under its output_dir (and actune keeps them)."""
@@ -83,13 +91,8 @@ FINAL_DIR = "final"
 TRACKER_PACKAGES = {"tensorboard": "tensorboard", "trackio": "trackio", "wandb": "wandb", "mlflow": "mlflow"}
 """``report_to`` trackers checked before training starts -> the package that provides each."""
 LOSS_PLOT_FILE = "loss.png"
-MERGED_DIR = "merged"
 
 logger = logging.getLogger(__name__)
-
-
-class TrainError(RuntimeError):
-    """Training cannot start (missing or mismatched dataset, nothing to train on)."""
 
 
 @dataclass
@@ -140,50 +143,6 @@ def _steps_method(ds: Any, cfg: TrainConfig) -> str:
     return methods[0]
 
 
-def dev_task_ids(task_ids: list[str], fraction: float, seed: int) -> list[str]:
-    """The task ids held out as the dev slice, sorted: ``round(fraction x tasks)`` of the distinct ids
-    (at least one, and never all), drawn by a ``seed``-ed shuffle of the sorted ids, so the same
-    dataset and seed always give the same slice whatever the example order."""
-    if fraction <= 0:
-        return []
-    tasks = sorted(set(task_ids))
-    if len(tasks) < 2:
-        raise TrainError(f"a dev slice needs at least 2 tasks, the dataset has {len(tasks)}; "
-                         "set train.eval_fraction=0 to train without one")
-    n_dev = min(max(1, math.floor(fraction * len(tasks) + 0.5)), len(tasks) - 1)
-    random.Random(seed).shuffle(tasks)
-    return sorted(tasks[:n_dev])
-
-
-def split_by_task(task_ids: list[str], fraction: float, seed: int) -> tuple[list[int], list[int]]:
-    """Example indices ``(train, dev)`` for examples of the given task ids: the dev part holds every
-    example of :func:`dev_task_ids`, so no task is on both sides."""
-    dev = set(dev_task_ids(task_ids, fraction, seed))
-    return [i for i, t in enumerate(task_ids) if t not in dev], [i for i, t in enumerate(task_ids) if t in dev]
-
-
-def resolve_dtype(setting: str) -> str:
-    """``bfloat16`` or ``float32`` for a ``TrainConfig.dtype`` setting; ``auto``: bfloat16 where the
-    hardware computes it natively (a GPU that supports it, a CPU with AVX512-BF16 or AMX), else float32
-    (emulated bf16 on an AVX2-only CPU trained about 10x slower than float32)."""
-    if setting != "auto":
-        return setting
-    import torch
-
-    if torch.cuda.is_available():
-        return "bfloat16" if torch.cuda.is_bf16_supported() else "float32"
-    return "bfloat16" if cpu_features.native_bf16() else "float32"
-
-
-def _hardware_line(dtype: str, setting: str) -> str:
-    import torch
-
-    where = f"CPU: {cpu_features.describe_cpu()}"
-    if torch.cuda.is_available():
-        where = f"GPU: {torch.cuda.get_device_name(0)} x{torch.cuda.device_count()}; {where}"
-    return f"train: dtype {dtype} ({setting}); {where}"
-
-
 def tokenize_dataset(ds: Any, tokenizer: Any, cfg: TrainConfig) -> Any:
     """``ds`` with ``input_ids``, ``labels`` and per-example counts (tokens, trained, truncated, straddling)."""
     from actune.train.masking import tokenize_messages, tokenize_segments
@@ -209,12 +168,6 @@ def use_tools_template(tokenizer: Any, model_dir: Path, chosen: Path | None) -> 
         raise TrainError(f"train.chat_template: {e}") from None
     if template is not None:
         tokenizer.chat_template = template.read_text(encoding="utf-8")
-
-
-def steps_per_epoch(n_examples: int, args: Any) -> int:
-    # As the Trainer counts them (set_initial_training_values): batches per process, then updates.
-    batches = math.ceil(n_examples / (args.per_device_train_batch_size * max(1, args.world_size)))
-    return max(1, math.ceil(batches / args.gradient_accumulation_steps))
 
 
 def _training_tasks(ds: Any, model_dir: Path) -> list[dict[str, str]]:
@@ -260,35 +213,6 @@ def _plot_losses(path: Path, train_points: list[tuple[int, float]], eval_points:
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, format="png")
-
-
-def merge_adapter(model_dir: Path, adapter_dir: Path, out_dir: Path, dtype: str) -> str:
-    """Write the base model with the adapter merged into its weights (a plain model folder) to ``out_dir``
-    and return the dtype it was saved in.
-
-    The merge is done in float32 (one rounding, at the end). Saved in float32 when training ran in
-    float32: the merged weights are then exactly what was trained and evaluated, and that is what a CPU
-    without bf16 instructions serves (``serve.dtype: auto`` resolves to float32 there). Otherwise saved in
-    the base model's own dtype (bfloat16 for the known models): what vLLM's ``auto`` serves on GPU, half
-    the size, and the precision the adapter was trained against.
-    """
-    import torch
-    from peft import PeftModel
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    if dtype == "float32":
-        save_dtype = torch.float32
-    else:
-        base_dtype = getattr(AutoConfig.from_pretrained(model_dir), "dtype", None)
-        if isinstance(base_dtype, str):
-            base_dtype = getattr(torch, base_dtype, None)
-        save_dtype = base_dtype if isinstance(base_dtype, torch.dtype) else torch.bfloat16
-    base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    merged = PeftModel.from_pretrained(base, str(adapter_dir)).merge_and_unload()
-    merged = merged.to(save_dtype)
-    merged.config.dtype = save_dtype
-    merged.save_pretrained(str(out_dir))
-    return str(save_dtype).removeprefix("torch.")
 
 
 def _say_to_logger(message: str) -> None:
@@ -541,7 +465,7 @@ def prepare(cfg: TrainConfig, log: Callable[[str], None] | None = None) -> Prepa
     dtype = resolve_dtype(cfg.dtype)
     args, say = _start_processes(cfg, dtype, log)
     threads = set_torch_threads(cfg.torch_threads) if args.device.type == "cpu" else None
-    say(_hardware_line(dtype, cfg.dtype) + (f"; {threads} torch threads" if threads else "")
+    say(hardware_line(dtype, cfg.dtype) + (f"; {threads} torch threads" if threads else "")
         + (f"; {args.world_size} processes" if args.world_size > 1 else ""))
     ds, method = _read_dataset(cfg)
     with args.main_process_first(desc="preparing the base model"):  # the embedded model is built once
@@ -737,7 +661,6 @@ def _write_adapter_folder(run: Prepared, fitted: Fitted, final: Path) -> None:
         shutil.copytree(run.ckpt_dir / TENSORBOARD_DIR, final / TENSORBOARD_DIR)
 
 
-TRAINING_META_FILE = "training_meta.json"
 
 
 def training_meta(run: Prepared, fitted: Fitted, merged_dtype: str | None) -> dict[str, Any]:

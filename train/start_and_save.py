@@ -19,6 +19,7 @@ from typing import Any
 from actune.agent.prompt_spec import PromptSpec, find_prompt_spec, load_prompt_spec, save_prompt_spec
 from actune.atomic_write import recover_folder, replace_folder
 from actune.provenance import provenance
+from actune.train.common import MERGED_DIR, TrainError, merge_adapter, resolve_dtype
 from actune.train.config import TrainConfig
 
 __all__ = ["Start", "open_start", "recipe_args", "save_adapter_folder", "start_prompt_spec", "trl_args"]
@@ -40,7 +41,6 @@ def open_start(cfg: TrainConfig) -> Start:
     from transformers import AutoTokenizer
 
     from actune.model_files import prepare_model
-    from actune.train.run import resolve_dtype
 
     out = Path(cfg.output_dir)
     recover_folder(out)
@@ -71,7 +71,6 @@ def trl_args(config_class: type, ours: dict[str, Any], theirs: dict[str, Any], k
     try:
         return config_class(**{**ours, **theirs})
     except (TypeError, ValueError) as e:
-        from actune.train.run import TrainError
 
         raise TrainError(f"trl.{config_class.__name__} refused the trainer settings ({key} on top of actune's): "
                          f"{e}") from e
@@ -85,7 +84,6 @@ def start_prompt_spec(model_dir: Path, wire: str, method: str = "react") -> Prom
 
 
 def save_adapter_folder(trainer: Any, start: Start, spec: PromptSpec, meta: dict[str, Any], *, merge: bool) -> None:
-    from actune.train.run import MERGED_DIR, merge_adapter
 
     out, model_dir, tokenizer, dtype = start.out, start.model_dir, start.tokenizer, start.dtype
     # one training loss a logged step, as SFT's meta has them (bench/faults.py counts the steps by them)

@@ -24,7 +24,7 @@ COLLECT_ERRORS = ("actune.store:StoreError", "actune.serve.errors:ServeError", "
                   "actune.collect:CollectError")
 """What the stages that collect episodes (bootstrap, eval) report as one line."""
 EXPORT_ERRORS = ("actune.bootstrap.export:ExportError", "actune.trajectory:TrajectoryFormatError")
-TRAIN_ERRORS = ("actune.train.run:TrainError",)
+TRAIN_ERRORS = ("actune.train.common:TrainError",)
 REFUSALS = ("actune.bootstrap.export:OutputRefused", "actune.store:NotAStoreError")
 """Of those, the errors that mean the command points at the wrong path: found before anything was written."""
 

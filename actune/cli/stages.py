@@ -49,11 +49,11 @@ omit ``train.``, ``store=...`` may omit ``bootstrap.``, and ``stores``, ``steps_
 
 ``--format trl|openai|sharegpt|alpaca`` writes the same examples as one JSONL file for another trainer instead
 (``--out``, default ``<train.dataset>.<format>.jsonl``): ``trl`` is TRL's prompt-completion form in
-``train.wire_format``'s wire (text, chat or tools), a line per trained turn, so TRL's SFTTrainer computes the loss on
-the turns only, never on an observation (for TRL, use this one); OpenAI messages with a ``weight`` 0/1 on each assistant turn and observations as user turns (a
-plain TRL run on it trains every token, observations included), LLaMA-Factory's ShareGPT (every assistant turn
-trained), or Alpaca (instruction, output: observations included, so trained on). ``--format actune`` (the
-default) is the ``datasets`` folder above.
+``train.wire_format``'s wire (text, chat or tools), a line per trained turn, so TRL's SFTTrainer computes the loss
+on the turns only, never on an observation (for TRL, use this one); OpenAI messages with a ``weight`` 0/1 on each
+assistant turn and observations as user turns (a plain TRL run on it trains every token, observations included),
+LLaMA-Factory's ShareGPT (every assistant turn trained), or Alpaca (instruction, output: observations included, so
+trained on). ``--format actune`` (the default) is the ``datasets`` folder above.
 
 An export replaces only its own earlier output: an existing folder without ``export_summary.json`` (or
 ``pairs_summary.json``) inside, or a file without actune's card beside it, is refused (exit status 2) unless

@@ -14,8 +14,8 @@ import pytest
 
 from actune.quickstart.train_child import train_in_child_process
 from actune.train.checkpoints import complete_checkpoint
+from actune.train.common import TrainError
 from actune.train.config import TrainConfig
-from actune.train.run import TrainError
 
 TRAIN_DIR = Path(__file__).resolve().parents[1] / "train"
 

@@ -18,7 +18,8 @@ from actune import cpu_features
 from actune.agent.prompt_spec import load_prompt_spec
 from actune.bootstrap.export import export_dataset
 from actune.train import run as train_run
-from actune.train.run import TrainError, dev_task_ids, resolve_dtype, split_by_task, tokenize_dataset, train
+from actune.train.common import TrainError, dev_task_ids, resolve_dtype, split_by_task
+from actune.train.run import tokenize_dataset, train
 
 
 @pytest.fixture(scope="module")
@@ -322,7 +323,8 @@ def test_dtype_auto_follows_the_hardware(monkeypatch, cuda, cuda_bf16, cpu_bf16,
 def test_training_tasks_include_those_of_a_base_model_that_recorded_its_own(tmp_path):
     # a later expert-iteration round trained on the previous round's merged model: eval's leakage check must
     # see the earlier rounds' tasks too (a plain dict stands in for the dataset's two columns)
-    from actune.train.run import TrainError, _training_tasks
+    from actune.train.common import TrainError
+    from actune.train.run import _training_tasks
 
     ds = {"task_id": ["t3", "t1", "t3"], "question": ["Q3?", "Q1 again?", "Q3 again?"]}
     assert _training_tasks(ds, tmp_path) == [{"id": "t1", "question": "Q1 again?"}, {"id": "t3", "question": "Q3?"}]

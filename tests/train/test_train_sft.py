@@ -12,7 +12,8 @@ from training_records import ADAPTER_FILES, tiny_config, write_store
 
 from actune.bootstrap.export import export_dataset
 from actune.train import run as train_run
-from actune.train.run import TrainError, train
+from actune.train.common import TrainError
+from actune.train.run import train
 
 
 def test_sft_settings_go_on_top_of_actunes(tmp_path, embedded_model):

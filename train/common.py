@@ -1,0 +1,108 @@
+"""What every training objective shares (SFT in :mod:`actune.train.run`, DPO in :mod:`actune.train.dpo`, GRPO
+in :mod:`actune.train.grpo`): the error a stage reports, the dtype, the dev slice by task, the step count, the
+merge and the names of the files an adapter folder holds.
+
+Light on purpose: importing it loads no torch or TRL (the functions that need them import them when called), so
+the CLI, the cards and the quickstart name these without the training stack.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+from actune import cpu_features
+
+__all__ = ["MERGED_DIR", "TRAINING_META_FILE", "TrainError", "dev_task_ids", "hardware_line", "merge_adapter",
+           "resolve_dtype", "split_by_task", "steps_per_epoch"]
+
+MERGED_DIR = "merged"
+"""The adapter folder's sub-folder holding base + adapter as one plain model (``train.merge``)."""
+TRAINING_META_FILE = "training_meta.json"
+"""The adapter folder's record of its training: config, sizes, token counts, losses."""
+
+
+class TrainError(RuntimeError):
+    """Training cannot start (missing or mismatched dataset, nothing to train on)."""
+
+
+def dev_task_ids(task_ids: list[str], fraction: float, seed: int) -> list[str]:
+    """The task ids held out as the dev slice, sorted: ``round(fraction x tasks)`` of the distinct ids
+    (at least one, and never all), drawn by a ``seed``-ed shuffle of the sorted ids, so the same
+    dataset and seed always give the same slice whatever the example order."""
+    if fraction <= 0:
+        return []
+    tasks = sorted(set(task_ids))
+    if len(tasks) < 2:
+        raise TrainError(f"a dev slice needs at least 2 tasks, the dataset has {len(tasks)}; "
+                         "set train.eval_fraction=0 to train without one")
+    n_dev = min(max(1, math.floor(fraction * len(tasks) + 0.5)), len(tasks) - 1)
+    random.Random(seed).shuffle(tasks)
+    return sorted(tasks[:n_dev])
+
+
+def split_by_task(task_ids: list[str], fraction: float, seed: int) -> tuple[list[int], list[int]]:
+    """Example indices ``(train, dev)`` for examples of the given task ids: the dev part holds every
+    example of :func:`dev_task_ids`, so no task is on both sides."""
+    dev = set(dev_task_ids(task_ids, fraction, seed))
+    return [i for i, t in enumerate(task_ids) if t not in dev], [i for i, t in enumerate(task_ids) if t in dev]
+
+
+def resolve_dtype(setting: str) -> str:
+    """``bfloat16`` or ``float32`` for a ``TrainConfig.dtype`` setting; ``auto``: bfloat16 where the
+    hardware computes it natively (a GPU that supports it, a CPU with AVX512-BF16 or AMX), else float32
+    (emulated bf16 on an AVX2-only CPU trained about 10x slower than float32)."""
+    if setting != "auto":
+        return setting
+    import torch
+
+    if torch.cuda.is_available():
+        return "bfloat16" if torch.cuda.is_bf16_supported() else "float32"
+    return "bfloat16" if cpu_features.native_bf16() else "float32"
+
+
+def hardware_line(dtype: str, setting: str) -> str:
+    """The progress line saying the dtype and the hardware it trains on."""
+    import torch
+
+    where = f"CPU: {cpu_features.describe_cpu()}"
+    if torch.cuda.is_available():
+        where = f"GPU: {torch.cuda.get_device_name(0)} x{torch.cuda.device_count()}; {where}"
+    return f"train: dtype {dtype} ({setting}); {where}"
+
+
+def steps_per_epoch(n_examples: int, args: Any) -> int:
+    # As the Trainer counts them (set_initial_training_values): batches per process, then updates.
+    batches = math.ceil(n_examples / (args.per_device_train_batch_size * max(1, args.world_size)))
+    return max(1, math.ceil(batches / args.gradient_accumulation_steps))
+
+
+def merge_adapter(model_dir: Path, adapter_dir: Path, out_dir: Path, dtype: str) -> str:
+    """Write the base model with the adapter merged into its weights (a plain model folder) to ``out_dir``
+    and return the dtype it was saved in.
+
+    The merge is done in float32 (one rounding, at the end). Saved in float32 when training ran in
+    float32: the merged weights are then exactly what was trained and evaluated, and that is what a CPU
+    without bf16 instructions serves (``serve.dtype: auto`` resolves to float32 there). Otherwise saved in
+    the base model's own dtype (bfloat16 for the known models): what vLLM's ``auto`` serves on GPU, half
+    the size, and the precision the adapter was trained against.
+    """
+    import torch
+    from peft import PeftModel
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    if dtype == "float32":
+        save_dtype = torch.float32
+    else:
+        base_dtype = getattr(AutoConfig.from_pretrained(model_dir), "dtype", None)
+        if isinstance(base_dtype, str):
+            base_dtype = getattr(torch, base_dtype, None)
+        save_dtype = base_dtype if isinstance(base_dtype, torch.dtype) else torch.bfloat16
+    base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    merged = PeftModel.from_pretrained(base, str(adapter_dir)).merge_and_unload()
+    merged = merged.to(save_dtype)
+    merged.config.dtype = save_dtype
+    merged.save_pretrained(str(out_dir))
+    return str(save_dtype).removeprefix("torch.")
