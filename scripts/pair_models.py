@@ -1,0 +1,75 @@
+"""Two models' eval episodes paired question by question: correct & grounded at the evidence level over the
+questions whose supporting sentences are known, overall and per kind, with the exact McNemar test; and, after a
+search that found no page, how often the next search opens a page that search listed under ``Similar:``.
+
+    .venv/bin/python scripts/pair_models.py runs/X/eval/react/tuned-r1 runs/X/eval/react/tuned-r2
+
+Each argument is an eval model folder (its ``trajectories.jsonl``) or a store file; the first episode of each task
+counts (greedy evals have one). Used for issue #48's round-against-round lines in docs/results/.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from actune.eval.stats import mcnemar_exact
+
+_SIMILAR = re.compile(r"Similar: \[(.*)\]")
+
+
+def _episodes(path: Path) -> dict[str, dict]:
+    path = path / "trajectories.jsonl" if path.is_dir() else path
+    out: dict[str, dict] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        out.setdefault(rec["task"]["id"], rec)
+    return out
+
+
+def _grounded(rec: dict) -> bool:
+    v = rec["info"]["verdict"]
+    return bool(v["correct"] and v["grounded"])
+
+
+def _recoveries(rec: dict) -> tuple[int, int]:
+    """(searches that missed with a Similar: list, of them the next search one of the listed titles)."""
+    steps = rec["steps"]
+    misses = picks = 0
+    listed: list[str] | None = None
+    for s in steps:
+        if s["type"] == "action" and s.get("action_name") == "search" and listed is not None:
+            picks += s.get("action_arg", "") in listed
+            listed = None
+        if s["type"] == "observation" and s["text"].startswith("Could not find"):
+            m = _SIMILAR.search(s["text"])
+            if m:
+                misses += 1
+                listed = re.findall(r"'([^']*)'|\"([^\"]*)\"", m.group(1))
+                listed = [a or b for a, b in listed]
+    return misses, picks
+
+
+def main(a: str, b: str) -> None:
+    first, second = _episodes(Path(a)), _episodes(Path(b))
+    ids = [t for t in first if t in second and first[t]["task"]["meta"].get("evidence_known", True)]
+    by_kind: dict[str, list[str]] = defaultdict(list)
+    for t in ids:
+        by_kind[first[t]["task"]["meta"].get("kind", "all")].append(t)
+    for kind, group in [("all", ids), *sorted(by_kind.items())]:
+        x = [_grounded(first[t]) for t in group]
+        y = [_grounded(second[t]) for t in group]
+        only_a = sum(p and not q for p, q in zip(x, y))
+        only_b = sum(q and not p for p, q in zip(x, y))
+        print(f"{kind}: n {len(group)}; {a}: {sum(x)} ({sum(x) / len(group):.3f}); {b}: {sum(y)} "
+              f"({sum(y) / len(group):.3f}); b / c {only_a} / {only_b}; McNemar p {mcnemar_exact(only_a, only_b):.3g}")
+    for name, eps in ((a, first), (b, second)):
+        misses, picks = map(sum, zip(*(_recoveries(r) for r in eps.values())))
+        print(f"{name}: searches that missed with a Similar: list {misses}, next search a listed page {picks}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])
