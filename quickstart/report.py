@@ -210,6 +210,20 @@ def _signed(est: dict[str, Any]) -> str:
     return "–" if est.get("mean") is None else f"{est['mean'] * 100:+.1f} pts"
 
 
+def _row_labels(rows: list[dict[str, Any]]) -> str:
+    """What each row label of the report means, for the labels it has."""
+    labels = {r["label"] for r in rows}
+    said = ["`prompted`: the base model with the generic few-shot prompt"]
+    if "prompted-oracle" in labels:
+        said.append("`prompted-oracle`: the same model given exemplars of each question's own type "
+                    "(`exemplar_kinds: [task]`), a reference for prompting at its best, which no user has for a new "
+                    "question")
+    if any(lab.startswith("tuned-r") for lab in labels):
+        said.append("`tuned-rN`: the model tuned after round N (round 1 on the first episodes kept, each later round "
+                    "adding the tuned model's own)")
+    return "Rows: " + "; ".join(said) + "."
+
+
 def _markdown(title: str, rows: list[dict[str, Any]], stages: dict[str, Any], cfg: dict[str, Any],
               training: list[dict[str, Any]], command: str | None = None, sections: list[str] | None = None) -> str:
     """The report's text; ``sections``: lines placed after the methods' tables (the Figure 3 table)."""
@@ -224,7 +238,7 @@ def _markdown(title: str, rows: list[dict[str, Any]], stages: dict[str, Any], cf
              + (f" The bar (this project's, on its presets): >= {BAR['ratio']:g}x the prompted rate, >= "
                 f"{BAR['points'] * 100:g} points higher, p < {BAR['p']:g}; and >= {BAR['yardstick_points'] * 100:g} "
                 f"points above the best yardstick, p < {BAR['p']:g}." if cfg.get("bar") else ""),
-             ""]
+             "", _row_labels(rows), ""]
     for method in dict.fromkeys(r["method"] for r in rows):
         bar_column = " bar |" if cfg.get("bar") else ""
         lines += [f"## {method}", "",

@@ -73,6 +73,10 @@ def test_report_json_is_written_with_rows(tmp_path: Path) -> None:
     assert md.splitlines()[2].startswith("**Smoke scale: every stage ran for real") and "not a result" not in md[:60]
     assert "it cannot show whether\ntuning helps" not in md and "it cannot show whether tuning helps" in md
     assert data["provenance"]["packages"]["trl"] and md.rstrip().splitlines()[-1].startswith("- dtype: ")
+    # every row label it shows is defined, and only those (issue #49 item 8: "prompted-oracle" was never said)
+    rows_line = next(line for line in md.splitlines() if line.startswith("Rows: "))
+    assert "`prompted`: the base model" in rows_line and "`tuned-rN`: the model tuned after round N" in rows_line
+    assert "prompted-oracle" not in rows_line
     full = write_quickstart_report(load_quickstart("full", ["methods=[react]"]), layout)
     assert "Smoke scale" not in full["md"].read_text()
 
@@ -201,3 +205,11 @@ def test_a_users_own_run_gets_the_figures_and_tests_but_not_our_bar(tmp_path: Pa
     assert md.count("| model | correct & grounded |") == 1 and "vs best yardstick (diff, b / c, p) |\n" in md
     ours = write_quickstart_report(load_quickstart("smoke"), layout)
     assert "**met**" in ours["md"].read_text() and json.loads(ours["json"].read_text())["bar"]["points"] == 0.10
+
+
+def test_the_oracle_row_is_defined_where_it_is_shown() -> None:
+    from actune.quickstart.report import _row_labels
+
+    said = _row_labels([{"label": "prompted"}, {"label": "prompted-oracle"}, {"label": "tuned-r2"}])
+    assert "`prompted-oracle`: the same model given exemplars of each question's own type" in said
+    assert said.startswith("Rows: `prompted`") and said.endswith(".")
