@@ -39,8 +39,9 @@ def _comparison(model: dict[str, Any], metric: str) -> dict[str, Any] | None:
     return (model.get("vs_first") or {}).get(metric)
 
 
-def headline_rows(report: dict[str, Any], method: str) -> list[dict[str, Any]]:
-    """One row per model of a method's eval report, with the bar's verdict for tuned models."""
+def headline_rows(report: dict[str, Any], method: str, bar: bool = True) -> list[dict[str, Any]]:
+    """One row per model of a method's eval report, with the bar's verdict for tuned models when ``bar`` (our
+    presets; a user's own run gets the figures and tests alone)."""
     rows = []
     for m in report["models"]:
         est = m["metrics"].get(HEADLINE) or {"mean": None, "low": None, "high": None, "n": 0}
@@ -52,7 +53,7 @@ def headline_rows(report: dict[str, Any], method: str) -> list[dict[str, Any]]:
             a, b = cmp.get("mean_a"), cmp.get("mean_b")
             ratio = (b / a) if a else (float("inf") if b else None)
             row["vs_prompted"] = {**cmp, "ratio": ratio}
-            if m["label"].startswith("tuned"):
+            if bar and m["label"].startswith("tuned"):
                 checks = {
                     "ratio": ratio is not None and ratio >= BAR["ratio"],
                     # rates are fractions of a whole number of questions: compare with a hair of slack for float sums
@@ -319,7 +320,7 @@ def write_quickstart_report(cfg: QuickstartConfig, layout: Layout) -> dict[str, 
     for method in cfg.methods:
         path = layout.eval_dir(method) / "report.json"
         report = json.loads(path.read_text(encoding="utf-8"))
-        rows += [r if cfg.bar else {k: v for k, v in r.items() if k != "bar"} for r in headline_rows(report, method)]
+        rows += headline_rows(report, method, cfg.bar)
         yardsticks += yardstick_rows(report, method)
     state = json.loads(layout.state.read_text(encoding="utf-8")) if layout.state.exists() else {}
     stages = state.get("done", {})
