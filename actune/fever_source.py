@@ -39,9 +39,9 @@ from pydantic import Field
 
 from actune.atomic_write import atomic_write_text, atomic_writer
 from actune.config import StrictModel
+from actune.envs.corpus import CorpusError, read_corpus
 from actune.envs.titles import base_title, normalize_title
 from actune.hotpotqa_source import MANIFEST, corpus_titles
-from actune.jsonl import iter_jsonl_objects
 from actune.task_record import Task
 from actune.tasks.config import TaskConfig
 from actune.tasks.fever import claim_subject, write_wiki_from_observation_cache
@@ -233,16 +233,16 @@ def _line(t: Task) -> str:
 
 
 def _copy_pages(src: Path, out: Path) -> int:
-    """``src``'s pages, each line checked (``{"title", "sentences"}``), written to ``out``; how many."""
+    """``src``'s pages, read as the wiki environment reads a corpus (:func:`actune.envs.corpus.read_corpus`: a bad
+    line names file and line), written to ``out``; how many."""
     n = 0
-    with atomic_writer(out) as f:
-        for where, rec in iter_jsonl_objects(src, TaskFileError):
-            sentences = rec.get("sentences")
-            if not isinstance(rec.get("title"), str) or not isinstance(sentences, list) or not all(
-                    isinstance(x, str) for x in sentences):
-                raise TaskFileError(f"{where}: a page is {{\"title\": str, \"sentences\": [str]}}")
-            f.write(json.dumps({"title": rec["title"], "sentences": rec["sentences"]}, ensure_ascii=False) + "\n")
-            n += 1
+    try:
+        with atomic_writer(out) as f:
+            for title, sentences in read_corpus(src):
+                f.write(json.dumps({"title": title, "sentences": sentences}, ensure_ascii=False) + "\n")
+                n += 1
+    except CorpusError as e:
+        raise TaskFileError(str(e)) from None
     return n
 
 

@@ -173,8 +173,7 @@ def dataset_card(summary: ExportSummary, rows: Sequence[dict[str, Any]], *, fmt:
     converted = [m for m in summary.methods if m != summary.steps_method]
     loss_key = f"actune-{summary.wire}" if fmt == "actune" else fmt
     wire = (f"`{summary.wire}`: " + _WIRE_WORDS[summary.wire]
-            if fmt == "actune" else f"`{fmt}` JSONL, made from actune's "
-            + ("chat" if fmt in ("trl", "openai", "sharegpt") else "text") + " wire")
+            if fmt == "actune" else f"`{fmt}` JSONL, made from actune's {summary.wire} wire")
     lines = [
         f"---\n{front}---",
         "",

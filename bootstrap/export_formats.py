@@ -14,10 +14,10 @@ dedupe, cap and shares) and hold the same text; only the layout changes:
   "completion": [the turn]}``; tools, the same with tool calls, ``tool`` messages and a ``tools`` column (TRL
   renders it with the chat template; for a ChatML model without tools in its template, SmolLM2's, pass actune's
   ``actune/templates/chatml_tools.jinja`` as ``SFTConfig(chat_template_path=...)``, as actune's own training and
-  server do); text, ``{"prompt": the text before the step, "completion": the step}`` (TRL appends the EOS token to
-  each completion: the model learns to end a step with it, where a server stops as it stops on
-  ``Observation``). TRL's ``SFTTrainer`` computes the loss on the completion only (``completion_only_loss``, its
-  default for this form), for any model and template: no observation token and no turn actune leaves untrained
+  server do); text, ``{"prompt": the text before the turn, "completion": the turn}``, a turn being a thought with
+  its action (TRL appends the EOS token to each completion: the model learns to end a turn with it, where a server
+  stops as it stops on ``Observation``). TRL's ``SFTTrainer`` computes the loss on the completion only
+  (``completion_only_loss``, its default for this form), for any model and template: no observation token and no turn actune leaves untrained
   (``weight`` 0) is ever a label, each trained turn is one exactly once. The ``openai`` form trains a plain TRL
   run on every token, observations included, and TRL's ``assistant_only_loss`` refuses SmolLM2's template:
   prefer ``trl`` for TRL.
@@ -80,7 +80,7 @@ def openai_example(row: dict[str, Any]) -> tuple[dict[str, Any], int]:
 
 def trl_examples(row: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
     """A row of any wire -> (one prompt-completion record per trained turn, 0: every flag is kept): text rows as
-    strings (the text before the step, the step), chat and tools rows as messages (tools rows with ``tools``)."""
+    strings (the text before the turn, the turn), chat and tools rows as messages (tools rows with ``tools``)."""
     if row["wire"] == "text":
         return [{"prompt": t["prompt"], "completion": t["completion"]} for t in row["turns"]], 0
     messages = [{k: v for k, v in m.items() if k != "train"} for m in row["messages"]]
