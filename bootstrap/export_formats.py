@@ -18,9 +18,9 @@ dedupe, cap and shares) and hold the same text; only the layout changes:
   its action (TRL appends the EOS token to each completion: the model learns to end a turn with it, where a server
   stops as it stops on ``Observation``). TRL's ``SFTTrainer`` computes the loss on the completion only
   (``completion_only_loss``, its default for this form), for any model and template: no observation token and no
-  turn actune leaves untrained (``weight`` 0) is ever a label, each trained turn is one exactly once. The ``openai`` form trains a plain TRL
-  run on every token, observations included, and TRL's ``assistant_only_loss`` refuses SmolLM2's template:
-  prefer ``trl`` for TRL.
+  turn actune leaves untrained (``weight`` 0) is ever a label, each trained turn is one exactly once. The
+  ``openai`` form trains a plain TRL run on every token, observations included, and TRL's ``assistant_only_loss``
+  refuses SmolLM2's template: prefer ``trl`` for TRL.
 - ``sharegpt``: ``{"system", "conversations": [{"from": "human" | "gpt", "value"}]}`` (LLaMA-Factory).
   Observations are ``human`` turns, as the loop sends them: LLaMA-Factory's ``observation`` role renders with
   a tool template the loop never shows the model. The format has no per-turn flag: every ``gpt`` turn is
