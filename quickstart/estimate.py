@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from actune.bootstrap.export import convertible
+from actune.envs.corpus import index_dir_for
 from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.round_inputs import round_epochs
 
 __all__ = ["RATES", "EPISODE_COST", "StageEstimate", "concurrency_speedup", "serving_seconds", "estimate_stages",
-           "estimate_seconds"]
+           "estimate_seconds", "index_build_seconds"]
 
 # Episode costs are in units of a round-1 ReAct bootstrap episode (type-matched exemplars); ``episodes_h`` is
 # that episode's rate at 16 requests at once; ``train_tok_s`` a whole training stage's rate (model load, dev
@@ -26,6 +27,10 @@ RATES = {
     "cpu-fp32": {"episodes_h": 1000.0, "train_tok_s": 110.0, "server_s": 60.0},
     "cuda": {"episodes_h": 40000.0, "train_tok_s": 20000.0, "server_s": 90.0},
 }
+# the wiki environment's search index, built once per corpus before round 1's first episode (CPU-bound, whatever
+# the accelerator): MB of corpus a second, bench/env_latency.py --synthetic 5000000 (3,543 MB in 340 s on the
+# AVX512_BF16 EPYC, peak 8.8 GB; docs/performance.md, "Search at 5 million paragraphs")
+_INDEX_MB_S = 10.4
 # a zero-shot world episode, prompt included
 _TOKENS_PER_EXAMPLE = {"react": 335, "reflact": 500}
 # round-1 keep rate with type-matched exemplars
@@ -65,6 +70,16 @@ def serving_seconds(units: float, kind: str, concurrency: int) -> float:
     """Wall seconds of ``units`` episodes (in round-1 ReAct bootstrap episodes: :data:`EPISODE_COST`) served on
     ``kind`` with ``concurrency`` requests at once; server starts not included."""
     return units / (RATES[kind]["episodes_h"] * concurrency_speedup(concurrency)) * 3600
+
+
+def index_build_seconds(cfg: QuickstartConfig) -> float:
+    """The wiki search index's build, when the run's corpus has none yet (0 for a source without a corpus)."""
+    if cfg.source == "world":
+        return 0.0
+    corpus = cfg.hotpotqa.path("corpus") if cfg.source == "hotpotqa" else cfg.fever.corpus()
+    if not corpus.is_file() or (index_dir_for(corpus) / "meta.json").is_file():
+        return 0.0
+    return corpus.stat().st_size / 1e6 / _INDEX_MB_S
 
 
 def _solved_share(keep: float, attempts: int) -> float:
@@ -118,6 +133,7 @@ def estimate_stages(cfg: QuickstartConfig, kind: str) -> StageEstimate:
     rate = RATES[kind]
     # round 1: one server for every method; later rounds: one per method's tuned model
     boot = [b + rate["server_s"] * (1 if r == 0 else len(cfg.methods)) for r, b in enumerate(boot)]
+    boot[0] += index_build_seconds(cfg)
     explore, objectives = _after_sft(cfg, kind)
     formats_train, formats_prompted, formats_eval = _formats(cfg, kind, examples)
     return StageEstimate(bootstrap_rounds=boot, train=_training(cfg, kind, examples), eval=evals, explore=explore,

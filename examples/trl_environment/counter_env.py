@@ -6,7 +6,7 @@ argument, docstring with ``Args:``) and ``get_reward``. ``actune_environment`` m
 (``add[amount]``) and adds ``finish[answer]``, since actune's loop ends an episode on an answer.
 """
 
-from actune.trl_env import actune_environment
+from actune.bridges.trl import actune_environment
 
 
 class Counter:

@@ -1,7 +1,7 @@
 """actune environments as OpenEnv servers, and OpenEnv servers as actune environments (``openenv`` 0.10).
 
     uvicorn.run(openenv_app(EnvConfig(name="wiki", corpus=...)), host="127.0.0.1", port=8000)   # or openenv_server
-    make_env = openenv_environment("http://127.0.0.1:8000")   # or env: {name: actune.openenv_env:make_env,
+    make_env = openenv_environment("http://127.0.0.1:8000")   # or env: {name: actune.bridges.openenv:make_env,
                                                                #          options: {base_url: http://...}}
 
 OpenEnv serves an environment over HTTP and WebSocket: ``reset(**kwargs)``, ``step(action)``, ``state``, an episode a
@@ -45,12 +45,12 @@ from openenv.core.env_server.types import EnvironmentMetadata, Observation, Stat
 from openenv.core.generic_client import GenericEnvClient
 from pydantic import Field
 
-from actune.envs.actions import ActionSpec, ToolEnvironment, action_specs, parse_described, tool_schema
+from actune.bridges.shared import ForeignTools, ScoredEpisode
+from actune.envs.actions import ActionSpec, action_specs, parse_described, tool_schema
 from actune.envs.base import Action, Environment, StepResult
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env as make_actune_env
 from actune.task_record import Task
-from actune.tasks.metrics import score_prediction
 
 __all__ = ["ResetObservation", "make_env", "openenv_app", "openenv_environment", "openenv_server"]
 
@@ -85,41 +85,27 @@ class _Served(OpenEnvEnvironment):
 
     def __init__(self, make: Callable[[], Environment]) -> None:
         super().__init__()
-        self.env = make()
+        self.episode = ScoredEpisode(make)
+        self.env = self.episode.env
         self.specs = {s.name: s for s in action_specs(self.env)}
-        self.task: Task | None = None
-        self.answer: str | None = None
-        self.info: dict[str, Any] = {}
-        self.scored = False
         self._state = State(step_count=0)
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **task: Any) -> ResetObservation:
-        if "question" not in task:
-            raise ValueError("reset needs the task: reset(question=..., answer=..., id=..., meta=...)")
-        meta = task.get("meta") if isinstance(task.get("meta"), dict) else {}
-        self.task = Task(id=str(task.get("id", "")), question=str(task["question"]), answer=str(task.get("answer", "")),
-                         env=self.env.name, aliases=[str(a) for a in task.get("aliases") or []], meta=meta)
-        self.answer, self.info, self.scored = None, {}, False
-        self._state = State(episode_id=episode_id or str(uuid4()), step_count=0, task_id=self.task.id)
-        return ResetObservation(text=self.env.reset(self.task, seed) or "")
+        first = self.episode.reset(task, seed)
+        self._state = State(episode_id=episode_id or str(uuid4()), step_count=0, task_id=self.episode.task.id)
+        return ResetObservation(text=first)
 
     def step(self, action: CallToolAction | ListToolsAction, timeout_s: float | None = None,  # type: ignore[override]
              **kwargs: Any) -> Observation:
         if isinstance(action, ListToolsAction):  # the actions, and the words the prompt shows for them
             return ListToolsObservation(tools=[_tool(s) for s in self.specs.values()],
                                         metadata={"env": self.env.name, "actions": self.env.describe_actions()})
-        if self.task is None:
+        if self.episode.task is None:
             return CallToolObservation(tool_name=action.tool_name, error=ToolError(
                 error_type=ToolErrorType.EXECUTION_ERROR, message="no episode: reset(question=..., answer=...) first"))
         self._state.step_count += 1
         argument = _argument(self.specs.get(action.tool_name.strip().lower()), action.arguments)
-        result = self.env.step(Action(action.tool_name, argument))
-        self.info.update(result.info)
-        reward = 0.0  # only the step that finishes is rewarded, once: a step after it is worth nothing more
-        if result.done and not self.scored:
-            finished = action.tool_name.strip().lower() == self.env.finish_action
-            self.answer = result.info.get("answer", argument if finished else None)
-            reward, self.scored = float(score_prediction(self.task, self.answer, self.info)[0]), True
+        result, reward = self.episode.step(action.tool_name, argument)
         return CallToolObservation(tool_name=action.tool_name, result=result.observation, done=result.done,
                                    reward=reward, metadata=_jsonable(result.info))
 
@@ -179,14 +165,13 @@ def _text(result: Any) -> str:
     return result if isinstance(result, str) else json.dumps(result, default=str)
 
 
-class _FromOpenEnv(ToolEnvironment):
+class _FromOpenEnv(ForeignTools):
     """An OpenEnv server's session as an actune environment (:func:`openenv_environment`)."""
 
-    def __init__(self, client: Any, name: str, specs: tuple[ActionSpec, ...], described: str | None,
-                 own_finish: bool) -> None:
-        self.client, self.name, self.actions = client, name, specs
-        self._described, self._own_finish = described, own_finish
-        self._tools = {s.name: s for s in specs if s.name != "finish"}
+    def __init__(self, client: Any, name: str, specs: tuple[ActionSpec, ...], described: str | None) -> None:
+        super().__init__(name, specs)
+        self.client = client
+        self._described = described if self.own_finish else None  # the served env's own words for its actions
 
     def describe_actions(self) -> str:
         return self._described or super().describe_actions()
@@ -200,14 +185,7 @@ class _FromOpenEnv(ToolEnvironment):
         first = self.client.reset(**fields).observation
         return str(first.get("text") or "")
 
-    def __getattr__(self, attr: str) -> Any:
-        # ToolEnvironment.step calls act_<name>(argument): each served tool, by its name
-        tools = self.__dict__.get("_tools", {})
-        if attr.startswith("act_") and attr[4:] in tools:
-            return lambda argument: self._call(tools[attr[4:]], argument)
-        raise AttributeError(attr)
-
-    def _call(self, spec: ActionSpec, argument: str) -> StepResult:
+    def call(self, spec: ActionSpec, argument: str) -> StepResult:
         result = self.client.step(CallToolAction(tool_name=spec.name, arguments={spec.argument: argument}))
         obs = result.observation
         error = obs.get("error")
@@ -215,15 +193,7 @@ class _FromOpenEnv(ToolEnvironment):
         info = dict(result.metadata or obs.get("metadata") or {})
         if result.reward is not None:
             info["reward"] = float(result.reward)
-        if result.done and spec.name == self.finish_action:
-            self.answer = str(info.setdefault("answer", argument))
         return StepResult(said, done=bool(result.done), info=info)
-
-    def act_finish(self, answer: str) -> StepResult:
-        if self._own_finish:
-            return self._call(next(s for s in self.actions if s.name == "finish"), answer)
-        self.answer = answer  # the server has no finish tool: the episode ends here, as actune's loop wants
-        return StepResult(f"Episode finished, answer: {answer}", done=True, info={"answer": answer})
 
     async def astep(self, action: Action) -> StepResult:
         # a step waits on the network: in a thread, so that only this episode waits (the client has its own loop)
@@ -256,17 +226,13 @@ def openenv_environment(base_url: str, name: str | None = None,
 
     def make_env(cfg: EnvConfig | None = None) -> Environment:
         client, specs, about = _connect(base_url, actions)
-        own_finish = any(s.name == "finish" for s in specs)
-        if not own_finish:
-            specs += (ActionSpec("finish", "answer", "returns the answer and finishes the task."),)
-        described = about.get("actions") if own_finish else None  # the served env's own words for its actions
-        return _FromOpenEnv(client, name or str(about.get("env") or "openenv"), specs, described, own_finish)
+        return _FromOpenEnv(client, name or str(about.get("env") or "openenv"), specs, about.get("actions"))
 
     return make_env
 
 
 def make_env(cfg: EnvConfig) -> Environment:
-    """The plug-in form (``env.name: actune.openenv_env:make_env``): ``options: {base_url: http://host:port}``,
+    """The plug-in form (``env.name: actune.bridges.openenv:make_env``): ``options: {base_url: http://host:port}``,
     and optionally ``name`` and ``actions`` (``name[argument]: help`` lines, when the server lists no tools)."""
     base_url = cfg.options.get("base_url")
     if not base_url:

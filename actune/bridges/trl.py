@@ -24,12 +24,12 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from actune.envs.actions import ActionSpec, ToolEnvironment, action_specs
-from actune.envs.base import Action, Environment, StepResult
+from actune.bridges.shared import ForeignTools, ScoredEpisode
+from actune.envs.actions import ActionSpec, action_specs
+from actune.envs.base import Environment, StepResult
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.task_record import Task
-from actune.tasks.metrics import score_prediction
 
 __all__ = ["actune_environment", "trl_environment"]
 
@@ -55,31 +55,18 @@ class _TRLEnvironment:
     _make: Callable[[], Environment]
 
     def __init__(self) -> None:
-        self.env = self._make()
-        self.task: Task | None = None
-        self.answer: str | None = None
-        self.info: dict[str, Any] = {}
+        self.episode = ScoredEpisode(self._make)
+        self.env = self.episode.env
 
     def reset(self, **example: Any) -> str | None:
-        meta = example.get("meta") if isinstance(example.get("meta"), dict) else {}
-        self.task = Task(id=str(example.get("id", "")), question=str(example["question"]),
-                         answer=str(example.get("answer", "")), env=self.env.name, meta=meta)
-        self.answer, self.info = None, {}
-        first = self.env.reset(self.task)
-        return first or None
+        return self.episode.reset(example) or None
 
     def _act(self, name: str, argument: str) -> str:
-        result = self.env.step(Action(name, argument))
-        self.info.update(result.info)
-        if result.done and self.answer is None:
-            self.answer = result.info.get("answer", argument if name == self.env.finish_action else None)
-        return result.observation
+        return self.episode.step(name, argument)[0].observation
 
     def get_reward(self) -> float:
         """1.0 when the episode ended right by the task's metric, else 0.0."""
-        if self.task is None:
-            return 0.0
-        return float(score_prediction(self.task, self.answer, self.info)[0])
+        return self.episode.reward
 
 
 def trl_environment(cfg: EnvConfig | Callable[[], Environment]) -> type:
@@ -100,32 +87,29 @@ def _spec(name: str, method: Callable[..., Any]) -> ActionSpec:
     return ActionSpec(name.lower(), params[0].name, doc)
 
 
-class _FromTRL(ToolEnvironment):
+class _FromTRL(ForeignTools):
     """A TRL environment class's instance as an actune environment (:func:`actune_environment`)."""
 
-    def __init__(self, trl_env: Any, name: str, specs: tuple[ActionSpec, ...], own_finish: bool) -> None:
-        self.trl_env, self.name, self.actions, self._own_finish = trl_env, name, specs, own_finish
-        self._tools = {s.name for s in specs if s.name != "finish"}
+    def __init__(self, trl_env: Any, name: str, specs: tuple[ActionSpec, ...]) -> None:
+        super().__init__(name, specs)
+        self.trl_env = trl_env
 
     def reset(self, task: Task, seed: int | None = None) -> str:
         self.answer = None
         first = self.trl_env.reset(question=task.question, answer=task.answer, id=task.id, meta=task.meta)
         return first or ""
 
-    def __getattr__(self, attr: str) -> Any:
-        # ToolEnvironment.step calls act_<name>(argument): each of the TRL class's tools, by its name
-        if attr.startswith("act_") and attr[4:] in self.__dict__.get("_tools", ()):
-            method = getattr(self.trl_env, attr[4:])
-            return lambda argument: StepResult(str(method(argument)))
-        raise AttributeError(attr)
+    def call(self, spec: ActionSpec, argument: str) -> StepResult:
+        said = str(getattr(self.trl_env, spec.name)(argument))
+        if spec.name != self.finish_action:
+            return StepResult(said)
+        # TRL has no "done": its episode ends when the model stops calling tools; here, on its own finish tool
+        return StepResult(said, done=True, info={"answer": argument, **self.finish_info()})
 
-    def act_finish(self, answer: str) -> StepResult:
-        self.answer = answer
-        said = str(self.trl_env.finish(answer)) if self._own_finish else f"Episode finished, answer: {answer}"
-        info: dict[str, Any] = {"answer": answer}
+    def finish_info(self) -> dict[str, Any]:
         if callable(getattr(self.trl_env, "get_reward", None)):
-            info["reward"] = float(self.trl_env.get_reward())
-        return StepResult(said, done=True, info=info)
+            return {"reward": float(self.trl_env.get_reward())}
+        return {}
 
 
 def actune_environment(trl_class: type, name: str | None = None) -> Callable[[EnvConfig], Environment]:
@@ -135,11 +119,8 @@ def actune_environment(trl_class: type, name: str | None = None) -> Callable[[En
     methods = {n: m for n, m in inspect.getmembers(trl_class, predicate=inspect.isfunction)
                if not n.startswith("_") and n not in ("reset", "get_reward")}
     specs = tuple(_spec(n, m) for n, m in methods.items())
-    own_finish = any(s.name == "finish" for s in specs)
-    if not own_finish:
-        specs += (ActionSpec("finish", "answer", "returns the answer and finishes the task."),)
 
     def make_env(cfg: EnvConfig | None = None) -> Environment:
-        return _FromTRL(trl_class(), name or trl_class.__name__.lower(), specs, own_finish)
+        return _FromTRL(trl_class(), name or trl_class.__name__.lower(), specs)
 
     return make_env

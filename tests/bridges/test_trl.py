@@ -15,12 +15,12 @@ import pytest
 from agent.fakes import ScriptedLLM
 
 from actune.agent import AgentConfig, run_episode
+from actune.bridges.trl import actune_environment, trl_environment
 from actune.envs.config import EnvConfig
 from actune.envs.factory import checked_env, make_env
 from actune.task_record import Task
-from actune.trl_env import actune_environment, trl_environment
 
-CORPUS = Path(__file__).resolve().parent / "data" / "hotpotqa_small" / "wiki_paragraphs.jsonl"
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "hotpotqa_small" / "wiki_paragraphs.jsonl"
 CFG = EnvConfig(name="wiki", corpus=str(CORPUS))
 TASK = Task(id="q1", question="When did the 2002–03 La Liga season start?", answer="31 August 2002", env="wiki")
 REPLIES = [" I search the season.\nAction 1: search[2002–03 La Liga]",

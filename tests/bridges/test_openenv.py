@@ -22,14 +22,14 @@ from openenv.core.generic_client import GenericEnvClient  # noqa: E402
 from openenv.core.mcp_client import MCPToolClient  # noqa: E402
 
 from actune.agent import AgentConfig, run_episode  # noqa: E402
+from actune.bridges.openenv import openenv_server  # noqa: E402
 from actune.config import ConfigError  # noqa: E402
 from actune.envs.base import Action  # noqa: E402
 from actune.envs.config import EnvConfig  # noqa: E402
 from actune.envs.factory import make_env  # noqa: E402
-from actune.openenv_env import openenv_server  # noqa: E402
 from actune.task_record import Task  # noqa: E402
 
-CORPUS = Path(__file__).resolve().parent / "data" / "hotpotqa_small" / "wiki_paragraphs.jsonl"
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "hotpotqa_small" / "wiki_paragraphs.jsonl"
 CFG = EnvConfig(name="wiki", corpus=str(CORPUS))
 TASK = Task(id="q1", question="When did the 2002–03 La Liga season start?", answer="31 August 2002", env="wiki")
 REPLIES = [" I search the season.\nAction 1: search[2002–03 La Liga]",
@@ -78,7 +78,7 @@ def test_actunes_loop_plays_the_same_episode_through_an_openenv_server(served: s
     direct_llm, via_llm = ScriptedLLM(list(REPLIES)), ScriptedLLM(list(REPLIES))
     direct = asyncio.run(run_episode(TASK, make_env(CFG), direct_llm, cfg, run_id="r"))
     # the plug-in as a config names it, built by actune's own factory
-    env = make_env(EnvConfig(name="actune.openenv_env:make_env", options={"base_url": served}))
+    env = make_env(EnvConfig(name="actune.bridges.openenv:make_env", options={"base_url": served}))
     try:
         assert (env.name, env.action_names) == ("wiki", ("search", "lookup", "finish"))
         assert env.describe_actions() == make_env(CFG).describe_actions()  # the served env's own words
@@ -116,4 +116,4 @@ def test_openenvs_own_client_plays_the_served_environment(served: str) -> None:
 
 def test_the_plug_in_needs_the_servers_address() -> None:
     with pytest.raises(ConfigError, match="base_url"):
-        make_env(EnvConfig(name="actune.openenv_env:make_env", options={}))
+        make_env(EnvConfig(name="actune.bridges.openenv:make_env", options={}))
