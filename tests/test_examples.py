@@ -217,3 +217,18 @@ def test_the_grpo_example_trains_two_steps_of_plain_trl(embedded_model, monkeypa
     monkeypatch.setattr(sys, "argv", ["grpo_on_wiki.py", str(embedded_model), str(tmp_path / "grpo")])
     runpy.run_path(str(TRL_ENV / "grpo_on_wiki.py"), run_name="__main__")
     assert "trained 2 GRPO steps on actune's wiki environment (tools: " in capsys.readouterr().out
+
+
+# --- examples/verifiers_environment: actune's wiki environment as a verifiers 0.4 environment ----------------------
+
+def test_the_verifiers_example_evaluates_the_wiki_environment(vllm_server, monkeypatch, capsys) -> None:
+    import runpy
+    import sys
+
+    pytest.importorskip("verifiers.v1")
+    monkeypatch.chdir(TRL_ENV.parents[1])
+    monkeypatch.setattr(sys, "argv", ["evaluate.py", vllm_server.base_url, vllm_server.model, "2"])
+    runpy.run_path(str(TRL_ENV.parent / "verifiers_environment" / "evaluate.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "verifiers episodes of actune's wiki environment: 2, mean reward " in out
+    assert out.count(": correct ") == 2
