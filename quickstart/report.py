@@ -18,8 +18,10 @@ from typing import Any
 
 from actune.atomic_write import atomic_write_png, atomic_write_text
 from actune.config import public_dump
+from actune.eval.yardsticks import YARDSTICK_PREFIX
 from actune.provenance import provenance, provenance_markdown
 from actune.quickstart.config import QuickstartConfig
+from actune.quickstart.evaluation import objective_label
 from actune.quickstart.formats_report import FIGURE3_PNG, format_rows, formats_markdown, plot_formats
 from actune.quickstart.layout import Layout
 from actune.quickstart.round_inputs import round_epochs, trains_on_previous
@@ -222,6 +224,14 @@ def _row_labels(rows: list[dict[str, Any]]) -> str:
     if any(lab.startswith("tuned-r") for lab in labels):
         said.append("`tuned-rN`: the model tuned after round N (round 1 on the first episodes kept, each later round "
                     "adding the tuned model's own)")
+    for objective, how in (("dpo", "by DPO on its own kept-versus-failed episode pairs"),
+                           ("grpo", "by GRPO with the task's reward")):
+        if objective_label(objective) in labels:
+            said.append(f"`{objective_label(objective)}`: the last round's model trained further {how} "
+                        f"(`after_sft: [{objective}]`)")
+    if any(lab.startswith(YARDSTICK_PREFIX) for lab in labels):
+        said.append("`yardstick:NAME`: a content-free policy, no model (a constant answer, answers read off the "
+                    "question, with and without opening the pages it names)")
     return "Rows: " + "; ".join(said) + "."
 
 

@@ -213,3 +213,15 @@ def test_the_oracle_row_is_defined_where_it_is_shown() -> None:
     said = _row_labels([{"label": "prompted"}, {"label": "prompted-oracle"}, {"label": "tuned-r2"}])
     assert "`prompted-oracle`: the same model given exemplars of each question's own type" in said
     assert said.startswith("Rows: `prompted`") and said.endswith(".")
+
+
+def test_every_row_label_a_report_can_have_is_defined() -> None:
+    """DPO's and GRPO's rows and the yardsticks' are defined where they are shown, as the rounds' are."""
+    from actune.quickstart.report import _row_labels
+
+    said = _row_labels([{"label": "prompted"}, {"label": "tuned-r1"}, {"label": "tuned-dpo"}, {"label": "tuned-grpo"},
+                        {"label": "yardstick:constant"}])
+    assert "`tuned-dpo`: the last round's model trained further by DPO" in said
+    assert "`tuned-grpo`: the last round's model trained further by GRPO" in said
+    assert "`yardstick:NAME`: a content-free policy, no model" in said
+    assert "tuned-dpo" not in _row_labels([{"label": "prompted"}, {"label": "tuned-r1"}])
