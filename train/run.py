@@ -2,48 +2,13 @@
 
     result = train(TrainConfig(dataset=Path("runs/dataset"), output_dir=Path("runs/adapter")))
 
-The recipe, in order, in three steps as torchtune's recipes are: :func:`prepare` (1-4), :func:`fit` (5),
-:func:`save` (6), with the metadata of ``training_meta.json`` built by :func:`training_meta`:
-
-1. ``prepare_model(cfg.base_model)``: a local Hugging Face folder (the embedded model is built once).
-2. Load the exported dataset (``actune export``) and check its wire format is ``cfg.wire_format``.
-3. Tokenise and mask every example (:mod:`actune.train.masking`): ``input_ids`` + ``labels`` with -100
-   on the prompt head and observations (text) or on everything but assistant turns (chat); drop an
-   example left without a trained token.
-4. Hold out ``cfg.eval_fraction`` of the tasks as a dev slice (:func:`dev_task_ids`: by task id, so no
-   task is on both sides; seeded).
-5. TRL ``SFTTrainer`` with a PEFT ``LoraConfig`` from ``cfg.lora``, in ``cfg.dtype`` (auto: what the
-   hardware computes natively, :func:`resolve_dtype`), on a 4-bit base with ``cfg.load_in_4bit``
-   (QLoRA). ``cfg.sft`` (any other ``SFTConfig`` field: trackers, optimiser, FSDP/DeepSpeed settings...)
-   goes on top of what actune sets; TRL checks it before anything slow starts. SFTTrainer takes
-   pre-tokenised examples with a ``labels`` column as they are (TRL 1.16: it only truncates to
-   ``max_length``), so the masks are exactly ours. For speed (:mod:`actune.train.speed`), exact:
-   padding-free batches attended example by example (``cfg.padding_free``, checked on the model first),
-   a loss that projects only the trained positions through the LM head (``cfg.loss_head``), one torch
-   thread per usable physical core (``cfg.torch_threads``); the same in distribution, not the same random
-   stream: LoRA dropout masks drawn from the gaps between drops (``cfg.dropout_masks``). The dev loss is
-   computed ``cfg.evals_per_epoch`` times per epoch and at the end, with a checkpoint each time; the
-   checkpoint with the lowest dev loss is loaded back at the end.
-6. ``trainer.save_model()`` into ``<output_dir>.checkpoints/final``: that adapter with its tokenizer,
-   ``actune_prompt.json`` (method, zero-shot regime, wire format: how eval must prompt the tuned model),
-   ``training_meta.json`` (config, sizes, token counts, losses, dev losses, best step),
-   ``training_tasks.json`` (every task of the dataset, so eval can refuse a test set that overlaps it),
-   ``README.md`` (the Hub model card, :mod:`actune.train.model_card`; ``merged/`` gets its own),
-   ``loss.png``, TensorBoard's ``runs/`` when it was a tracker and, with ``cfg.merge``, ``merged/`` (base +
-   adapter as one plain model folder); then that folder replaces ``cfg.output_dir``: the folder is
-   complete or absent.
-
-Checkpoints go to ``<output_dir>.checkpoints`` (at each evaluation; without a dev slice every
-``cfg.save_steps`` steps); a rerun resumes from the last complete one and removes the folder once the
-adapter is saved.
-
-Several GPUs: ``accelerate launch --config_file configs/accelerate/ddp.yaml --num_processes 8 -m actune
-train CONFIG`` (or ``fsdp.yaml``, ``zero3.yaml``; ``torchrun --nproc_per_node 8 -m actune train CONFIG``
-for plain DDP). Every process trains; after a barrier all of them enter ``save_model`` (FSDP and ZeRO-3
-gather the weights from every process) and one, the main process (the Trainer's ``should_save``), writes
-the output folder, swaps it in and deletes the checkpoints, while the others wait at a last barrier.
-Progress lines come from the main process of each node. The effective batch is batch x accumulation x
-processes.
+The recipe runs in three steps, as torchtune's recipes do: :func:`prepare` (1-4: the base model, the exported
+dataset checked against ``cfg.wire_format``, every example tokenised and masked by :mod:`actune.train.masking`, a
+dev slice held out by task), :func:`fit` (5: SFTTrainer with LoRA; it takes our tokenised examples as they are, so
+the loss masks are exactly ours; the lowest-dev-loss checkpoint is loaded back) and :func:`save` (6: the adapter
+folder with the files eval needs, swapped in whole for ``cfg.output_dir``: complete or absent). Every check that
+can fail runs in :func:`prepare`, before the model loads; a rerun resumes from the last complete checkpoint. Each
+step in full, and runs on several GPUs: docs/architecture.md, "The SFT recipe, step by step".
 """
 
 from __future__ import annotations
