@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-import yaml
+from huggingface_hub import DatasetCardData
 
 from actune.bootstrap.config import ExportConfig
 from actune.bootstrap.export_summary import ExportSummary
@@ -108,15 +108,15 @@ def card_settings(config: ExportConfig | None) -> dict[str, Any]:
     return (config or ExportConfig()).model_dump(mode="json", exclude={"stores"})
 
 
-def _front_matter(summary: ExportSummary, data_files: str, fmt: str) -> dict[str, Any]:
-    return {
-        "pretty_name": f"actune {summary.steps_method} agent trajectories" + ("" if fmt == "actune" else f" ({fmt})"),
-        "language": ["en"],
-        "task_categories": ["text-generation"],
-        "tags": ["agent", summary.steps_method, "actune", "trajectories"],
-        "size_categories": [size_category(summary.exported)],
-        "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": data_files}]}],
-    }
+def _front_matter(summary: ExportSummary, data_files: str, fmt: str) -> DatasetCardData:
+    return DatasetCardData(
+        pretty_name=f"actune {summary.steps_method} agent trajectories" + ("" if fmt == "actune" else f" ({fmt})"),
+        language=["en"],
+        task_categories=["text-generation"],
+        tags=["agent", summary.steps_method, "actune", "trajectories"],
+        size_categories=[size_category(summary.exported)],
+        configs=[{"config_name": "default", "data_files": [{"split": "train", "path": data_files}]}],
+    )
 
 
 def _counts_table(summary: ExportSummary) -> str:
@@ -166,7 +166,7 @@ def dataset_card(summary: ExportSummary, rows: Sequence[dict[str, Any]], *, fmt:
     the judge counts are ``summary.judge`` (read with the examples); ``settings``: the export's filter settings
     (``ExportConfig`` fields); ``unmasked``: turns the format trains although actune would
     not (from :func:`~actune.bootstrap.export_formats.export_file`)."""
-    front = yaml.safe_dump(_front_matter(summary, data_files, fmt), sort_keys=False, allow_unicode=True)
+    front = _front_matter(summary, data_files, fmt).to_yaml()
     name, steps_text = _STEP_FORMATS.get(summary.steps_method, (summary.steps_method, f"{summary.steps_method} steps"))
     envs = Counter(str(r.get("env", "")) for r in rows)
     env_text = ", ".join(f"{e} ({n} examples)" for e, n in envs.items())
@@ -175,7 +175,7 @@ def dataset_card(summary: ExportSummary, rows: Sequence[dict[str, Any]], *, fmt:
     wire = (f"`{summary.wire}`: " + _WIRE_WORDS[summary.wire]
             if fmt == "actune" else f"`{fmt}` JSONL, made from actune's {summary.wire} wire")
     lines = [
-        f"---\n{front}---",
+        f"---\n{front}\n---",
         "",
         f"# actune {name} agent trajectories",
         "",

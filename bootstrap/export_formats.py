@@ -45,6 +45,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+from huggingface_hub import metadata_load
+
 from actune.agent.config import Wire
 from actune.atomic_write import atomic_write_text, atomic_writer, check_output, output_lock
 from actune.bootstrap.config import ExportConfig
@@ -115,19 +118,16 @@ _CONVERT: dict[str, tuple[str, Callable[[dict[str, Any]], tuple[Any, int]]]] = {
     "alpaca": ("text", alpaca_example)}
 
 
-# How actune's card of an export file begins (:func:`actune.bootstrap.dataset_card.dataset_card`'s front matter).
-_CARD_HEAD = "---\npretty_name: actune "
-
-
 def _is_own_file(out: Path) -> bool:
-    """Whether the file ``out`` (or only its card) was written by an export: its card beside it is actune's."""
+    """Whether the file ``out`` (or only its card) was written by an export: its card beside it is actune's (its
+    front matter's ``pretty_name`` begins "actune ", as :func:`actune.bootstrap.dataset_card.dataset_card` writes
+    it)."""
     card = file_card_path(out)
     if out.is_symlink() or (out.exists() and not out.is_file()) or not card.is_file():
         return False
     try:
-        with open(card, encoding="utf-8") as f:
-            return f.read(len(_CARD_HEAD)) == _CARD_HEAD
-    except (OSError, UnicodeDecodeError):
+        return str(metadata_load(card).get("pretty_name") or "").startswith("actune ")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError, yaml.YAMLError):  # not a card: someone else's
         return False
 
 

@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
+from huggingface_hub import ModelCardData
 
 from actune.agent.prompt_spec import PROMPT_SPEC_FILE, PromptSpec, load_prompt_spec
 from actune.atomic_write import atomic_write_text
@@ -206,7 +206,7 @@ def _card_text(folder: Path, meta: dict[str, Any], merged: bool, report: str | P
     front = _front_matter(spec.method, base_id, base_name, merged=merged, report=report, folder=folder)
     repo = "org/name"
     lines = [
-        "---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip("\n"), "---", "",
+        "---", front.to_yaml(), "---", "",
         f"# {name} agent, fine-tuned with actune", "",
         f"This is {_what_it_is(base_id, base_name, merged)}, fine-tuned with TRL's `SFTTrainer` on agent "
         f"trajectories that actune bootstrapped and judged, to act zero-shot (no exemplars) in the {name} format.",
@@ -228,18 +228,15 @@ def _card_text(folder: Path, meta: dict[str, Any], merged: bool, report: str | P
 
 
 def _front_matter(method: str, base_id: str | None, base_name: str, *, merged: bool, report: str | Path | None,
-                  folder: Path) -> dict[str, Any]:
+                  folder: Path) -> ModelCardData:
     """The card's YAML: base model (its Hub id), library, tags, and the eval rows as a model-index."""
-    front: dict[str, Any] = {}
-    if base_id:
-        front["base_model"] = base_id
-    front.update({"library_name": "transformers" if merged else "peft", "pipeline_tag": "text-generation",
-                  "language": ["en"], "tags": ["actune", "agent", method, "lora", "sft", "trl"]
-                  + (["merged"] if merged else [])})
-    if report is not None and (index := model_index(report, folder, f"actune-{method}-{base_name}"
-                                                   + ("-merged" if merged else ""))):
-        front["model-index"] = index
-    return front
+    index = report is not None and model_index(report, folder, f"actune-{method}-{base_name}"
+                                               + ("-merged" if merged else ""))
+    # the eval rows go as model-index itself: ModelCardData's eval_results form holds one metric per result
+    return ModelCardData(base_model=base_id or None, library_name="transformers" if merged else "peft",
+                         pipeline_tag="text-generation", language=["en"],
+                         tags=["actune", "agent", method, "lora", "sft", "trl"] + (["merged"] if merged else []),
+                         **({"model-index": index} if index else {}))
 
 
 def _what_it_is(base_id: str | None, base_name: str, merged: bool) -> str:

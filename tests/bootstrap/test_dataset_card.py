@@ -85,3 +85,23 @@ def test_an_export_pushes_as_a_dataset_repo(tmp_path):
 def test_size_categories_follow_the_hub_names():
     assert [size_category(n) for n in (0, 999, 1000, 9999, 10_000, 250_000, 5_000_000)] == [
         "n<1K", "n<1K", "1K<n<10K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M"]
+
+
+def test_an_export_file_is_rewritten_only_where_its_card_is_actunes(tmp_path):
+    """The card is huggingface_hub's card data (its key order, not ours): an export recognises its own file by
+    the card's pretty_name, whatever the order — and a card from an older actune too — and refuses any other."""
+    from actune.bootstrap.export_formats import OutputRefused
+
+    store = make_store(tmp_path / "s.jsonl")
+    out = tmp_path / "ds.openai.jsonl"
+    export_file(store, out, "openai")
+    export_file(store, out, "openai")  # its own earlier output: rewritten
+    card = file_card_path(out)
+    old = "---\npretty_name: actune react agent trajectories (openai)\nlanguage:\n- en\n---\n\n# an older card\n"
+    card.write_text(old)
+    export_file(store, out, "openai")
+    for foreign in ("---\npretty_name: my trajectories\n---\n", "# no front matter\n", "---\n: [broken\n---\n"):
+        card.write_text(foreign)
+        with pytest.raises(OutputRefused):
+            export_file(store, out, "openai")
+        assert card.read_text() == foreign
