@@ -4,7 +4,7 @@ Both generating stages use it: bootstrap collects episodes to keep for training 
 kept ones), eval collects every episode of every model to score them. A store holds each (task, method,
 attempt) once, so a rerun resumes with :func:`pending_episodes`; before appending, a stage checks that the
 store's records of its method were produced as its own will be (:func:`producer_fingerprint`,
-:meth:`actune.store.StoreState.check_producer`), and ``collect`` stamps that fingerprint into each record.
+:meth:`actune.records.store.StoreState.check_producer`), and ``collect`` stamps that fingerprint into each record.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from actune.agent.loop import Scorer, run_episode, task_kind
 from actune.config import ConfigError
 from actune.envs.base import Environment
 from actune.judge import judge, record_verdict
-from actune.progress import Progress
-from actune.store import FINGERPRINT_KEY, StoreState, TrajectoryStore
-from actune.task_record import Task
+from actune.records.store import FINGERPRINT_KEY, StoreState, TrajectoryStore
+from actune.records.task_record import Task
+from actune.records.trajectory import ModelRecord, Trajectory
+from actune.runtime.progress import Progress
 from actune.tasks.config import TaskConfig
-from actune.trajectory import ModelRecord, Trajectory
 
 __all__ = ["collect", "pending_episodes", "make_run_id", "load_unique_tasks", "producer_fingerprint",
            "task_file_id", "CollectResult", "CollectError", "RestartableServer"]

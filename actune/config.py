@@ -18,7 +18,7 @@ from typing import Annotated, Any, TypeVar
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
-from actune.jsonl import json_problem, read_text
+from actune.records.jsonl import json_problem, read_text
 
 __all__ = ["ConfigError", "RunName", "StrictModel", "load_config", "apply_overrides", "dump_yaml", "actune_home",
            "fill_model", "section_dict", "with_default"]

@@ -49,7 +49,7 @@ from actune.agent.config import METHODS
 from actune.agent.reflection_parts import reflection_part_problems
 from actune.agent.validate import step_order_problems
 from actune.envs.titles import normalize_title
-from actune.trajectory import Trajectory
+from actune.records.trajectory import Trajectory
 
 __all__ = ["NO_PAGE_METHODS", "Verdict", "evidence_sets", "is_shown", "judge", "observations_text", "record_verdict",
            "shown_text", "titles_read", "verdict_of"]

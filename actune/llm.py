@@ -53,7 +53,7 @@ import httpx
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from actune.config import ConfigError, StrictModel
-from actune.trajectory import SamplingRecord, Usage
+from actune.records.trajectory import SamplingRecord, Usage
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MASK = "***"

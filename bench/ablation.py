@@ -76,7 +76,7 @@ def other_arm(cfg: QuickstartConfig, run: Path, flip: str, method: str, r: int, 
 def arms_paired(cfg: QuickstartConfig, eval_dir: Path, labels: list[str]) -> dict[str, Any]:
     """The second arm paired against the first on the dev questions (the eval's own paired statistics)."""
     from actune.eval.stats import paired_comparison
-    from actune.trajectory import read_trajectories
+    from actune.records.trajectory import read_trajectories
 
     first, second = (read_trajectories(eval_dir / label / "trajectories.jsonl") for label in labels)
     e = cfg.eval

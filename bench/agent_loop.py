@@ -21,7 +21,7 @@ from actune.agent import AgentConfig, run_episode
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.llm import ClientConfig, LLMClient
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_TASKS = [

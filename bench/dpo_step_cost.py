@@ -49,7 +49,7 @@ def pair_examples(store: str, out_dir: Path) -> tuple[Path, Path, int]:
 def _one(objective: str, config_json: str) -> dict[str, Any]:
     from datasets import load_from_disk
 
-    from actune import cpu_features
+    from actune.runtime import cpu_features
     from actune.train.config import TrainConfig
     from actune.train.start_and_save import open_start
 

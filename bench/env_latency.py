@@ -6,7 +6,7 @@ The index build runs in a child process so its peak RSS is measured alone.
 
     .venv/bin/python bench/env_latency.py                 # 17k + 1M
     .venv/bin/python bench/env_latency.py --synthetic 100000 --skip-shared
-    .venv/bin/python bench/env_latency.py --synthetic 5000000 --skip-shared --workdir /tmp/b5m   # the GPU preset's scale
+    .venv/bin/python bench/env_latency.py --synthetic 5000000 --skip-shared --workdir /tmp/b5m  # GPU preset scale
 
 Prints one table; nothing is asserted (speed goal: search p50 under 5 ms at 1M paragraphs).
 """
@@ -72,7 +72,7 @@ def generate_corpus(path: Path, n: int, profile: str = "realistic", seed: int = 
     cdf = np.cumsum(weights / weights.sum())
     chunk = 20_000
     per_doc = (sent_range[1] - 1) * (n_sent_range[1] - 1)
-    from actune.atomic_write import atomic_writer
+    from actune.records.atomic_write import atomic_writer
 
     # Atomic, so an interrupted run cannot leave a short corpus that --workdir would reuse.
     with atomic_writer(path) as f:
@@ -123,7 +123,7 @@ def measure(corpus: Path, index_root: Path, n_queries: int, seed: int = 0) -> di
     from actune.envs.base import Action
     from actune.envs.corpus import LocalCorpus
     from actune.envs.wiki_env import WikiEnv
-    from actune.task_record import Task
+    from actune.records.task_record import Task
 
     rss0 = current_rss_mb()
     t = time.perf_counter()

@@ -709,7 +709,7 @@ def main(argv: list[str] | None = None) -> int:
             results[name] = _skipped("steps", missing) if missing else bench_stage(stages[name], s)
     outputs = _output_rows(args.stages, out / "outputs", args.seed, args.output_points)
 
-    from actune.cpu_features import describe_cpu
+    from actune.runtime.cpu_features import describe_cpu
 
     figures = {"machine": describe_cpu(), "seed": args.seed, "points": s.points, "scale": asdict(scale),
                "stages": results, "outputs": outputs}

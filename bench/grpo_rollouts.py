@@ -71,9 +71,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import actune.llm
     from actune.agent.prompt_spec import find_prompt_spec, load_prompt_spec
-    from actune.cpu_features import describe_cpu
-    from actune.model_files import prepare_model
     from actune.quickstart.config import load_quickstart
+    from actune.runtime.cpu_features import describe_cpu
+    from actune.runtime.model_files import prepare_model
     from actune.serve.server import vllm_server
     from actune.tasks.config import TaskConfig
     from actune.tasks.loading import load_tasks
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _records(path: Path) -> list:
-    from actune.trajectory import read_trajectories
+    from actune.records.trajectory import read_trajectories
 
     return list(read_trajectories(path))
 

@@ -135,7 +135,7 @@ def _restore(out: Output, saved: Path) -> None:
 
 
 def _state(out: Output, old: dict[str, str] | None, new: dict[str, str] | None) -> str:
-    from actune.atomic_write import recover_folder
+    from actune.records.atomic_write import recover_folder
 
     recover_folder(out.path)  # what every reader of an output does first
     got = fingerprint(out)

@@ -54,15 +54,15 @@ import psutil
 from actune.agent import run_episode
 from actune.agent.prompt_spec import load_prompt_spec
 from actune.collect import collect
-from actune.cpu_features import describe_cpu
 from actune.envs.factory import make_env
 from actune.judge import judge
 from actune.llm import ClientConfig, LLMClient
 from actune.quickstart.config import QuickstartConfig, load_quickstart
-from actune.store import TrajectoryStore
+from actune.records.store import TrajectoryStore
+from actune.records.trajectory import Trajectory, read_trajectories
+from actune.runtime.cpu_features import describe_cpu
 from actune.tasks.config import TaskConfig
 from actune.tasks.loading import load_tasks
-from actune.trajectory import Trajectory, read_trajectories
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -33,7 +33,7 @@ from actune.quickstart.layout import STATE_FILE, Layout
 
 
 def _episodes(store: Path) -> int:
-    from actune.store import read_state
+    from actune.records.store import read_state
 
     return read_state(store).records if store.is_file() else 0
 
@@ -41,7 +41,7 @@ def _episodes(store: Path) -> int:
 def _eval_episodes(layout: Layout, method: str, name: str) -> dict[int | None, dict[str, int]]:
     """``method``'s eval episodes per label, by who ran them: the bootstrap round ``r`` whose server they ran
     on (their run id is that round's, ``NAME-r<r>-<time>``), or None, the eval stage itself."""
-    from actune.trajectory import read_trajectories
+    from actune.records.trajectory import read_trajectories
 
     by_round = re.compile(rf"^{re.escape(name)}-r(\d+)-\d{{8}}-\d{{6}}$")
     counts: dict[int | None, dict[str, int]] = {}

@@ -174,7 +174,7 @@ def device_line(args: argparse.Namespace) -> str:
     if args.device == "cuda":
         return f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, CUDA {torch.version.cuda}"
     try:
-        from actune.cpu_features import describe_cpu
+        from actune.runtime.cpu_features import describe_cpu
         cpu = describe_cpu()
     except ImportError:
         cpu = platform.processor() or platform.machine()

@@ -127,8 +127,8 @@ def _one(path: str, config_json: str) -> dict[str, Any]:
     from datasets import load_from_disk
     from transformers import AutoTokenizer
 
-    from actune import cpu_features
-    from actune.model_files import prepare_model
+    from actune.runtime import cpu_features
+    from actune.runtime.model_files import prepare_model
     from actune.train.common import resolve_dtype
     from actune.train.config import TrainConfig
     from actune.train.run import make_trainer, sft_args, tokenize_dataset

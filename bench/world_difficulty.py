@@ -33,7 +33,7 @@ KINDS = ("single", "bridge", "comparison")
 
 
 def _pick_tasks(world: Path, split: str, per_kind: int, seed: int, kinds=KINDS):
-    from actune.task_record import Task
+    from actune.records.task_record import Task
 
     records = [json.loads(line) for line in (world / f"{split}.jsonl").read_text().splitlines()]
     rng = random.Random(seed)
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         tasks = _pick_tasks(world, args.split, args.per_kind, args.seed, args.kinds.split(","))
         endpoint, model = args.endpoint, args.model
         if endpoint is None:
-            from actune.model_files import prepare_model
+            from actune.runtime.model_files import prepare_model
             from actune.serve.config import ServeConfig
             from actune.serve.lock import exclusive_server_lock
             from actune.serve.server import free_port, vllm_server
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         results = asyncio.run(_run_all(tasks, world, endpoint, model, args))
         summary = _report(results, args, time.perf_counter() - t0)
-    from actune.atomic_write import atomic_write_text, atomic_writer
+    from actune.records.atomic_write import atomic_write_text, atomic_writer
 
     if args.dump:
         with atomic_writer(args.dump) as f:

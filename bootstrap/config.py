@@ -10,8 +10,8 @@ from actune.agent.config import METHODS, AgentConfig, Method, StepsMethod
 from actune.config import StrictModel
 from actune.envs.config import EnvConfig
 from actune.llm import EnvVarName, RetryPolicy
+from actune.runtime.trackers import Tracker
 from actune.tasks.config import TaskConfig
-from actune.trackers import Tracker
 
 #: Methods whose records can never be in a ReAct or ReflAct step format (Act has no thoughts, PreFlect
 #: plans and re-plans); the hybrids are decided per record, from the phase that answered.

@@ -3,7 +3,7 @@
     text = dataset_card(summary, rows, fmt="actune", data_files="data-*.arrow")
 
 Every export gets one: the ``datasets`` folder holds it as ``README.md`` beside ``export_summary.json``; a
-``--format trl|openai|sharegpt|alpaca`` JSONL file has it beside it (:func:`actune.hub_push.file_card_path`:
+``--format trl|openai|sharegpt|alpaca`` JSONL file has it beside it (:func:`actune.runtime.hub_push.file_card_path`:
 ``runs/dataset.openai.jsonl`` -> ``runs/dataset.openai.README.md``), and ``actune push`` uploads the two as
 ``README.md`` + the JSONL file. The YAML names the data files the Hub loads (``configs``), the task, the tags
 and the size category; the body says where the examples came from (stores, per-method counts of
@@ -22,7 +22,7 @@ from huggingface_hub import DatasetCardData
 
 from actune.bootstrap.config import ExportConfig
 from actune.bootstrap.export_summary import ExportSummary
-from actune.provenance import provenance, provenance_markdown
+from actune.runtime.provenance import provenance, provenance_markdown
 
 __all__ = ["CARD_FILE", "card_settings", "dataset_card", "size_category"]
 

@@ -44,11 +44,11 @@ from typing import Any, Literal, Protocol
 
 from actune.agent.critique import extract_json_object
 from actune.agent.planning_errors import CatalogError, PlanningErrorCatalog, load_catalog
-from actune.atomic_write import atomic_write_text
 from actune.envs.titles import normalize_title
 from actune.judge import Verdict, titles_read, verdict_of
 from actune.llm import Completion, Sampling
-from actune.trajectory import Trajectory, TrajectoryFormatError, read_trajectory_lines
+from actune.records.atomic_write import atomic_write_text
+from actune.records.trajectory import Trajectory, TrajectoryFormatError, read_trajectory_lines
 
 __all__ = ["DistillConfig", "DistillError", "NothingToDistill", "DistillSummary", "Diagnosis", "EpisodeRef",
            "StoredEpisode", "Pair", "read_episodes", "mixed_pairs", "rule_diagnosis", "parse_diagnosis", "parse_merge",

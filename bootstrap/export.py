@@ -71,13 +71,13 @@ from actune.agent.render import (
     trajectory_prompt_context,
 )
 from actune.agent.tool_calls import render_tool_messages, tools_for
-from actune.atomic_write import check_output, output_lock, recover_folder, replace_folder, temp_folder_beside
 from actune.bootstrap.config import ExportConfig
 from actune.bootstrap.export_summary import ExportSummary, MethodCounts
 from actune.envs.actions import parse_described
 from actune.judge import Verdict, verdict_of
-from actune.provenance import provenance
-from actune.trajectory import Step, Trajectory, read_trajectory_lines
+from actune.records.atomic_write import check_output, output_lock, recover_folder, replace_folder, temp_folder_beside
+from actune.records.trajectory import Step, Trajectory, read_trajectory_lines
+from actune.runtime.provenance import provenance
 
 __all__ = ["ExportError", "ExportSummary", "MethodCounts", "OWN_FOLDER_MARKERS", "OutputRefused", "SUMMARY_FILE",
            "WIRE_FORMATS", "chat_example", "claim_folder", "convert_steps", "convertible", "export_dataset",

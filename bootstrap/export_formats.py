@@ -31,7 +31,7 @@ dedupe, cap and shares) and hold the same text; only the layout changes:
   Alpaca data did): prefer ``openai`` where the trainer reads it.
 
 A file is written whole or not at all (temp file + rename), then its dataset card beside it
-(:func:`actune.hub_push.file_card_path`: ``X.jsonl`` -> ``X.README.md``; :mod:`actune.bootstrap.dataset_card`),
+(:func:`actune.runtime.hub_push.file_card_path`: ``X.jsonl`` -> ``X.README.md``; :mod:`actune.bootstrap.dataset_card`),
 which ``actune push`` uploads as the repo's ``README.md``. That card marks the file as an export's own: an
 existing file (or card) without actune's card is replaced only with ``overwrite``, a file that is one of the stores
 never, and a second export to the same file is refused while the first holds its lock, as for the folder
@@ -49,7 +49,6 @@ import yaml
 from huggingface_hub import metadata_load
 
 from actune.agent.config import Wire
-from actune.atomic_write import atomic_write_text, atomic_writer, check_output, output_lock
 from actune.bootstrap.config import ExportConfig
 from actune.bootstrap.dataset_card import card_settings, dataset_card
 from actune.bootstrap.export import (
@@ -60,7 +59,8 @@ from actune.bootstrap.export import (
     store_paths,
     text_turns_example,
 )
-from actune.hub_push import file_card_path
+from actune.records.atomic_write import atomic_write_text, atomic_writer, check_output, output_lock
+from actune.runtime.hub_push import file_card_path
 
 __all__ = ["EXPORT_FORMATS", "FILE_FORMATS", "alpaca_example", "export_file", "openai_example", "sharegpt_example",
            "trl_examples"]

@@ -40,12 +40,12 @@ from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.envs.titles import base_title, normalize_title
 from actune.judge import evidence_sets, is_shown, judge, record_verdict, shown_text
-from actune.store import TrajectoryStore
-from actune.task_record import Task
+from actune.records.store import TrajectoryStore
+from actune.records.task_record import Task
+from actune.records.trajectory import ModelRecord, Step, TaskRecord, Trajectory
 from actune.tasks.fever import claim_subject
 from actune.tasks.metrics import score_prediction
 from actune.text import split_sentences
-from actune.trajectory import ModelRecord, Step, TaskRecord, Trajectory
 
 __all__ = ["GOLD_PATH_MODEL", "GoldPathSummary", "as_reflact", "gold_path", "question_mention", "search_order",
            "write_gold_paths"]

@@ -47,10 +47,10 @@ from typing import Any
 
 from actune.agent.parser import ParsedStep, parse_answer, parse_step
 from actune.agent.render import instruction_for, question_line
-from actune.jsonl import JSON_ERRORS, json_problem
 from actune.judge import judge, record_verdict
-from actune.store import TrajectoryStore
-from actune.trajectory import ModelRecord, Step, TaskRecord, Trajectory, read_trajectories
+from actune.records.jsonl import JSON_ERRORS, json_problem
+from actune.records.store import TrajectoryStore
+from actune.records.trajectory import ModelRecord, Step, TaskRecord, Trajectory, read_trajectories
 
 __all__ = ["FORMATS", "IMPORT_ENVS", "IMPORT_METHODS", "EnvActions", "ImportSetError", "ImportSummary", "Rejected",
            "SourceRecord", "Turn", "env_actions", "import_set", "read_source", "record_turns", "task_id_for",
@@ -508,7 +508,7 @@ def import_set(source: str | Path, store: str | Path, fmt: str, *, env: str = "w
                split: str = "train") -> ImportSummary:
     """Import every record of ``source`` (format ``fmt``) into the trajectory store ``store``, as the module
     docstring says. Returns the counts; raises :class:`ImportSetError` when the source cannot be read at all
-    and :class:`actune.store.StoreError` when the store cannot be used."""
+    and :class:`actune.records.store.StoreError` when the store cannot be used."""
     if fmt not in FORMATS:
         raise ImportSetError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     if method not in IMPORT_METHODS:

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from actune.agent.render import episode_segments
-from actune.atomic_write import replace_folder, temp_folder_beside
 from actune.bootstrap.export import ExportError, claim_folder, judged_lines
-from actune.provenance import provenance
-from actune.trajectory import Step, Trajectory
+from actune.records.atomic_write import replace_folder, temp_folder_beside
+from actune.records.trajectory import Step, Trajectory
+from actune.runtime.provenance import provenance
 
 __all__ = ["PAIRS_SUMMARY_FILE", "PairSummary", "export_pairs", "pair_example", "pair_rows", "shared_steps"]
 

@@ -23,8 +23,8 @@ from actune.envs.base import Action, Environment
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.judge import judge, record_verdict
-from actune.store import TrajectoryStore
-from actune.trajectory import Trajectory, read_trajectories
+from actune.records.store import TrajectoryStore
+from actune.records.trajectory import Trajectory, read_trajectories
 
 __all__ = ["ReplaySummary", "replay_trajectory", "replay_store"]
 

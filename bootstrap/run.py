@@ -42,14 +42,14 @@ from actune.bootstrap.config import BootstrapConfig
 from actune.bootstrap.summary import format_summary, summarize, summary_path, write_summary
 from actune.collect import collect, load_unique_tasks, make_run_id, pending_episodes, producer_fingerprint, task_file_id
 from actune.config import public_dump
-from actune.progress import Progress
-from actune.provenance import provenance
+from actune.records.store import TrajectoryStore
+from actune.records.task_record import Task
+from actune.records.trajectory import ModelRecord
+from actune.runtime.progress import Progress
+from actune.runtime.provenance import provenance
+from actune.runtime.trackers import bootstrap_metrics, check_trackers, log_to_trackers
 from actune.serve.config import ServeConfig
 from actune.serve.hardware import served_dtype
-from actune.store import TrajectoryStore
-from actune.task_record import Task
-from actune.trackers import bootstrap_metrics, check_trackers, log_to_trackers
-from actune.trajectory import ModelRecord
 
 if TYPE_CHECKING:
     from actune.serve.server import Serving

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from actune.agent.reflection_parts import reflection_part_problems
-from actune.atomic_write import atomic_write_text
 from actune.judge import verdict_of
-from actune.trajectory import read_trajectories
+from actune.records.atomic_write import atomic_write_text
+from actune.records.trajectory import read_trajectories
 
 __all__ = ["summarize", "write_summary", "format_summary", "summary_path"]
 

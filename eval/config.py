@@ -12,8 +12,8 @@ from actune.agent.config import AgentConfig
 from actune.config import StrictModel
 from actune.envs.config import EnvConfig
 from actune.llm import EnvVarName, RetryPolicy
+from actune.runtime.trackers import Tracker
 from actune.tasks.config import TaskConfig
-from actune.trackers import Tracker
 
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 

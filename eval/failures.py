@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from actune.judge import judge
-from actune.trajectory import FINISH_REASONS, Trajectory
+from actune.records.trajectory import FINISH_REASONS, Trajectory
 
 __all__ = ["FAILURE_MODES", "failure_mode", "failure_counts"]
 

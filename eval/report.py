@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from actune.atomic_write import atomic_write_png, atomic_write_text
 from actune.eval.failures import FAILURE_MODES, failure_counts
 from actune.eval.stats import HEADLINE, PAIRED_METRICS, cost_per_episode, metric_names, model_stats, paired_comparison
-from actune.provenance import provenance_markdown
-from actune.trajectory import Trajectory
+from actune.records.atomic_write import atomic_write_png, atomic_write_text
+from actune.records.trajectory import Trajectory
+from actune.runtime.provenance import provenance_markdown
 from actune.world.phrasings import report_groups
 
 __all__ = ["ModelResult", "build_report", "format_markdown", "headline_sentence", "plot_scores", "write_report"]

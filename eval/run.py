@@ -13,7 +13,7 @@ Top to bottom, :func:`run_eval` does:
    weights, so a retrained adapter never reuses a stale server copy);
 2. refuse an eval that would score a model on tasks it was trained on (:func:`check_leakage`: the
    ``training_tasks.json`` of each adapter or merged model folder);
-3. open one store per model, ``out_dir/<label>/trajectories.jsonl`` (:mod:`actune.store`):
+3. open one store per model, ``out_dir/<label>/trajectories.jsonl`` (:mod:`actune.records.store`):
    a rerun resumes, running only the (task, attempt) pairs not yet stored. A store whose records of the
    model's method another producer wrote (another base model, adapter, prompt or task file: the label now
    names something else) is refused before any store is written or server started, unless
@@ -55,15 +55,15 @@ from actune.eval.config import EvalConfig, EvalModel, model_agent
 from actune.eval.report import ModelResult, build_report, write_report
 from actune.eval.stats import HEADLINE
 from actune.llm import RetryPolicy
-from actune.progress import Progress
+from actune.records.store import StoreState, TrajectoryStore, read_state
+from actune.records.task_record import Task
+from actune.records.training_tasks import TRAINING_TASKS_FILE, read_training_tasks
+from actune.records.trajectory import ModelRecord, Trajectory, read_trajectories
+from actune.runtime.progress import Progress
+from actune.runtime.trackers import check_trackers, eval_metrics, log_to_trackers
 from actune.serve.adapters import adapter_name
 from actune.serve.config import ServeConfig
-from actune.store import StoreState, TrajectoryStore, read_state
-from actune.task_record import Task
 from actune.text import normalise_question
-from actune.trackers import check_trackers, eval_metrics, log_to_trackers
-from actune.training_tasks import TRAINING_TASKS_FILE, read_training_tasks
-from actune.trajectory import ModelRecord, Trajectory, read_trajectories
 
 if TYPE_CHECKING:
     from actune.serve.server import Serving, StageServer
@@ -581,7 +581,7 @@ def _yardsticks(cfg: EvalConfig, tasks: list[Task]) -> list[ModelResult]:
 
 def _provenance(run: _EvalRun) -> dict[str, Any]:
     """The provenance block; the dtype is the local servers' (models on their own endpoints run in theirs)."""
-    from actune.provenance import provenance
+    from actune.runtime.provenance import provenance
     from actune.serve.hardware import served_dtype
 
     local = any(not g.endpoints for g in run.groups) and not run.cfg.endpoints

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from actune.trajectory import Trajectory
+from actune.records.trajectory import Trajectory
 
 __all__ = ["Estimate", "PairedComparison", "METRICS", "HEADLINE", "PAGES", "PAIRED_METRICS", "NO_KIND", "metric_names",
            "metric_value", "task_values", "bootstrap_ci", "metric_estimate", "model_stats", "mcnemar_exact",

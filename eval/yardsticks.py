@@ -35,9 +35,9 @@ from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.eval.report import ModelResult
 from actune.judge import judge, record_verdict
-from actune.task_record import Task
+from actune.records.task_record import Task
+from actune.records.trajectory import ModelRecord, Step, TaskRecord, Trajectory
 from actune.tasks.metrics import normalize_answer, score_prediction
-from actune.trajectory import ModelRecord, Step, TaskRecord, Trajectory
 
 __all__ = ["LABEL_SET_MAX", "Policy", "named_entities", "options", "policies", "run_yardsticks", "yes_no_question"]
 

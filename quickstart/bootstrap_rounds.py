@@ -10,10 +10,10 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from actune.atomic_write import atomic_write_text
 from actune.bootstrap.config import BootstrapConfig
 from actune.quickstart.context import RunContext
 from actune.quickstart.evaluation import eval_on, eval_serving, prompted_labels, round_model_label
+from actune.records.atomic_write import atomic_write_text
 from actune.serve.config import ServeConfig
 from actune.tasks.config import TaskConfig
 
@@ -32,7 +32,7 @@ def _run_bootstrap(run: RunContext, bootstrap: BootstrapConfig, serve: ServeConf
 
 def round1_work(run: RunContext) -> list[tuple[str, int, BootstrapConfig]]:
     """(method, pass index, bootstrap config) of every round-1 pass that still has episodes to run."""
-    from actune.store import read_state
+    from actune.records.store import read_state
     from actune.tasks.loading import load_tasks
 
     cfg = run.cfg
@@ -86,7 +86,7 @@ def bootstrap_round1(run: RunContext) -> None:
 def solved_tasks(run: RunContext, method: str, before_round: int) -> set[str]:
     """Ids of the training tasks ``method`` kept an episode of in a round before ``before_round``."""
     from actune.judge import verdict_of
-    from actune.trajectory import read_trajectories
+    from actune.records.trajectory import read_trajectories
 
     solved: set[str] = set()
     for r in range(1, before_round):

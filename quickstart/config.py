@@ -20,9 +20,9 @@ import actune.presets
 from actune.bootstrap.config import BootstrapConfig
 from actune.config import ConfigError, RunName, StrictModel, fill_model, load_config
 from actune.eval.config import EvalConfig
-from actune.fever_source import FeverSource
-from actune.hotpotqa_source import HotpotQASource
 from actune.serve.config import ServeConfig
+from actune.sources.fever import FeverSource
+from actune.sources.hotpotqa import HotpotQASource
 from actune.train.config import TrainConfig, check_rank_fits
 from actune.world.config import WorldConfig
 
@@ -145,8 +145,8 @@ class QuickstartConfig(StrictModel):
     prompt; an oracle, since it is told the question's kind) beside the generic prompt."""
     source: Literal["world", "hotpotqa", "fever"] = "world"
     """Where the questions and the corpus come from: a synthetic world (``world``), real HotpotQA questions over
-    a local Wikipedia corpus (``hotpotqa``, :mod:`actune.hotpotqa_source`), or real FEVER claims over the local
-    FEVER wiki (``fever``, :mod:`actune.fever_source`: the FEVER actions and label accuracy)."""
+    a local Wikipedia corpus (``hotpotqa``, :mod:`actune.sources.hotpotqa`), or real FEVER claims over the local
+    FEVER wiki (``fever``, :mod:`actune.sources.fever`: the FEVER actions and label accuracy)."""
     world: WorldConfig = Field(default_factory=WorldConfig)
     """The synthetic world (its ``seed`` is replaced by ``seed``); read with ``source: world`` only."""
     hotpotqa: HotpotQASource = Field(default_factory=HotpotQASource)
@@ -289,7 +289,7 @@ class QuickstartConfig(StrictModel):
 
 def hardware_kind() -> HardwareKind:
     """The kind of hardware this process trains and serves on (:data:`HardwareKind`)."""
-    from actune.cpu_features import native_bf16
+    from actune.runtime.cpu_features import native_bf16
 
     try:
         import torch

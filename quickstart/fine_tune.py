@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from actune.atomic_write import atomic_write_text
 from actune.bootstrap.export import ExportSummary
 from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.context import RunContext
@@ -15,6 +14,7 @@ from actune.quickstart.layout import SAME_AS_FILE, Layout
 from actune.quickstart.round_inputs import export_stores, round_epochs, round_train_config, trains_on_previous
 from actune.quickstart.stage import Stage
 from actune.quickstart.train_child import train_in_child_process
+from actune.records.atomic_write import atomic_write_text
 
 __all__ = ["fine_tune_stages", "export_round", "export_method_round", "train_method_round", "adds_no_data"]
 

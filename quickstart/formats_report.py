@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from actune.atomic_write import atomic_write_png
 from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.formats import PROMPTED, TUNED
 from actune.quickstart.layout import Layout
+from actune.records.atomic_write import atomic_write_png
 from actune.train.common import TRAINING_META_FILE
 
 __all__ = ["FORMATS_METRIC", "FIGURE3_PNG", "format_rows", "formats_markdown", "plot_formats"]

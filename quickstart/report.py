@@ -16,15 +16,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from actune.atomic_write import atomic_write_png, atomic_write_text
 from actune.config import public_dump
 from actune.eval.yardsticks import YARDSTICK_PREFIX
-from actune.provenance import provenance, provenance_markdown
 from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.evaluation import objective_label
 from actune.quickstart.formats_report import FIGURE3_PNG, format_rows, formats_markdown, plot_formats
 from actune.quickstart.layout import Layout
 from actune.quickstart.round_inputs import round_epochs, trains_on_previous
+from actune.records.atomic_write import atomic_write_png, atomic_write_text
+from actune.runtime.provenance import provenance, provenance_markdown
 from actune.serve.hardware import served_dtype
 from actune.train.common import TRAINING_META_FILE
 

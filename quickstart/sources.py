@@ -29,8 +29,8 @@ def write_tasks(run: RunContext) -> None:
     """The corpus and the train/dev/test questions, once (a folder that has them is left as it is)."""
     cfg, layout = run.cfg, run.layout
     if cfg.source in ("hotpotqa", "fever"):
-        from actune.fever_source import write_fever_tasks
-        from actune.hotpotqa_source import MANIFEST, write_hotpotqa_tasks
+        from actune.sources.fever import write_fever_tasks
+        from actune.sources.hotpotqa import MANIFEST, write_hotpotqa_tasks
 
         if (layout.tasks_dir / MANIFEST).exists():
             return
@@ -108,8 +108,8 @@ def write_gold_paths(run: RunContext) -> None:
 
 
 def _check_no_held_out_questions(run: RunContext, i: int, store: Path) -> None:
+    from actune.records.trajectory import read_trajectories
     from actune.text import normalise_question
-    from actune.trajectory import read_trajectories
 
     held = {normalise_question(json.loads(line)["question"]) for split in ("dev", "test")
             for line in (run.layout.tasks_dir / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from actune.atomic_write import atomic_write_text
 from actune.config import ConfigError, public_dump
 from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.layout import Layout
+from actune.records.atomic_write import atomic_write_text
 
 __all__ = ["comparable", "load_state", "save_state", "stored_config_as_current"]
 

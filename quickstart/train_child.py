@@ -12,7 +12,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from actune.stop_signals import stop_signals_as_interrupt
+from actune.runtime.stop_signals import stop_signals_as_interrupt
 from actune.train.common import TrainError
 from actune.train.config import TrainConfig
 

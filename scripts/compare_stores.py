@@ -8,7 +8,7 @@ and exact p, on correct & grounded and on correct (eval's own statistics, actune
 import sys
 
 from actune.eval.stats import PAIRED_METRICS, paired_comparison
-from actune.trajectory import read_trajectory_lines
+from actune.records.trajectory import read_trajectory_lines
 
 
 def main(a_path: str, b_path: str) -> None:

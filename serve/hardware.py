@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-from actune import cpu_features
-from actune.chat_templates import tools_template
 from actune.config import actune_home
+from actune.runtime import cpu_features
+from actune.runtime.chat_templates import tools_template
 from actune.serve.config import ServeConfig
 from actune.serve.errors import ServeError, VLLMNotInstalledError
 

@@ -90,8 +90,8 @@ class ServerHandle:
 
 
 def resolve_model(name: str) -> str:
-    """Local folder for ``name`` (known name, hub id or folder) via actune.model_files.prepare_model."""
-    from actune.model_files import ModelError, prepare_model
+    """Local folder for ``name`` (known name, hub id or folder) via actune.runtime.model_files.prepare_model."""
+    from actune.runtime.model_files import ModelError, prepare_model
 
     try:
         return str(prepare_model(name))

@@ -7,7 +7,7 @@ import asyncio
 
 from agent.fakes import Call, ScriptedLLM  # tests/agent/fakes.py (tests/ is on sys.path via conftest)
 
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 SEARCH = " I need to search Walkman.\nAction 1: search[Walkman]"
 FINISH = " Walkman is made by Sony.\nAction 2: finish[Sony]"

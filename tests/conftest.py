@@ -72,7 +72,7 @@ def embedded_model() -> Path:
     for module in ("transformers", "gguf"):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} is not installed (pip install 'actune[cpu]'): cannot build the embedded model")
-    from actune.model_files import prepare_model
+    from actune.runtime.model_files import prepare_model
 
     return prepare_model(EMBEDDED_MODEL)
 

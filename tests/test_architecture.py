@@ -7,6 +7,12 @@ Every ``import`` counts, those inside functions too. Module names come from ``py
 names code imports them by. The CLI parses commands and calls any layer: it is exempt from the flow, not from
 the cycle check.
 
+The core is grouped by what it holds: ``actune.runtime`` (CPU features, model files, provenance, progress, signals,
+trackers, plug-ins, chat templates, the Hub) imports nothing of actune's but itself and the config; ``actune.records``
+(trajectory, task record, store, JSONL, atomic writes) builds on runtime, the config and the judge's verdict only;
+``actune.sources`` (the HotpotQA and FEVER data the presets read) builds on records, runtime, envs and tasks, which
+never import a source (:data:`GROUP_MAY_IMPORT`).
+
 And no function in those packages is longer than a screen (:data:`MAX_FUNCTION_LINES`); the benches (``bench/``)
 import only the names the tree makes public.
 """
@@ -79,6 +85,37 @@ def area(module: str) -> str | None:
     if module == "actune" or module.startswith("actune."):
         return "core"
     return None
+
+
+# what each group of the core may import of actune (besides itself): modules, or a package and all under it
+GROUP_MAY_IMPORT = {
+    "actune.runtime": ("actune.config",),
+    "actune.records": ("actune.runtime", "actune.config", "actune.judge"),
+    "actune.sources": ("actune.records", "actune.runtime", "actune.envs", "actune.tasks", "actune.config",
+                       "actune.text"),
+}
+# the packages below the sources, which must not import one
+BELOW_SOURCES = ("actune.envs", "actune.tasks", "actune.records", "actune.runtime")
+
+
+def _within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def group_violations(repo: Path) -> list[str]:
+    """``module -> imported`` for each import that breaks :data:`GROUP_MAY_IMPORT` or reaches a source from below."""
+    graph = import_graph(repo)
+    bad = []
+    for module in sorted(graph):
+        group = next((g for g in GROUP_MAY_IMPORT if _within(module, (g,))), None)
+        for target in sorted(graph[module]):
+            if not target.startswith("actune."):
+                continue
+            if group is not None and not _within(target, (group, *GROUP_MAY_IMPORT[group])):
+                bad.append(f"{module} -> {target}")
+            elif _within(module, BELOW_SOURCES) and _within(target, ("actune.sources",)):
+                bad.append(f"{module} -> {target}")
+    return bad
 
 
 def violations(repo: Path) -> list[str]:
@@ -209,6 +246,33 @@ def test_the_tree_follows_the_one_way_flow() -> None:
     assert violations(REPO) == []
 
 
+def test_the_core_groups_import_only_what_they_may() -> None:
+    assert group_violations(REPO) == []
+
+
+def test_the_group_check_finds_each_kind_of_edge(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.setuptools]\npackage-dir = { "actune" = "actune" }\n')
+    files = {
+        "actune/__init__.py": "", "actune/config.py": "", "actune/judge.py": "", "actune/llm.py": "",
+        "actune/runtime/__init__.py": "", "actune/records/__init__.py": "", "actune/sources/__init__.py": "",
+        "actune/envs/__init__.py": "", "actune/tasks/__init__.py": "",
+        "actune/runtime/progress.py": "from actune import config\nfrom actune.records import store\n",
+        "actune/records/store.py": "from actune import judge\nfrom actune.runtime import progress\nimport actune.llm\n",
+        "actune/sources/hotpotqa.py": "from actune.tasks import x\nfrom actune.envs import y\nfrom actune import llm\n",
+        "actune/tasks/x.py": "from actune.sources import hotpotqa\n",
+        "actune/envs/y.py": "",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    assert group_violations(tmp_path) == [  # `from actune.records import store` reaches the package and the module
+        "actune.records.store -> actune.llm",
+        "actune.runtime.progress -> actune.records", "actune.runtime.progress -> actune.records.store",
+        "actune.sources.hotpotqa -> actune.llm",
+        "actune.tasks.x -> actune.sources", "actune.tasks.x -> actune.sources.hotpotqa",
+    ]
+
+
 def test_no_module_imports_itself_back() -> None:
     assert cycles(REPO) == KNOWN_CYCLES
 
@@ -226,7 +290,8 @@ def test_the_workflow_is_small_modules() -> None:
 def test_every_stage_folder_is_walked() -> None:
     names = modules(package_dirs(REPO))
     assert {"actune.bootstrap.run", "actune.eval.run", "actune.train.run", "actune.serve.server",
-            "actune.quickstart.pipeline", "actune.collect", "actune.cli.run_config"} <= set(names)
+            "actune.quickstart.pipeline", "actune.collect", "actune.cli.run_config", "actune.records.store",
+            "actune.sources.hotpotqa", "actune.runtime.progress"} <= set(names)
 
 
 def test_the_check_finds_each_kind_of_edge(tmp_path: Path) -> None:

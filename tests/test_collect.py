@@ -13,9 +13,9 @@ from collect_fakes import PacedScriptedLLM, walkman_llm, walkman_tasks
 from actune.agent import AgentConfig
 from actune.collect import CollectError, collect, pending_episodes
 from actune.judge import verdict_of
-from actune.store import TrajectoryStore
-from actune.task_record import Task
-from actune.trajectory import Trajectory, read_trajectories
+from actune.records.store import TrajectoryStore
+from actune.records.task_record import Task
+from actune.records.trajectory import Trajectory, read_trajectories
 
 AGENT = AgentConfig(method="react", temperature=0.4)
 
@@ -228,7 +228,7 @@ def test_a_server_error_is_retried_and_never_stored(tmp_path: Path) -> None:
 
 def test_collect_stamps_its_fingerprint_into_every_record(tmp_path: Path) -> None:
     from actune.collect import producer_fingerprint
-    from actune.trajectory import ModelRecord
+    from actune.records.trajectory import ModelRecord
 
     path = tmp_path / "trajectories.jsonl"
     tasks = walkman_tasks()
@@ -246,7 +246,7 @@ def test_collect_stamps_its_fingerprint_into_every_record(tmp_path: Path) -> Non
 
 def test_the_fingerprint_changes_with_what_changes_the_prompt_only() -> None:
     from actune.collect import producer_fingerprint
-    from actune.trajectory import ModelRecord
+    from actune.records.trajectory import ModelRecord
 
     tasks = walkman_tasks()
     files = {"task_file": "t.jsonl", "tasks": "h"}

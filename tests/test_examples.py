@@ -102,7 +102,7 @@ def test_export_converts_records_with_the_custom_envs_actions(tmp_path, monkeypa
     from actune.cli import main
     from actune.envs.factory import make_env
     from actune.judge import judge, record_verdict
-    from actune.store import TrajectoryStore
+    from actune.records.store import TrajectoryStore
 
     monkeypatch.chdir(INVENTORY.parents[1])
     run = load_config(RunConfig, INVENTORY / "run.yaml")
@@ -134,7 +134,7 @@ def test_the_inventory_example_runs_every_stage_on_the_real_model(vllm_server, t
 
     from actune.bootstrap.export import kept_records
     from actune.cli import main
-    from actune.trajectory import read_trajectories
+    from actune.records.trajectory import read_trajectories
 
     monkeypatch.chdir(INVENTORY.parents[1])  # where a user runs it: the import path and data paths are the root's
     out = tmp_path / "runs"

@@ -13,8 +13,8 @@ from collect_fakes import FINISH, SEARCH
 from actune.agent import AgentConfig, run_episode
 from actune.agent.config import INTERACTIVE_METHODS, METHODS
 from actune.judge import NO_PAGE_METHODS, Verdict, judge, record_verdict, titles_read, verdict_of
-from actune.task_record import Task
-from actune.trajectory import Step, TaskRecord, Trajectory
+from actune.records.task_record import Task
+from actune.records.trajectory import Step, TaskRecord, Trajectory
 
 
 def _traj(supporting, titles, *, correct=True, steps=None, extra_info=None, method="react",

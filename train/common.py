@@ -13,7 +13,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from actune import cpu_features
+from actune.runtime import cpu_features
 
 __all__ = ["MERGED_DIR", "TRAINING_META_FILE", "TrainError", "dev_task_ids", "hardware_line", "merge_adapter",
            "resolve_dtype", "split_by_task", "steps_per_epoch"]

@@ -25,10 +25,10 @@ from typing import Any
 from huggingface_hub import ModelCardData
 
 from actune.agent.prompt_spec import PROMPT_SPEC_FILE, PromptSpec, load_prompt_spec
-from actune.atomic_write import atomic_write_text
-from actune.jsonl import read_json
-from actune.model_files import KNOWN_MODELS, MANIFEST
-from actune.provenance import provenance_markdown
+from actune.records.atomic_write import atomic_write_text
+from actune.records.jsonl import read_json
+from actune.runtime.model_files import KNOWN_MODELS, MANIFEST
+from actune.runtime.provenance import provenance_markdown
 from actune.train.card_eval import ReportError, eval_section, model_index
 from actune.train.common import TRAINING_META_FILE
 

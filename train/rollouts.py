@@ -28,10 +28,10 @@ from actune.agent.config import AgentConfig
 from actune.agent.render import episode_segments
 from actune.envs.config import EnvConfig
 from actune.judge import Verdict, verdict_of
-from actune.task_record import Task
+from actune.records.task_record import Task
+from actune.records.trajectory import Trajectory, read_trajectory_lines
 from actune.train.config import GrpoReward, GrpoSettings
 from actune.train.masking import tokenize_segments
-from actune.trajectory import Trajectory, read_trajectory_lines
 
 __all__ = ["RolloutSetup", "episode_reward", "episode_tokens", "group_attempts", "make_rollout_func",
            "unreadable_actions"]
@@ -105,8 +105,8 @@ def _play(setup: RolloutSetup, settings: GrpoSettings, model: str, rows: list[tu
     from actune.collect import collect
     from actune.envs.factory import make_env
     from actune.llm import ClientConfig, LLMClient
-    from actune.store import TrajectoryStore
-    from actune.trajectory import ModelRecord
+    from actune.records.store import TrajectoryStore
+    from actune.records.trajectory import ModelRecord
 
     agent = setup.agent.model_copy(update={"temperature": settings.temperature, "seed": setup.agent.seed + step})
     with TrajectoryStore.open(store_path) as store:

@@ -24,12 +24,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from actune import cpu_features
 from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
-from actune.atomic_write import atomic_write_text, recover_folder, replace_folder
-from actune.chat_templates import tools_template
 from actune.config import ConfigError, public_dump
-from actune.provenance import provenance
+from actune.records.atomic_write import atomic_write_text, recover_folder, replace_folder
+from actune.records.training_tasks import TRAINING_TASKS_FILE, read_training_tasks
+from actune.runtime import cpu_features
+from actune.runtime.chat_templates import tools_template
+from actune.runtime.provenance import provenance
 from actune.train.checkpoints import durable_checkpoints, train_resuming
 from actune.train.common import (
     MERGED_DIR,
@@ -44,7 +45,6 @@ from actune.train.common import (
 )
 from actune.train.config import TrainConfig
 from actune.train.model_card import write_model_card
-from actune.training_tasks import TRAINING_TASKS_FILE, read_training_tasks
 
 __all__ = ["TrainResult", "train", "prepare", "fit", "save", "training_meta", "Prepared", "Fitted",
            "tokenize_dataset", "sft_args", "make_trainer", "speed_line", "TRAINING_TASKS_FILE", "LOSS_PLOT_FILE"]
@@ -126,7 +126,8 @@ def tokenize_dataset(ds: Any, tokenizer: Any, cfg: TrainConfig) -> Any:
 
 
 def use_tools_template(tokenizer: Any, model_dir: Path, chosen: Path | None) -> None:
-    """Render the tools wire with the template the server will use (:func:`actune.chat_templates.tools_template`)."""
+    """Render the tools wire with the template the server will use
+    (:func:`actune.runtime.chat_templates.tools_template`)."""
     try:
         template = tools_template(model_dir, chosen)
     except ValueError as e:
@@ -422,7 +423,7 @@ def prepare(cfg: TrainConfig, log: Callable[[str], None] | None = None) -> Prepa
     the model is loaded."""
     from transformers import AutoTokenizer
 
-    from actune.model_files import prepare_model
+    from actune.runtime.model_files import prepare_model
     from actune.train.speed import set_torch_threads
 
     started = time.perf_counter()

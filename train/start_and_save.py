@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from actune.agent.prompt_spec import PromptSpec, find_prompt_spec, load_prompt_spec, save_prompt_spec
-from actune.atomic_write import recover_folder, replace_folder
-from actune.provenance import provenance
+from actune.records.atomic_write import recover_folder, replace_folder
+from actune.runtime.provenance import provenance
 from actune.train.common import MERGED_DIR, TrainError, merge_adapter, resolve_dtype
 from actune.train.config import TrainConfig
 
@@ -40,7 +40,7 @@ def open_start(cfg: TrainConfig) -> Start:
     """Resolve the dtype and folders, finish an interrupted swap of the output folder, fetch the start model."""
     from transformers import AutoTokenizer
 
-    from actune.model_files import prepare_model
+    from actune.runtime.model_files import prepare_model
 
     out = Path(cfg.output_dir)
     recover_folder(out)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actune.agent.planning_errors import PlanningError, PlanningErrorCatalog
-from actune.trajectory import Step
+from actune.records.trajectory import Step
 
 __all__ = ["Critique", "REFLECTOR_PREFILL", "REVISION_PREFIX", "reflector_instruction", "reflector_request",
            "retry_note", "revision_request", "summarize_actions", "parse_critique", "extract_json_object", "MAX_ERRORS"]

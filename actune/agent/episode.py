@@ -18,7 +18,7 @@ from actune.agent.config import AgentConfig
 from actune.agent.render import PromptContext, render_messages, render_text
 from actune.envs.base import Action, Environment, StepResult
 from actune.llm import Completion, ContextLengthError, Sampling, ServerError
-from actune.trajectory import Step, Trajectory
+from actune.records.trajectory import Step, Trajectory
 
 __all__ = ["Event", "Episode", "EpisodeEnd", "LLM", "episode_seed", "approx_tokens", "tokenizer_counter",
            "truncate_observation"]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from actune.config import ConfigError
-from actune.jsonl import read_json
+from actune.records.jsonl import read_json
 
 __all__ = [
     "ExemplarStep",

@@ -57,8 +57,8 @@ from actune.agent.methods.live import LiveLLM
 from actune.agent.render import PromptContext, build_paper_prompt_context, build_prompt_context, instruction_for
 from actune.agent.validate import steps_method
 from actune.envs.base import Environment
-from actune.task_record import Task
-from actune.trajectory import ModelRecord, SamplingRecord, TaskRecord, Trajectory
+from actune.records.task_record import Task
+from actune.records.trajectory import ModelRecord, SamplingRecord, TaskRecord, Trajectory
 
 __all__ = ["run_episode", "iter_episode", "Scorer", "default_scorer"]
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from actune.agent.exemplars import BUILTIN_DIR
-from actune.jsonl import read_json
+from actune.records.jsonl import read_json
 
 __all__ = ["PlanningError", "ErrorExample", "PlanningErrorCatalog", "CatalogError", "DEFAULT_CATALOG",
            "load_catalog"]

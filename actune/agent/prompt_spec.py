@@ -14,9 +14,9 @@ from typing import Literal
 from pydantic import ValidationError
 
 from actune.agent.config import AgentConfig, Method, Wire
-from actune.atomic_write import atomic_write_text
 from actune.config import ConfigError, StrictModel
-from actune.jsonl import read_json
+from actune.records.atomic_write import atomic_write_text
+from actune.records.jsonl import read_json
 
 __all__ = ["PROMPT_SPEC_FILE", "PromptSpec", "save_prompt_spec", "load_prompt_spec", "find_prompt_spec"]
 

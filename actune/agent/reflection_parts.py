@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from actune.agent.validate import steps_method
-from actune.trajectory import Trajectory
+from actune.records.trajectory import Trajectory
 
 __all__ = ["REFLECTION_PARTS", "missing_reflection_parts", "reflection_part_problems"]
 

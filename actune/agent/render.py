@@ -29,7 +29,7 @@ from actune.agent.exemplars import (
     load_paper_prompt,
     select_exemplars,
 )
-from actune.trajectory import Step, Trajectory
+from actune.records.trajectory import Step, Trajectory
 
 __all__ = [
     "PromptContext",

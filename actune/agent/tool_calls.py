@@ -25,7 +25,7 @@ from actune.agent.parser import ParsedStep
 from actune.agent.render import REFLECTION_FORMATS, USER_STEP_TYPES, PromptContext, assistant_turns_trained
 from actune.envs.actions import ActionSpec, tool_schema
 from actune.envs.base import Action
-from actune.trajectory import Step
+from actune.records.trajectory import Step
 
 __all__ = ["TOOL_METHODS", "tools_for", "render_tool_messages", "read_tool_call", "tool_hint", "call_id"]
 

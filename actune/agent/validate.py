@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from actune.agent.exemplars import SPARSE_THINK
-from actune.trajectory import Trajectory
+from actune.records.trajectory import Trajectory
 
 __all__ = ["step_order_problems", "steps_method"]
 

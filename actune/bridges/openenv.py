@@ -50,7 +50,7 @@ from actune.envs.actions import ActionSpec, action_specs, parse_described, tool_
 from actune.envs.base import Action, Environment, StepResult
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env as make_actune_env
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 __all__ = ["ResetObservation", "make_env", "openenv_app", "openenv_environment", "openenv_server"]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from actune.envs.actions import ActionSpec, ToolEnvironment
 from actune.envs.base import Action, Environment, StepResult
-from actune.task_record import Task
+from actune.records.task_record import Task
 from actune.tasks.metrics import score_prediction
 
 __all__ = ["FINISH", "ForeignTools", "ScoredEpisode", "task_from_fields"]

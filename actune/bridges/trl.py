@@ -29,7 +29,7 @@ from actune.envs.actions import ActionSpec, action_specs
 from actune.envs.base import Environment, StepResult
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 __all__ = ["actune_environment", "trl_environment"]
 

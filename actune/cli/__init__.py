@@ -11,7 +11,7 @@ import sys
 
 from actune.cli.exit_codes import FAILED, INTERRUPTED, OK, USAGE
 from actune.config import ConfigError
-from actune.stop_signals import stop_signals_as_interrupt
+from actune.runtime.stop_signals import stop_signals_as_interrupt
 
 # Order is the order of `actune --help`. Modules import fast: heavy libraries load inside the commands.
 SUBCOMMAND_MODULES = [

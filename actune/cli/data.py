@@ -1,5 +1,5 @@
 """``actune data prepare hotpotqa|fever ...``: a dataset's official release -> the files a preset reads
-(:mod:`actune.tasks.prepare`, :mod:`actune.fever_prepare`)."""
+(:mod:`actune.tasks.prepare`, :mod:`actune.sources.fever_prepare`)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def _prepare_hotpotqa(args: argparse.Namespace) -> int:
 
 
 def _prepare_fever(args: argparse.Namespace) -> int:
-    from actune.fever_prepare import prepare_fever
+    from actune.sources.fever_prepare import prepare_fever
     from actune.tasks.sources import TaskFileError
 
     try:

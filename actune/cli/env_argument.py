@@ -21,7 +21,7 @@ IMPORT_BUILTINS = ("wiki", "fever")
 def env_name(text: str) -> str:
     """``text`` when it names an environment, else an argparse error saying what would."""
     from actune.envs.registry import env_factory
-    from actune.plugins import PluginError
+    from actune.runtime.plugins import PluginError
 
     try:
         env_factory(text)

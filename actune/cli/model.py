@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _prepare(args: argparse.Namespace) -> int:
     from actune.cli.exit_codes import FAILED
-    from actune.model_files import ModelError, prepare_model
+    from actune.runtime.model_files import ModelError, prepare_model
 
     try:
         print(prepare_model(args.name, check=not args.no_check))
@@ -30,7 +30,7 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from actune.model_files import KNOWN_MODELS
+    from actune.runtime.model_files import KNOWN_MODELS
 
     for spec in KNOWN_MODELS.values():
         print(f"{spec.name}\t{spec.description}")

@@ -7,7 +7,7 @@ without one is refused (``actune card PATH`` writes an adapter's or model folder
 missing; ``--revision`` other than ``main`` is created as a branch.
 
 The token is huggingface_hub's: the ``HF_TOKEN`` environment variable or the stored login (``hf auth login``).
-There is no token option, and the token is never printed. See ``actune.hub_push``.
+There is no token option, and the token is never printed. See ``actune.runtime.hub_push``.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _push(args: argparse.Namespace, api_factory: Callable[[], Any] | None = None) -> int:
-    """The command; tests hand ``api_factory`` a fake Hub client (default: :func:`actune.hub_push.make_api`)."""
-    from actune.hub_push import PushError, make_api, push
+    """The command; tests hand ``api_factory`` a fake Hub client (default: :func:`actune.runtime.hub_push.make_api`)."""
+    from actune.runtime.hub_push import PushError, make_api, push
 
     try:
         res = push(args.path, args.repo, private=args.private, revision=args.revision,

@@ -251,7 +251,7 @@ async def _episode(args: argparse.Namespace, cfg: Any, endpoint: str, request_mo
     from actune.agent.loop import iter_episode
     from actune.envs.factory import make_env
     from actune.llm import ClientConfig, LLMClient
-    from actune.task_record import Task
+    from actune.records.task_record import Task
 
     env = make_env(_env_config(args))
     task = Task(id="cli", question=args.question, answer=args.answer, env=env.name, split="cli")
@@ -274,8 +274,8 @@ def _run(args: argparse.Namespace) -> int:
 
     from actune.config import ConfigError
     from actune.llm import LLMError, read_api_key
+    from actune.records.trajectory import ModelRecord
     from actune.serve.errors import ServeError
-    from actune.trajectory import ModelRecord
 
     if args.endpoint and args.adapter and not args.model:
         raise ConfigError("--adapter with --endpoint needs --model NAME: the name the server serves the adapter "

@@ -14,7 +14,7 @@ import argparse
 import sys
 import time
 
-from actune.stop_signals import stop_signals_as_interrupt
+from actune.runtime.stop_signals import stop_signals_as_interrupt
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -15,17 +15,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from actune.cli.exit_codes import FAILED, OK, USAGE
-from actune.stop_signals import stop_signals_as_interrupt
+from actune.runtime.stop_signals import stop_signals_as_interrupt
 
 __all__ = ["register_stage", "stage_errors", "section_qualifier", "exit_status", "COLLECT_ERRORS", "EXPORT_ERRORS",
            "REFUSALS", "TRAIN_ERRORS"]
 
-COLLECT_ERRORS = ("actune.store:StoreError", "actune.serve.errors:ServeError", "actune.tasks.loading:TaskFileError",
-                  "actune.collect:CollectError")
+COLLECT_ERRORS = ("actune.records.store:StoreError", "actune.serve.errors:ServeError",
+                  "actune.tasks.loading:TaskFileError", "actune.collect:CollectError")
 """What the stages that collect episodes (bootstrap, eval) report as one line."""
-EXPORT_ERRORS = ("actune.bootstrap.export:ExportError", "actune.trajectory:TrajectoryFormatError")
+EXPORT_ERRORS = ("actune.bootstrap.export:ExportError", "actune.records.trajectory:TrajectoryFormatError")
 TRAIN_ERRORS = ("actune.train.common:TrainError",)
-REFUSALS = ("actune.bootstrap.export:OutputRefused", "actune.store:NotAStoreError")
+REFUSALS = ("actune.bootstrap.export:OutputRefused", "actune.records.store:NotAStoreError")
 """Of those, the errors that mean the command points at the wrong path: found before anything was written."""
 
 

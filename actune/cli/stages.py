@@ -177,7 +177,7 @@ def _run_export(run: "RunConfig", args: argparse.Namespace) -> None:
           f"steps from {', '.join(map(str, stores))} to {out}")
     print(summary.table())
     if args.format == "trl" and run.train.wire_format == "tools":
-        from actune.chat_templates import CHATML_TOOLS_TEMPLATE
+        from actune.runtime.chat_templates import CHATML_TOOLS_TEMPLATE
 
         print(f"note: for a model whose chat template has no tools (SmolLM2), train with "
               f"SFTConfig(chat_template_path='{CHATML_TOOLS_TEMPLATE}'), the template actune trains and serves with")
@@ -222,12 +222,12 @@ def _run_eval(run: "RunConfig", args: argparse.Namespace) -> None:
 
 
 def _run_import(args: argparse.Namespace) -> int:
-    from actune.atomic_write import check_not_an_input
     from actune.bootstrap.importers import import_set
     from actune.cli.exit_codes import NOTHING_DONE, OK
-    from actune.store import NotAStoreError, remove_if_empty
+    from actune.records.atomic_write import check_not_an_input
+    from actune.records.store import NotAStoreError, remove_if_empty
 
-    caught = stage_errors(["actune.bootstrap.importers:ImportSetError", "actune.store:StoreError"])
+    caught = stage_errors(["actune.bootstrap.importers:ImportSetError", "actune.records.store:StoreError"])
     new_store = not os.path.lexists(args.store)
     try:
         if Path(args.source).exists():  # a local file or folder, not a Hub id: the store must not be (in) it

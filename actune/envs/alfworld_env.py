@@ -1,6 +1,6 @@
 """ALFWorld: household TextWorld games (ReAct's and ReflAct's decision-making benchmark).
 
-Each task is one ``game.tw-pddl`` file (:mod:`actune.alfworld_games` finds them), played with the
+Each task is one ``game.tw-pddl`` file (:mod:`actune.tasks.alfworld_games` finds them), played with the
 ``alfworld`` package's PDDL grammar through TextWorld (extra ``alfworld``: ``pip install 'actune[alfworld]'``;
 see shared/notes/alfworld-offline.md).
 Actions are the game's own commands (``go to desk 1``, ``take mug 1 from desk 1``, ``put mug 1 in/on
@@ -19,7 +19,7 @@ from typing import Any
 from actune.envs.base import Action, Environment, StepResult
 from actune.envs.config import EnvConfig
 from actune.envs.observation import clip_observation
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 __all__ = ["AlfWorldEnv", "from_config"]
 

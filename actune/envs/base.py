@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ import numpy as np
 from actune.config import actune_home
 from actune.envs.bm25_index import Bm25Builder, Bm25Index
 from actune.envs.titles import base_title, normalize_title
-from actune.jsonl import iter_jsonl_objects
+from actune.records.jsonl import iter_jsonl_objects
 from actune.text import split_sentences
 
 __all__ = ["CorpusError", "WikiPage", "LocalCorpus", "read_corpus", "index_dir_for", "INDEX_VERSION"]

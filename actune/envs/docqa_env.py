@@ -28,7 +28,7 @@ from actune.envs.base import Action, Environment, StepResult
 from actune.envs.config import EnvConfig
 from actune.envs.documents import Passage, read_documents
 from actune.envs.observation import page_result
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 __all__ = ["DocQAEnv", "from_config", "tokenize"]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
-from actune.jsonl import read_text
+from actune.records.jsonl import read_text
 from actune.text import split_sentences
 
 __all__ = ["Passage", "DocumentError", "DOC_SUFFIXES", "html_to_text", "read_documents", "split_passages"]

@@ -6,7 +6,7 @@ from actune.config import ConfigError
 from actune.envs.base import Environment
 from actune.envs.config import EnvConfig
 from actune.envs.registry import ENV_MODULES, env_factory, is_builtin_env
-from actune.plugins import PluginError
+from actune.runtime.plugins import PluginError
 
 __all__ = ["make_env", "ENV_MODULES", "INTERFACE"]
 

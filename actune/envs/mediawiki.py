@@ -36,10 +36,10 @@ from urllib.parse import urlparse
 
 import httpx
 
-from actune.atomic_write import atomic_write_text
 from actune.config import actune_home
 from actune.envs.corpus import WikiPage
 from actune.envs.titles import normalize_title
+from actune.records.atomic_write import atomic_write_text
 from actune.text import split_sentences
 
 __all__ = ["MediaWikiError", "MediaWikiClient", "default_cache_dir"]

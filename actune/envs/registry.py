@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from actune.envs.base import Environment
-from actune.plugins import PluginKind, plugin_name, resolve_plugin
+from actune.runtime.plugins import PluginKind, plugin_name, resolve_plugin
 
 __all__ = ["ENV_GROUP", "ENV_MODULES", "EnvFactory", "EnvName", "env_factory", "is_builtin_env"]
 
@@ -52,5 +52,5 @@ def is_builtin_env(name: str) -> bool:
 
 
 def env_factory(name: str) -> EnvFactory:
-    """The factory ``name`` names; :class:`actune.plugins.PluginError` (a ValueError) saying what would work."""
+    """The factory ``name`` names; :class:`actune.runtime.plugins.PluginError` (a ValueError) saying what would work."""
     return resolve_plugin(name, ENVIRONMENTS)

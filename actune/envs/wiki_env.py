@@ -29,7 +29,7 @@ from actune.envs.config import EnvConfig
 from actune.envs.corpus import WikiPage
 from actune.envs.goal_confidence import GoalEvidence
 from actune.envs.observation import page_result
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 __all__ = ["AsyncWikiBackend", "WikiBackend", "WikiEnv", "from_config", "make_backend"]
 

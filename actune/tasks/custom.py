@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actune.task_record import Task
+from actune.records.task_record import Task
 from actune.tasks.sources import TaskFileError
 
 __all__ = ["custom_task"]

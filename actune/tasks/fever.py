@@ -17,9 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from actune.atomic_write import atomic_writer
-from actune.jsonl import JSON_ERRORS, json_problem, read_text
-from actune.task_record import Task
+from actune.records.atomic_write import atomic_writer
+from actune.records.jsonl import JSON_ERRORS, json_problem, read_text
+from actune.records.task_record import Task
 from actune.tasks.sources import TaskFileError
 from actune.text import normalize_label, split_sentences
 

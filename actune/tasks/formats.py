@@ -2,7 +2,8 @@
 
 A custom loader is called with the whole :class:`~actune.tasks.config.TaskConfig` (its own settings in
 ``cfg.options``; ``path``, ``split`` and ``env`` are there too) and returns the tasks
-(:class:`actune.task_record.Task`), which ``load_tasks`` then subsets, filters, offsets and limits like any other.
+(:class:`actune.records.task_record.Task`), which ``load_tasks`` then subsets, filters, offsets and limits like any
+other.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from actune.plugins import PluginKind, plugin_name, resolve_plugin
+from actune.runtime.plugins import PluginKind, plugin_name, resolve_plugin
 
 __all__ = ["BUILTIN_FORMATS", "TASK_GROUP", "TaskFormat", "task_loader"]
 
@@ -27,6 +28,6 @@ TaskFormat = plugin_name(TASK_LOADERS)
 
 
 def task_loader(fmt: str) -> Callable[[Any], Any] | None:
-    """The custom loader ``fmt`` names; None for a built-in format; :class:`actune.plugins.PluginError` (a
+    """The custom loader ``fmt`` names; None for a built-in format; :class:`actune.runtime.plugins.PluginError` (a
     ValueError) saying what would work for anything else."""
     return resolve_plugin(fmt, TASK_LOADERS)

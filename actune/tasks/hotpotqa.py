@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from actune.task_record import Task
+from actune.records.task_record import Task
 from actune.tasks.sources import TaskFileError
 
 __all__ = ["react_subset_indices", "hotpotqa_task", "REACT_DEV_SIZE", "REACT_SUBSET_SIZE", "REACT_SEED"]

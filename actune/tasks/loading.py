@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from actune.alfworld_games import load_games
-from actune.task_record import Task
+from actune.records.task_record import Task
+from actune.tasks.alfworld_games import load_games
 from actune.tasks.config import TaskConfig
 from actune.tasks.custom import custom_task
 from actune.tasks.fever import fever_task
@@ -63,7 +63,7 @@ def _custom_loader_tasks(cfg: TaskConfig) -> list[Task] | None:
     wrong = next((t for t in tasks if not isinstance(t, Task)), None)
     if wrong is not None:
         raise TaskFileError(f"tasks.format {cfg.format!r}: the loader returned a {type(wrong).__name__}, not an "
-                            "actune.task_record.Task")
+                            "actune.records.task_record.Task")
     return tasks
 
 

@@ -12,7 +12,7 @@ import re
 import string
 from collections import Counter
 
-from actune.task_record import Task
+from actune.records.task_record import Task
 from actune.text import normalize_label
 
 __all__ = ["normalize_answer", "exact_match", "f1_score", "qa_scores", "score_prediction"]

@@ -4,7 +4,7 @@
 
 The official files (https://hotpotqa.github.io: ``hotpot_train_v1.1.json``, ``hotpot_dev_distractor_v1.json``) are
 JSON arrays of records ``{_id, question, answer, type, level, supporting_facts, context}``, the context a list of
-``[title, [sentences]]`` paragraphs. Written (:mod:`actune.hotpotqa_source` reads them):
+``[title, [sentences]]`` paragraphs. Written (:mod:`actune.sources.hotpotqa` reads them):
 
 - ``train_with_context.jsonl`` and ``dev_with_context.jsonl``: the records as JSONL, with ``supporting_titles``
   (the titles of ``supporting_facts``, in order);
@@ -17,7 +17,7 @@ JSON arrays of records ``{_id, question, answer, type, level, supporting_facts, 
 The arrays are read record by record (the train file is half a gigabyte); the outputs are written in a folder
 beside them and moved into place when all are complete, ``prepared.json`` last. A record that is not what the
 release holds is an error naming the file, the record's index and the key; nothing is moved into place then.
-The same publishing (:func:`prepared_folder`) and checksums serve :mod:`actune.fever_prepare`.
+The same publishing (:func:`prepared_folder`) and checksums serve :mod:`actune.sources.fever_prepare`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from actune.atomic_write import atomic_write_text, atomic_writer, fsync_dir
+from actune.records.atomic_write import atomic_write_text, atomic_writer, fsync_dir
 from actune.tasks.sources import TaskFileError
 from actune.tasks.wiki_abstracts import iter_abstracts
 
@@ -175,7 +175,7 @@ def prepare_hotpotqa(train: str | Path, dev: str | Path, out: str | Path,
                      abstracts: str | Path | None = None) -> PrepareSummary:
     """Write the hotpotqa preset's files in ``out`` from the official ``train`` and ``dev`` files, the corpus from
     the Wikipedia-abstracts dump ``abstracts`` when given (the module docstring)."""
-    from actune.provenance import provenance
+    from actune.runtime.provenance import provenance
 
     out = Path(out)
     sources = {"train": Path(train), "dev": Path(dev)}

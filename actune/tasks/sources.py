@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Iterator
 
-from actune.jsonl import JSON_ERRORS, iter_jsonl_objects, json_problem, read_text
+from actune.records.jsonl import JSON_ERRORS, iter_jsonl_objects, json_problem, read_text
 
 __all__ = ["TaskFileError", "iter_json_records", "iter_hf_records", "hf_split_names", "require_files"]
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from actune.atomic_write import output_lock, recover_folder, replace_folder, temp_folder_beside
 from actune.config import actune_home
+from actune.records.atomic_write import output_lock, recover_folder, replace_folder, temp_folder_beside
 from actune.world.config import WORLD_VERSION, WorldConfig
 from actune.world.entities import World, build_world
 from actune.world.phrasings import NEW_PHRASING

@@ -32,8 +32,8 @@ from actune.envs.base import StepResult
 from actune.envs.config import EnvConfig
 from actune.envs.observation import clip_observation
 from actune.envs.titles import normalize_title
-from actune.jsonl import iter_jsonl_objects
-from actune.task_record import Task
+from actune.records.jsonl import iter_jsonl_objects
+from actune.records.task_record import Task
 
 __all__ = ["DEFAULT_DATA", "InventoryEnv", "Item", "make_env", "read_items"]
 

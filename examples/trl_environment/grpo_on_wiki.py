@@ -20,9 +20,9 @@ from trl import GRPOConfig, GRPOTrainer
 from trl.chat_template_utils import qwen3_template
 
 from actune.bridges.trl import trl_environment
-from actune.chat_templates import CHATML_TOOLS_TEMPLATE
 from actune.envs.config import EnvConfig
-from actune.model_files import prepare_model
+from actune.runtime.chat_templates import CHATML_TOOLS_TEMPLATE
+from actune.runtime.model_files import prepare_model
 
 CORPUS = "tests/data/hotpotqa_small/wiki_paragraphs.jsonl"
 QUESTION, ANSWER = "When did the 2002–03 La Liga season start?", "31 August 2002"

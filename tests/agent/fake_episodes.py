@@ -8,8 +8,8 @@ from pathlib import Path
 
 from actune.agent import AgentConfig, run_episode
 from actune.judge import judge, record_verdict
-from actune.store import TrajectoryStore
-from actune.task_record import Task
+from actune.records.store import TrajectoryStore
+from actune.records.task_record import Task
 from agent.fakes import FakeEnvironment, ScriptedLLM, exact_match_scorer
 
 WALKMAN = Task(id="t1", question="Which company makes the Walkman?", answer="Sony")

@@ -22,7 +22,7 @@ from actune.envs.alfworld_env import VERBS
 from actune.envs.base import Action, Environment, StepResult
 from actune.envs.corpus import WikiPage
 from actune.llm import Completion, Sampling, Usage
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 
 @dataclass

@@ -13,7 +13,7 @@ from actune.agent.exemplars import EVERY_STEP, SPARSE_THINK, ExemplarError, load
 from actune.agent.render import build_prompt_context, render_exemplar, trajectory_prompt_context
 from actune.agent.validate import step_order_problems
 from actune.envs.alfworld_env import VERBS
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 from .fakes import HOUSEHOLD_ROOM, FakeHousehold, ScriptedLLM
 

@@ -8,7 +8,7 @@ import asyncio
 from actune.agent import AgentConfig, iter_episode
 from actune.agent.validate import step_order_problems
 from actune.envs.wiki_env import WikiEnv
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 from .fakes import FakeEnvironment, FakeWikiBackend, ScriptedLLM, exact_match_scorer
 

@@ -15,7 +15,7 @@ from actune.agent.exemplar_check import check_exemplar_actions, exemplar_action_
 from actune.agent.exemplars import ExemplarError, load_exemplars
 from actune.config import ConfigError
 from actune.envs.base import Action, Environment, StepResult
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 from .fakes import FakeHousehold, ScriptedLLM, exact_match_scorer
 

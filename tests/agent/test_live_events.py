@@ -11,7 +11,7 @@ import pytest
 from actune.agent import AgentConfig, iter_episode
 from actune.agent.methods.live import stable_end
 from actune.llm import ClientConfig, LLMClient
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 from .fakes import Dropped, FakeEnvironment, FakeStreamingAPI, ScriptedLLM, exact_match_scorer
 

@@ -17,8 +17,8 @@ from actune.agent.methods.live import (
     iteration_event,
     llars_keys,
 )
-from actune.task_record import Task
-from actune.trajectory import Step
+from actune.records.task_record import Task
+from actune.records.trajectory import Step
 
 from .fakes import FakeEnvironment, ScriptedLLM, exact_match_scorer
 

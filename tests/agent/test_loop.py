@@ -11,8 +11,8 @@ from actune.agent.episode import episode_seed, truncate_observation
 from actune.envs.alfworld_env import VERBS
 from actune.envs.base import Environment
 from actune.llm import ContextLengthError, ServerError
-from actune.task_record import Task
-from actune.trajectory import Trajectory
+from actune.records.task_record import Task
+from actune.records.trajectory import Trajectory
 
 from .fakes import FakeEnvironment, ScriptedLLM, exact_match_scorer
 
@@ -267,7 +267,7 @@ def test_unknown_method_rejected_by_config():
 
 def test_step_order_validator_accepts_loop_output_and_flags_bad_order():
     from actune.agent.validate import step_order_problems
-    from actune.trajectory import Step
+    from actune.records.trajectory import Step
 
     traj, _, _ = run(AgentConfig(method="react"), [" t\nAction 1: search[Sony]", " t\nAction 2: finish[1946]"])
     assert step_order_problems(traj) == []

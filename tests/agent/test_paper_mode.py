@@ -23,7 +23,7 @@ from actune.agent.exemplars import BUILTIN_DIR
 from actune.cli.run_config import RunConfig
 from actune.config import load_config
 from actune.eval.config import model_agent
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 from .fakes import (
     HOUSEHOLD_ROOM,

@@ -11,7 +11,7 @@ import pytest
 from actune.agent import AgentConfig, run_episode
 from actune.agent.parser import ParsedStep, parse_action, parse_step
 from actune.envs.base import Action
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 from .fakes import FakeEnvironment, ScriptedLLM, exact_match_scorer
 

@@ -11,8 +11,8 @@ from actune.agent import AgentConfig, run_episode
 from actune.agent.critique import extract_json_object, parse_critique
 from actune.agent.planning_errors import CatalogError, load_catalog
 from actune.agent.validate import step_order_problems
-from actune.task_record import Task
-from actune.trajectory import Step, Trajectory
+from actune.records.task_record import Task
+from actune.records.trajectory import Step, Trajectory
 
 from .fakes import FakeEnvironment, ScriptedLLM, exact_match_scorer
 

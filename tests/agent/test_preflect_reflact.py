@@ -13,8 +13,8 @@ from actune.agent.planning_errors import load_catalog
 from actune.agent.reflection_parts import reflection_part_problems
 from actune.agent.render import build_prompt_context
 from actune.agent.validate import step_order_problems
-from actune.task_record import Task
-from actune.trajectory import Trajectory
+from actune.records.task_record import Task
+from actune.records.trajectory import Trajectory
 
 from .fakes import FakeEnvironment, ScriptedLLM, exact_match_scorer
 

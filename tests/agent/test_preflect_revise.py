@@ -14,8 +14,8 @@ from actune.agent.config import METHODS
 from actune.agent.planning_errors import CatalogError, ErrorExample, load_catalog
 from actune.agent.validate import step_order_problems
 from actune.bootstrap.distill_errors import DistillConfig, distill_errors
-from actune.task_record import Task
-from actune.trajectory import Trajectory
+from actune.records.task_record import Task
+from actune.records.trajectory import Trajectory
 
 from .fake_episodes import RIGHT, WALKMAN, WRONG_EARLY, WRONG_LATE, scripted_store
 from .fakes import FakeEnvironment, ScriptedLLM, exact_match_scorer

@@ -18,7 +18,7 @@ from actune.agent.render import (
     resolve_exemplar_kinds,
 )
 from actune.config import ConfigError
-from actune.task_record import Task
+from actune.records.task_record import Task
 from actune.tasks.metrics import strip_citations
 
 from .fakes import FakeEnvironment, ScriptedLLM, exact_match_scorer
@@ -217,7 +217,7 @@ def test_docqa_exemplars_match_the_real_environment():
 
 def test_assistant_turns_trained_flags_each_turn_between_observations():
     from actune.agent.render import assistant_turns_trained
-    from actune.trajectory import Step
+    from actune.records.trajectory import Step
 
     revised = Step("plan", "p2", 0, meta={"reviser": "reflector"})
     steps = [Step("thought", "t", 1), Step("action", "search[a]", 1, action_name="search", action_arg="a"),

@@ -9,7 +9,7 @@ import pytest
 from actune.agent import AgentConfig, run_episode
 from actune.agent.exemplars import load_exemplars
 from actune.agent.reflection_parts import REFLECTION_PARTS, missing_reflection_parts, reflection_part_problems
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 from .fakes import FakeEnvironment, ScriptedLLM, exact_match_scorer
 

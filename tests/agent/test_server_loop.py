@@ -15,8 +15,8 @@ from actune.agent.validate import step_order_problems
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.llm import ClientConfig, LLMClient
-from actune.task_record import Task
-from actune.trajectory import FINISH_REASONS, ModelRecord, Trajectory
+from actune.records.task_record import Task
+from actune.records.trajectory import FINISH_REASONS, ModelRecord, Trajectory
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "agent" / "corpus.jsonl"
 TASK = Task(id="walkman", question="In which year was the company that makes the Walkman founded?",

@@ -14,7 +14,7 @@ from actune.agent.render import PromptContext
 from actune.agent.tool_calls import read_tool_call, render_tool_messages, tools_for
 from actune.envs.actions import ActionSpec, action_specs, parse_described
 from actune.llm import Completion, Sampling, Usage
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 from .fakes import FakeEnvironment, exact_match_scorer
 
@@ -141,7 +141,7 @@ def test_an_unknown_tool_is_an_unusable_action():
 
 def test_render_marks_turns_with_an_unreadable_action_untrained():
     ctx = PromptContext(method="react", env="wiki", instruction="Do it.", examples="", question="Question: q")
-    from actune.trajectory import Step
+    from actune.records.trajectory import Step
     steps = [Step("thought", "hmm", 1), Step("action", "", 1), Step("observation", "hint", 1, meta={}),
              Step("thought", "ok", 2), Step("answer", "finish[a]", 2, action_name="finish", action_arg="a")]
     msgs = render_tool_messages(ctx, steps, SPECS)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actune.trajectory import (
+from actune.records.trajectory import (
     FINISH_REASONS,
     SCHEMA_VERSION,
     STEP_TYPES,
@@ -125,7 +125,7 @@ def test_the_request_types_are_the_record_types_plus_what_only_a_request_needs()
     """Task, Sampling and Usage are derived from the record types (or they from them) by inheritance, and a
     record keeps the keys it always had, in their order."""
     from actune.llm import Sampling
-    from actune.task_record import Task
+    from actune.records.task_record import Task
 
     task = Task("q1", "Who?", "Sony", aliases=["SONY"], meta={"type": "bridge"})
     record = TaskRecord.of(task)

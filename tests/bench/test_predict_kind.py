@@ -15,7 +15,7 @@ predict_kind = load("predict_kind")
 def _write_store(path: Path, n: int, run_id: str = "") -> None:
     """``n`` judged episodes, as bootstrap and eval write them (``run_id``: the invocation that ran them)."""
     from actune.judge import judge, record_verdict
-    from actune.trajectory import TaskRecord, Trajectory
+    from actune.records.trajectory import TaskRecord, Trajectory
 
     path.parent.mkdir(parents=True, exist_ok=True)
     records = []

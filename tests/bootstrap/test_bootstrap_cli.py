@@ -16,7 +16,7 @@ from actune.agent import AgentConfig
 from actune.cli.stages import QUALIFY, register
 from actune.collect import collect, pending_episodes
 from actune.config import ConfigError
-from actune.store import TrajectoryStore
+from actune.records.store import TrajectoryStore
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -121,7 +121,7 @@ def write_tasks(path: Path, tasks) -> None:
 
 
 def fingerprints(store: Path) -> list[tuple[str, str, str]]:
-    from actune.trajectory import read_trajectories
+    from actune.records.trajectory import read_trajectories
 
     return [(t.method, t.info["fingerprint"]["model"], t.info["fingerprint"]["prompt"])
             for t in read_trajectories(store)]
@@ -142,7 +142,7 @@ def test_a_store_resumed_with_the_same_settings_runs_on(boot, capsys) -> None:
 
 
 def test_another_model_is_refused_naming_both(boot, tmp_path: Path) -> None:
-    from actune.store import StoreMixError
+    from actune.records.store import StoreMixError
 
     store = boot()
     before = store.read_bytes()
@@ -166,8 +166,8 @@ def test_another_method_shares_the_store(boot) -> None:
 def test_an_edited_task_file_is_refused(boot, tmp_path: Path) -> None:
     """Tasks without ids are numbered by position: a task inserted at the top gives every stored record's id
     another question."""
-    from actune.store import StoreMixError
-    from actune.task_record import Task
+    from actune.records.store import StoreMixError
+    from actune.records.task_record import Task
 
     store = boot()
     write_tasks(tmp_path / "tasks.jsonl", [Task("new", "Who designed the Walkman?", "Kozo Ohsone"), *walkman_tasks()])
@@ -189,7 +189,7 @@ def test_the_allow_flag_mixes_and_each_record_keeps_its_fingerprint(boot, capsys
               zip(fingerprints(store), [json.loads(x)["attempt"] for x in store.read_text().splitlines()])]
     assert sorted(set(models)) == [("model-a", 0), ("model-b", 1)]
     # a store once mixed stays mixed: resuming either producer again needs the flag
-    from actune.store import StoreMixError
+    from actune.records.store import StoreMixError
 
     with pytest.raises(StoreMixError, match="model: stored 'model-a', this run 'model-b'"):
         boot(model="model-b", attempts_per_task=3)
@@ -198,7 +198,7 @@ def test_the_allow_flag_mixes_and_each_record_keeps_its_fingerprint(boot, capsys
 def test_per_kind_passes_with_their_own_exemplars_share_a_store(boot) -> None:
     """Quickstart's round 1: slices of one task file, each prompted with the exemplars of its own kind, into
     one store. Each task sees the exemplars of its own kind, as ``exemplar_kinds=[task]`` shows them."""
-    from actune.store import StoreMixError
+    from actune.records.store import StoreMixError
 
     store = boot(where={"kind": "single"}, agent=AgentConfig(temperature=0.4, exemplar_kinds=["single"]))
     boot(where={"kind": "bridge"}, agent=AgentConfig(temperature=0.4, exemplar_kinds=["bridge"]))

@@ -19,9 +19,9 @@ from actune.bootstrap.config import BootstrapConfig
 from actune.bootstrap.run import run_bootstrap
 from actune.cli.run_config import RunConfig
 from actune.config import ConfigError, load_config
+from actune.records.trajectory import read_trajectories
 from actune.serve.config import ServeConfig
 from actune.tasks.config import TaskConfig
-from actune.trajectory import read_trajectories
 
 HOSTED = "https://api.teacher.example/v1"
 

@@ -10,7 +10,7 @@ import yaml
 
 from actune.cli.stages import register
 from actune.judge import judge, verdict_of
-from actune.trajectory import Trajectory
+from actune.records.trajectory import Trajectory
 from actune.world import WorldConfig, write_world
 
 pytestmark = pytest.mark.server

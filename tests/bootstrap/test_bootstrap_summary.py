@@ -12,7 +12,7 @@ from collect_fakes import walkman_llm, walkman_tasks
 from actune.agent import AgentConfig
 from actune.bootstrap.summary import format_summary, summarize, write_summary
 from actune.collect import collect, pending_episodes
-from actune.store import TrajectoryStore
+from actune.records.store import TrajectoryStore
 
 AGENT = AgentConfig(method="react", temperature=0.4)
 
@@ -56,7 +56,7 @@ def test_summary_of_a_subset_run_counts_tasks_over_the_whole_store(tmp_path: Pat
 
 def test_summary_counts_kept_reflact_episodes_whose_reflections_lack_a_part(tmp_path: Path) -> None:
     from actune.judge import judge, record_verdict
-    from actune.trajectory import Step, TaskRecord, Trajectory, write_trajectories
+    from actune.records.trajectory import Step, TaskRecord, Trajectory, write_trajectories
 
     def episode(task_id: str, reflection: str) -> Trajectory:
         t = Trajectory(task=TaskRecord(task_id, "Who makes the Walkman?", "Sony"), method="reflact",

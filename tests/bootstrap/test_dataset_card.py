@@ -9,13 +9,13 @@ import shutil
 
 import pytest
 from huggingface_hub import DatasetCard
+from runtime.test_hub_push import FakeHfApi, factory
 from test_export_formats import make_store
-from test_hub_push import FakeHfApi, factory
 
 from actune.bootstrap.dataset_card import size_category
 from actune.bootstrap.export import export_dataset
 from actune.bootstrap.export_formats import export_file
-from actune.hub_push import file_card_path, push
+from actune.runtime.hub_push import file_card_path, push
 
 
 def test_the_export_folder_carries_a_hub_dataset_card(tmp_path):

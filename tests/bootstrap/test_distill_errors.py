@@ -27,9 +27,9 @@ from actune.bootstrap.distill_errors import (
 from actune.cli import main
 from actune.judge import judge, record_verdict
 from actune.llm import ClientConfig, LLMClient, ServerError
-from actune.store import TrajectoryStore
-from actune.task_record import Task
-from actune.trajectory import Trajectory
+from actune.records.store import TrajectoryStore
+from actune.records.task_record import Task
+from actune.records.trajectory import Trajectory
 
 WALKMAN = Task(id="t1", question="Who makes the Walkman?", answer="Sony", meta={"supporting_titles": ["Walkman"]})
 FOUNDED = Task(id="t2", question="When was the maker of the Walkman founded?", answer="1946",
@@ -350,7 +350,7 @@ def test_the_llm_diagnoser_on_the_real_server_counts_what_it_cannot_read(store, 
 def test_a_right_answer_whose_evidence_was_never_shown_is_described_so() -> None:
     from actune.bootstrap.distill_errors import EpisodeRef, StoredEpisode, _outcome
     from actune.judge import Verdict
-    from actune.trajectory import TaskRecord, Trajectory
+    from actune.records.trajectory import TaskRecord, Trajectory
 
     traj = Trajectory(task=TaskRecord("t", "q?", "Sony"), method="react", prediction="Sony", correct=True,
                       finish_reason="answered")

@@ -12,7 +12,6 @@ from agent.fakes import FakeEnvironment, ScriptedLLM, exact_match_scorer
 
 from actune.agent import AgentConfig, run_episode
 from actune.agent.render import render_messages, trajectory_prompt_context
-from actune.atomic_write import output_lock
 from actune.bootstrap.export import (
     SUMMARY_FILE,
     ExportError,
@@ -25,8 +24,9 @@ from actune.bootstrap.export import (
     write_export,
 )
 from actune.judge import judge, record_verdict
-from actune.store import TrajectoryStore
-from actune.task_record import Task
+from actune.records.atomic_write import output_lock
+from actune.records.store import TrajectoryStore
+from actune.records.task_record import Task
 
 TASK = Task(id="t1", question="Who makes the Walkman?", answer="Sony")
 TASK2 = Task(id="t2", question="How long is the Danube?", answer="2,850 km")
@@ -123,7 +123,7 @@ def test_export_writes_a_dataset_atomically(tmp_path):
 def test_an_export_cut_between_its_two_renames_loses_no_dataset(tmp_path, monkeypatch):
     from datasets import load_from_disk
 
-    from actune import atomic_write
+    from actune.records import atomic_write
 
     store = tmp_path / "store.jsonl"
     make_store(store)

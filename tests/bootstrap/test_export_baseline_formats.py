@@ -16,8 +16,8 @@ from actune.bootstrap.config import ExportConfig
 from actune.bootstrap.dataset_card import dataset_card
 from actune.bootstrap.export import ExportError, convert_steps, export_rows
 from actune.judge import judge, record_verdict
-from actune.task_record import Task
-from actune.trajectory import Step, TaskRecord, Trajectory, write_trajectories
+from actune.records.task_record import Task
+from actune.records.trajectory import Step, TaskRecord, Trajectory, write_trajectories
 
 TASK = Task(id="t1", question="Who makes the Walkman?", answer="Sony")
 REACT_REPLIES = [" I need the maker of the Walkman.\nAction 1: search[Walkman]",

@@ -18,9 +18,9 @@ from actune.bootstrap.export_formats import EXPORT_FORMATS, export_file
 from actune.bootstrap.importers import import_set
 from actune.cli import main, stages
 from actune.judge import judge, record_verdict
-from actune.store import TrajectoryStore
-from actune.task_record import Task
-from actune.trajectory import read_trajectories
+from actune.records.store import TrajectoryStore
+from actune.records.task_record import Task
+from actune.records.trajectory import read_trajectories
 
 TASK = Task(id="t1", question="Who makes the Walkman?", answer="Sony")
 TASK2 = Task(id="t2", question="How long is the Danube?", answer="2,850 km")
@@ -151,7 +151,7 @@ def test_trl_export_keeps_the_masks_in_plain_trl_with_the_embedded_models_templa
     tokenizer and chat template (actune's ChatML-with-tools one for the tools wire, through TRL's own
     ``chat_template_path``): every observation token's label is -100, every trained turn's token is a label once,
     and the turn actune leaves untrained (an unreadable action, with its thought) is never one."""
-    from actune.chat_templates import CHATML_TOOLS_TEMPLATE
+    from actune.runtime.chat_templates import CHATML_TOOLS_TEMPLATE
 
     store = make_store(tmp_path / "s.jsonl")
     export_file(store, tmp_path / "trl.jsonl", "trl", wire=wire)

@@ -25,7 +25,7 @@ from actune.bootstrap.export import (
 from actune.cli import stages
 from actune.cli.stages import QUALIFY
 from actune.judge import judge, record_verdict, verdict_of
-from actune.trajectory import Step, TaskRecord, Trajectory, TrajectoryFormatError, write_trajectories
+from actune.records.trajectory import Step, TaskRecord, Trajectory, TrajectoryFormatError, write_trajectories
 
 ACTIONS = "(1) search[entity]\n(2) finish[answer]"
 REACT_INSTRUCTION = instruction_for("react", "wiki", ACTIONS)

@@ -18,8 +18,8 @@ import yaml
 from actune.agent.prompt_spec import PromptSpec, load_prompt_spec
 from actune.bootstrap.export import kept_records
 from actune.cli import main
+from actune.records.trajectory import read_trajectories
 from actune.serve.adapters import adapter_name, served_models
-from actune.trajectory import read_trajectories
 from actune.world import WorldConfig, write_world
 
 REACT_SET = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "peer" / "fireact" / "gpt_format" / \

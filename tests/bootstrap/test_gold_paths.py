@@ -15,8 +15,8 @@ from actune.bootstrap.gold_paths import (
 )
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
-from actune.task_record import Task
-from actune.trajectory import read_trajectories
+from actune.records.task_record import Task
+from actune.records.trajectory import read_trajectories
 
 PAGES = {
     "Big Stone Gap (film)": ["Big Stone Gap is a 2014 American romantic comedy film.",

@@ -24,8 +24,8 @@ from actune.bootstrap.importers import (
 )
 from actune.cli import main, stages
 from actune.judge import verdict_of
-from actune.store import TrajectoryStore
-from actune.trajectory import Step, read_trajectories
+from actune.records.store import TrajectoryStore
+from actune.records.trajectory import Step, read_trajectories
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "import"
 GPT = DATA / "fireact_gpt_hotpotqa.jsonl"
@@ -284,7 +284,7 @@ def hand_react(task_id: str, question: str, entity: str, answer: str):
     """A bootstrapped-style kept ReAct record (as tests/bootstrap/test_export_mixing builds them)."""
     from actune.agent.render import instruction_for
     from actune.judge import judge, record_verdict
-    from actune.trajectory import TaskRecord, Trajectory
+    from actune.records.trajectory import TaskRecord, Trajectory
 
     steps = [Step("thought", f"Search {entity}.", 1), Step("action", f"search[{entity}]", 1, "search", entity),
              Step("observation", f"{entity}: {answer}.", 1), Step("thought", f"It is {answer}.", 2),

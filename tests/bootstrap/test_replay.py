@@ -8,7 +8,7 @@ from pathlib import Path
 from actune.bootstrap.importers import import_set
 from actune.bootstrap.replay import replay_store
 from actune.envs.config import EnvConfig
-from actune.trajectory import read_trajectories
+from actune.records.trajectory import read_trajectories
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "hotpotqa_small" / "wiki_paragraphs.jsonl"
 

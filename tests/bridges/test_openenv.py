@@ -27,7 +27,7 @@ from actune.config import ConfigError  # noqa: E402
 from actune.envs.base import Action  # noqa: E402
 from actune.envs.config import EnvConfig  # noqa: E402
 from actune.envs.factory import make_env  # noqa: E402
-from actune.task_record import Task  # noqa: E402
+from actune.records.task_record import Task  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "hotpotqa_small" / "wiki_paragraphs.jsonl"
 CFG = EnvConfig(name="wiki", corpus=str(CORPUS))

@@ -18,7 +18,7 @@ from actune.agent import AgentConfig, run_episode
 from actune.bridges.trl import actune_environment, trl_environment
 from actune.envs.config import EnvConfig
 from actune.envs.factory import checked_env, make_env
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "hotpotqa_small" / "wiki_paragraphs.jsonl"
 CFG = EnvConfig(name="wiki", corpus=str(CORPUS))
@@ -58,7 +58,7 @@ def test_trls_own_parser_reaches_the_environment_tool(embedded_model) -> None:
     from transformers import AutoTokenizer
     from trl.chat_template_utils import parse_response, qwen3_template
 
-    from actune.chat_templates import CHATML_TOOLS_TEMPLATE
+    from actune.runtime.chat_templates import CHATML_TOOLS_TEMPLATE
 
     tok = AutoTokenizer.from_pretrained(embedded_model)
     tok.chat_template = CHATML_TOOLS_TEMPLATE.read_text()
@@ -83,7 +83,7 @@ def test_grpo_trainer_runs_two_steps_on_an_actune_environment(tmp_path, embedded
     from trl import GRPOConfig, GRPOTrainer
     from trl.chat_template_utils import qwen3_template
 
-    from actune.chat_templates import CHATML_TOOLS_TEMPLATE
+    from actune.runtime.chat_templates import CHATML_TOOLS_TEMPLATE
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     tok = AutoTokenizer.from_pretrained(embedded_model)

@@ -24,7 +24,7 @@ from actune.bridges.verifiers import TASKSET_ID, ActuneEnv, episode_rows, evalua
 from actune.envs.base import Action  # noqa: E402
 from actune.envs.config import EnvConfig  # noqa: E402
 from actune.envs.factory import make_env  # noqa: E402
-from actune.task_record import Task  # noqa: E402
+from actune.records.task_record import Task  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hotpotqa_small"
 ENV = {"name": "wiki", "corpus": str(DATA / "wiki_paragraphs.jsonl")}

@@ -58,7 +58,7 @@ def test_run_plays_an_episode_in_a_custom_env(monkeypatch, capsys) -> None:
     from agent.fakes import FakeStreamingAPI
 
     import actune.llm
-    from actune.trajectory import Trajectory
+    from actune.records.trajectory import Trajectory
 
     fake = FakeStreamingAPI([" Shelf C2 first.\nAction 1: shelf[C2]",
                              " The drill bit set.\nAction 2: lookup[drill bit set]",

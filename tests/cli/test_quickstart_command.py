@@ -72,5 +72,5 @@ def test_a_failing_stage_exits_with_the_way_to_continue(tmp_path: Path, capsys) 
                  f"hotpotqa.data_dir={tmp_path / 'nodata'}", "imports=[]"]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err[-2] == (f"actune quickstart: hotpotqa.data_dir: {tmp_path / 'nodata' / 'train_with_context.jsonl'} "
-                       "not found (the module actune.hotpotqa_source says where these files come from)")
+                       "not found (the module actune.sources.hotpotqa says where these files come from)")
     assert err[-1] == f"actune quickstart: rerun the same command to continue from {out}"

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from actune.alfworld_games import TASK_TYPES, load_games, walkthrough
 from actune.envs.base import Action
+from actune.tasks.alfworld_games import TASK_TYPES, load_games, walkthrough
 
 HERE = Path(__file__).resolve()
 SAMPLE = HERE.parents[1] / "data" / "alfworld"

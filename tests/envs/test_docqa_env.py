@@ -10,7 +10,7 @@ from actune.envs.config import EnvConfig
 from actune.envs.docqa_env import DocQAEnv, from_config, tokenize
 from actune.envs.documents import DocumentError, html_to_text, read_documents, split_passages
 from actune.envs.factory import make_env
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 LIBRARY_HTML = """<!doctype html><html><head><title>Harbour Library</title>
 <style>body { color: red; }</style><script>var opening = "never";</script></head>

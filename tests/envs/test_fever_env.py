@@ -9,7 +9,7 @@ from actune.envs.base import Action
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.envs.fever_env import FeverEnv
-from actune.task_record import Task
+from actune.records.task_record import Task
 from actune.tasks.fever import write_wiki_from_observation_cache
 
 CACHE = Path(__file__).parents[1] / "data" / "wiki" / "fever_observation_cache_sample.json"

@@ -8,7 +8,7 @@ from actune.envs.corpus import WikiPage
 from actune.envs.fever_env import FeverEnv
 from actune.envs.goal_confidence import GoalEvidence, answer_type, question_terms
 from actune.envs.wiki_env import WikiEnv
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 BRIDGE = "In which year was the company that makes the Walkman founded?"
 

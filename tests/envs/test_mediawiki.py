@@ -11,7 +11,7 @@ from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.envs.mediawiki import MediaWikiClient, MediaWikiError, extract_sentences
 from actune.envs.wiki_env import AsyncWikiBackend
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 from .fake_mediawiki import FakeMediaWikiServer
 

@@ -13,7 +13,7 @@ from actune.config import ConfigError, load_config
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.envs.registry import env_factory
-from actune.plugins import PluginError
+from actune.runtime.plugins import PluginError
 
 INVENTORY = "examples.inventory.inventory_env:make_env"
 REPO = Path(__file__).resolve().parents[2]

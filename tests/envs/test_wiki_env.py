@@ -9,7 +9,7 @@ from actune.envs.base import Action, Environment
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.envs.wiki_env import AsyncWikiBackend, WikiEnv
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 DATA = Path(__file__).parents[1] / "data" / "wiki" / "hotpotqa_pages.jsonl"
 SHARED = Path(__file__).parents[2] / ".." / "shared"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from actune.trajectory import TaskRecord, Trajectory
+from actune.records.trajectory import TaskRecord, Trajectory
 
 
 def record(task_id: str, *, correct: bool, attempt: int = 0, kind: str | None = "single",

@@ -22,9 +22,9 @@ from actune.config import ConfigError, load_config
 from actune.eval.config import EvalConfig, EvalModel
 from actune.eval.run import adapter_name, run_eval, store_path
 from actune.llm import RetryPolicy
+from actune.records.trajectory import read_trajectories
 from actune.serve.config import ServeConfig
 from actune.tasks.config import TaskConfig
-from actune.trajectory import read_trajectories
 
 HOSTED = "https://api.teacher.example/v1"
 LOCAL = "http://127.0.0.1:8000/v1"

@@ -34,10 +34,10 @@ from actune.eval.run import (
     store_path,
 )
 from actune.judge import judge, record_verdict
+from actune.records.store import TrajectoryStore
+from actune.records.task_record import Task
+from actune.records.trajectory import read_trajectories
 from actune.serve.config import ServeConfig
-from actune.store import TrajectoryStore
-from actune.task_record import Task
-from actune.trajectory import read_trajectories
 
 
 def fake_adapter_folder(folder: Path, weights: bytes = b"weights") -> Path:

@@ -10,7 +10,7 @@ from eval_records import record
 from actune.eval.failures import failure_counts
 from actune.eval.report import ModelResult, build_report, format_markdown, write_report
 from actune.eval.stats import model_stats, paired_comparison
-from actune.trajectory import Trajectory
+from actune.records.trajectory import Trajectory
 
 KW = {"samples": 400, "confidence": 0.9, "seed": 7}
 

@@ -14,8 +14,8 @@ from actune.config import ConfigError
 from actune.eval.config import EvalConfig, EvalModel
 from actune.eval.run import run_eval
 from actune.judge import judge, record_verdict
+from actune.records.store import StoreMixError, TrajectoryStore
 from actune.serve.config import ServeConfig
-from actune.store import StoreMixError, TrajectoryStore
 from actune.tasks.config import TaskConfig
 
 

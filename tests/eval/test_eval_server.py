@@ -15,8 +15,8 @@ from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
 from actune.cli.stages import register
 from actune.eval.run import adapter_name
 from actune.eval.stats import model_stats
+from actune.records.trajectory import read_trajectories
 from actune.serve.adapters import served_models
-from actune.trajectory import read_trajectories
 from actune.world import WorldConfig, write_world
 
 pytestmark = pytest.mark.server

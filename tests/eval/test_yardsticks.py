@@ -10,8 +10,8 @@ from actune.envs.config import EnvConfig
 from actune.eval.report import ModelResult, build_report
 from actune.eval.stats import HEADLINE
 from actune.eval.yardsticks import named_entities, options, policies, run_yardsticks, yes_no_question
-from actune.hotpotqa_source import HotpotQASource, write_hotpotqa_tasks
-from actune.task_record import Task
+from actune.records.task_record import Task
+from actune.sources.hotpotqa import HotpotQASource, write_hotpotqa_tasks
 from actune.tasks.config import TaskConfig
 from actune.tasks.loading import load_tasks
 

@@ -11,11 +11,11 @@ from actune.config import ConfigError, StrictModel, load_config
 from actune.envs.corpus import CorpusError, LocalCorpus, read_corpus
 from actune.envs.documents import DocumentError, read_documents
 from actune.judge import judge, record_verdict
-from actune.store import StoreError, TrajectoryStore, read_state
+from actune.records.store import StoreError, TrajectoryStore, read_state
+from actune.records.trajectory import TaskRecord, Trajectory, TrajectoryFormatError, read_trajectories
 from actune.tasks.config import TaskConfig
 from actune.tasks.fever import write_wiki_from_observation_cache
 from actune.tasks.loading import TaskFileError, load_tasks
-from actune.trajectory import TaskRecord, Trajectory, TrajectoryFormatError, read_trajectories
 
 LATIN1 = "Zürich".encode("latin-1")  # b"Z\xfcrich": the commonest way a file stops being UTF-8
 

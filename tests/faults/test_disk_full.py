@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from actune.trajectory import read_trajectories
+from actune.records.trajectory import read_trajectories
 
 SOURCE = Path(__file__).resolve().parents[1] / "data" / "import" / "fireact_gpt_hotpotqa.jsonl"
 

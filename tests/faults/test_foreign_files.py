@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from actune.atomic_write import output_lock
 from actune.bootstrap.export import SUMMARY_FILE, ExportError
 from actune.cli import main
 from actune.cli.exit_codes import FAILED, NOTHING_DONE, OK, USAGE
+from actune.records.atomic_write import output_lock
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "import"
 SOURCE = DATA / "fireact_gpt_hotpotqa.jsonl"  # 3 OpenAI-format records, all imported

@@ -10,7 +10,7 @@ import pytest
 
 from actune.cli import main
 from actune.config import ConfigError, load_config
-from actune.jsonl import iter_jsonl_objects
+from actune.records.jsonl import iter_jsonl_objects
 from actune.tasks.config import TaskConfig
 from actune.tasks.loading import load_tasks
 from actune.tasks.sources import TaskFileError

@@ -23,7 +23,7 @@ from actune.envs.base import Action
 from actune.envs.fever_env import FeverEnv
 from actune.envs.mediawiki import MediaWikiClient, MediaWikiError
 from actune.envs.wiki_env import WikiEnv
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 PAGES = {"Ed Wood": "Edward Davis Wood Jr. was an American filmmaker. He was born in 1924.",
          "IPhone": "The iPhone is a smartphone.", "Mercury (planet)": "Mercury is the smallest planet."}

@@ -24,10 +24,10 @@ from collect_fakes import PacedScriptedLLM, walkman_llm, walkman_tasks
 from actune.agent.config import AgentConfig
 from actune.collect import CollectError, collect, pending_episodes
 from actune.llm import RetryPolicy, ServerError
+from actune.records.store import TrajectoryStore
+from actune.records.trajectory import read_trajectories
 from actune.serve import server
-from actune.store import TrajectoryStore
 from actune.tasks.config import TaskConfig
-from actune.trajectory import read_trajectories
 from faults.test_serve_faults import fake  # noqa: F401  (the stand-in server fixture)
 
 ATTEMPTS = 3

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from actune.trajectory import Trajectory
+from actune.records.trajectory import Trajectory
 from actune.world import WorldConfig, write_world
 
 pytestmark = pytest.mark.server

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from actune.judge import judge, record_verdict
-from actune.store import StoreError, TrajectoryStore
+from actune.records.store import StoreError, TrajectoryStore
+from actune.records.trajectory import Step, TaskRecord, Trajectory, read_trajectories
 from actune.tasks.config import TaskConfig
 from actune.tasks.loading import load_tasks
-from actune.trajectory import Step, TaskRecord, Trajectory, read_trajectories
 
 
 def _judged(task: TaskRecord, **kw) -> Trajectory:

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from actune import trajectory
 from actune.eval.run import _records_for
 from actune.judge import judge, record_verdict
-from actune.store import StoreError, TrajectoryStore, read_state
-from actune.task_record import Task
-from actune.trajectory import TaskRecord, Trajectory, TrajectoryFormatError, read_trajectories
+from actune.records import trajectory
+from actune.records.store import StoreError, TrajectoryStore, read_state
+from actune.records.task_record import Task
+from actune.records.trajectory import TaskRecord, Trajectory, TrajectoryFormatError, read_trajectories
 
 
 def _judged(task_id: str, question: str = "q?") -> Trajectory:
@@ -101,7 +101,7 @@ def test_export_skips_a_torn_last_line_of_a_store(tmp_path):
     """Export reads a store whose writer was killed mid-line (before a resumed run cuts the line)."""
     from actune.bootstrap.export import kept_records
     from actune.judge import judge, record_verdict
-    from actune.trajectory import TaskRecord, Trajectory
+    from actune.records.trajectory import TaskRecord, Trajectory
 
     def kept(task_id: str) -> str:
         t = Trajectory(task=TaskRecord(id=task_id, question="q?", answer="a"), method="cot", prediction="a",

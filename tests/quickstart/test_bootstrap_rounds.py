@@ -12,7 +12,7 @@ from actune.quickstart.layout import Layout
 
 def test_tasks_left_for_round_two_are_the_unsolved_ones(tmp_path: Path) -> None:
     from actune.judge import judge, record_verdict
-    from actune.trajectory import TaskRecord, Trajectory
+    from actune.records.trajectory import TaskRecord, Trajectory
 
     def record(task_id: str, correct: bool, grounded: bool) -> Trajectory:
         t = Trajectory(task=TaskRecord(task_id, "q?", "a", meta={"supporting_titles": ["A"]}), method="react",

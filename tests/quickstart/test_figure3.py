@@ -21,7 +21,7 @@ from actune.quickstart.layout import Layout
 from actune.quickstart.pipeline import plan_stages
 from actune.quickstart.report import write_quickstart_report
 from actune.quickstart.state import load_state, save_state
-from actune.trajectory import Step, TaskRecord, Trajectory, write_trajectories
+from actune.records.trajectory import Step, TaskRecord, Trajectory, write_trajectories
 
 FIGURE3 = ["formats=[standard,cot,act,react]"]
 ONE_ROUND = ["methods=[react]", "rounds=1", *FIGURE3]

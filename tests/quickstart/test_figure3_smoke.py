@@ -50,7 +50,7 @@ def test_every_format_learnt_from_the_same_episodes_and_runs_in_its_own_method(f
     from datasets import load_from_disk
 
     from actune.agent.prompt_spec import load_prompt_spec
-    from actune.trajectory import read_trajectories
+    from actune.records.trajectory import read_trajectories
 
     _, layout, _ = figure3_run
     episodes = {f: load_from_disk(str(layout.format_dataset(f)))["episode_id"] for f in FORMATS}

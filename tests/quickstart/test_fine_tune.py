@@ -19,7 +19,7 @@ def _kept(task_id: str, method: str, steps: list) -> "object":
     """A kept record of ``method`` (its own step format), as the loop writes it."""
     from actune.agent.render import instruction_for
     from actune.judge import judge, record_verdict
-    from actune.trajectory import TaskRecord, Trajectory
+    from actune.records.trajectory import TaskRecord, Trajectory
 
     t = Trajectory(task=TaskRecord(task_id, f"Who makes {task_id}?", "Sony", meta={"supporting_titles": [task_id]}),
                    method=method, steps=steps, prediction="Sony", correct=True, finish_reason="answered", run_id="r",
@@ -31,7 +31,7 @@ def _kept(task_id: str, method: str, steps: list) -> "object":
 
 
 def _write_round1_stores(layout: Layout) -> None:
-    from actune.trajectory import Step
+    from actune.records.trajectory import Step
 
     def react(task_id: str) -> object:
         return _kept(task_id, "react", [Step("thought", f"Search {task_id}.", 1),

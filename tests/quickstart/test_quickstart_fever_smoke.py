@@ -3,7 +3,7 @@ claims over their pages of the FEVER wiki (tests/data/fever_small), bootstrap wi
 training, eval of the prompted and the tuned model on the test claims, the report.
 
 A ``long`` test (``ACTUNE_LONG_TESTS=1``): the default run keeps its time, and every piece it joins runs there
-already (the FEVER source's splits in tests/test_fever_source.py, the FEVER environment and label accuracy in the
+already (the FEVER source's splits in tests/sources/test_fever.py, the FEVER environment and label accuracy in the
 loop's tests, the pipeline's stages in the hotpotqa smoke form)."""
 
 from __future__ import annotations

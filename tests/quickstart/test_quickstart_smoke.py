@@ -105,7 +105,7 @@ def test_every_stage_ran_and_the_report_has_its_structure(smoke_run) -> None:
 def test_rounds_train_on_what_they_should(smoke_run) -> None:
     cfg, layout, _, _ = smoke_run
     from actune.judge import verdict_of
-    from actune.trajectory import read_trajectories
+    from actune.records.trajectory import read_trajectories
 
     r1 = list(read_trajectories(layout.store("react", 1)))
     solved = {t.task.id for t in r1 if verdict_of(t).kept}
@@ -132,7 +132,7 @@ def test_rounds_train_on_what_they_should(smoke_run) -> None:
 
 def test_each_bootstrap_rounds_server_ran_the_eval_of_the_model_it_served(smoke_run) -> None:
     cfg, layout, _, logs = smoke_run
-    from actune.trajectory import read_trajectories
+    from actune.records.trajectory import read_trajectories
 
     ran = {}
     for label in ("prompted", "prompted-oracle", "tuned-r1", *(["tuned-r2"] if round2_trained(layout) else [])):

@@ -52,7 +52,7 @@ def test_hotpotqa_source_plans_tasks_and_imports_and_exports_the_imported_store(
     with pytest.raises(ConfigError, match=r"imports\[0\]: .*empty.jsonl holds no records"):
         import_sets(RunContext(cfg.model_copy(update={"imports": [cfg.imports[0].model_copy(update={"path": str(empty)})]}),
                                Layout(tmp_path / "run2", cfg.source), show_progress=False, log=lambda m: None))
-    from actune.trajectory import read_trajectories
+    from actune.records.trajectory import read_trajectories
 
     assert len(list(read_trajectories(layout.imported(0)))) == 3
     assert imported_stores(cfg, layout) == [layout.imported(0), tmp_path / "world.jsonl"]
@@ -67,7 +67,7 @@ def test_hotpotqa_source_plans_tasks_and_imports_and_exports_the_imported_store(
 
 
 def test_gold_paths_stage_writes_the_training_questions_paths_and_exports_them_last(tmp_path: Path) -> None:
-    from actune.trajectory import read_trajectories
+    from actune.records.trajectory import read_trajectories
 
     cfg = load_quickstart("hotpotqa", [f"hotpotqa.data_dir={HOTPOT_SMALL}", "hotpotqa.n_test=5", "hotpotqa.n_dev=1",
                                        "imports=[]", "gold_paths=true"])

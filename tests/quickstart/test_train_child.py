@@ -29,7 +29,7 @@ from pathlib import Path
 from training_records import tiny_config, write_store
 from actune.bootstrap.export import export_dataset
 from actune.quickstart.train_child import train_in_child_process
-from actune.stop_signals import stop_signals_as_interrupt
+from actune.runtime.stop_signals import stop_signals_as_interrupt
 tmp = Path({str(tmp)!r})
 if not (tmp / "ds").exists():  # a rerun trains on the same dataset
     export_dataset(write_store(tmp / "store.jsonl"), tmp / "ds", "text")

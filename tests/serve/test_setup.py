@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from actune import cpu_features
 from actune.config import ConfigError
+from actune.runtime import cpu_features
 from actune.serve import hardware, server
 from actune.serve.adapters import validate_adapter_dir
 from actune.serve.config import ServeConfig
@@ -276,7 +276,7 @@ def test_stale_ipc_sockets_are_removed_but_bound_ones_kept(tmp_path):
 
 
 def test_a_tool_parser_serves_a_chatml_model_with_actunes_tools_template(tmp_path):
-    from actune.chat_templates import CHATML_TOOLS_TEMPLATE
+    from actune.runtime.chat_templates import CHATML_TOOLS_TEMPLATE
 
     chatml = tmp_path / "chatml"
     chatml.mkdir()

@@ -18,7 +18,7 @@ from actune.agent.validate import step_order_problems
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.llm import ClientConfig, LLMClient
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
 from training_records import records, tiny_config, write_store  # noqa: E402

@@ -14,7 +14,7 @@ from actune.tasks.loading import load_tasks
 from actune.tasks.sources import TaskFileError
 
 LOADER = '''
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 
 def load(cfg):
@@ -53,7 +53,7 @@ def test_a_loader_by_entry_point(loader_module: str, monkeypatch) -> None:
 
 def test_a_loader_must_return_tasks(loader_module: str) -> None:
     with pytest.raises(TaskFileError, match=rf"tasks.format '{loader_module}:not_tasks': the loader returned a dict, "
-                                            r"not an actune.task_record.Task"):
+                                            r"not an actune.records.task_record.Task"):
         load_tasks(TaskConfig(format=f"{loader_module}:not_tasks"))
 
 

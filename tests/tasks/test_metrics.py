@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from actune.task_record import Task
+from actune.records.task_record import Task
 from actune.tasks.metrics import exact_match, f1_score, normalize_answer, qa_scores, score_prediction
 
 
@@ -73,7 +73,7 @@ def test_score_prediction_dispatches_on_the_task() -> None:
 
 
 def test_docqa_citations_do_not_count_against_the_answer():
-    from actune.task_record import Task
+    from actune.records.task_record import Task
     from actune.tasks.metrics import score_prediction, strip_citations
 
     assert strip_citations("Paris [1][2]") == "Paris"

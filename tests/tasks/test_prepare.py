@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from actune.cli import main
-from actune.hotpotqa_source import HotpotQASource, write_hotpotqa_tasks
+from actune.sources.hotpotqa import HotpotQASource, write_hotpotqa_tasks
 from actune.tasks.prepare import iter_json_array, prepare_hotpotqa
 from actune.tasks.sources import TaskFileError
 

@@ -66,12 +66,12 @@ def test_a_rollout_batch_must_split_into_whole_optimizer_steps():
 def test_two_real_grpo_steps_with_rollouts_on_the_real_server(vllm_server, embedded_model, tmp_path: Path):
     from actune.agent.config import AgentConfig
     from actune.envs.config import EnvConfig
+    from actune.records.trajectory import read_trajectories
     from actune.serve.adapters import adapter_name
     from actune.serve.config import ServeConfig
     from actune.serve.server import Serving
     from actune.tasks.config import TaskConfig
     from actune.train.grpo import RolloutSpec, train_grpo
-    from actune.trajectory import read_trajectories
     from actune.world import WorldConfig, write_world
 
     world = tmp_path / "world"

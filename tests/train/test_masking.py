@@ -98,7 +98,7 @@ def test_tools_wire_masks_train_thought_and_call_and_never_the_tool_result(token
     import json
 
     from actune.bootstrap.export import tools_example
-    from actune.chat_templates import tools_template
+    from actune.runtime.chat_templates import tools_template
 
     tokenizer = copy_with_template(tokenizer, tools_template(embedded_model).read_text())
     ex = tools_example(records()[2])  # unicode in the argument and the observation

@@ -10,11 +10,11 @@ import shutil
 
 import pytest
 from huggingface_hub import ModelCard
-from test_hub_push import FakeHfApi, factory
+from runtime.test_hub_push import FakeHfApi, factory
 
 from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
 from actune.cli import main
-from actune.hub_push import PushError, push
+from actune.runtime.hub_push import PushError, push
 from actune.train.model_card import CardError, hub_base_model, write_folder_card, write_model_card
 
 META = {

@@ -14,9 +14,9 @@ from types import SimpleNamespace
 import pytest
 from training_records import ADAPTER_FILES, FACTS, base_plus_adapter, tiny_config, write_store
 
-from actune import cpu_features
 from actune.agent.prompt_spec import load_prompt_spec
 from actune.bootstrap.export import export_dataset
+from actune.runtime import cpu_features
 from actune.train import run as train_run
 from actune.train.common import TrainError, dev_task_ids, resolve_dtype, split_by_task
 from actune.train.run import tokenize_dataset, train
@@ -212,7 +212,7 @@ def test_a_run_resumed_mid_way_with_lora_dropout_ends_with_the_uninterrupted_run
 
 
 def test_a_run_first_puts_back_an_adapter_that_a_crashed_swap_left_aside(tmp_path, embedded_model):
-    from actune.atomic_write import _aside
+    from actune.records.atomic_write import _aside
 
     cfg = tiny_config(tmp_path, embedded_model, dataset=tmp_path / "nope")
     (tmp_path / "adapter").mkdir()

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from actune.judge import judge, record_verdict
-from actune.store import TrajectoryStore
+from actune.records.store import TrajectoryStore
+from actune.records.trajectory import Step, TaskRecord, Trajectory
 from actune.train.config import LoraSettings, TrainConfig
-from actune.trajectory import Step, TaskRecord, Trajectory
 
 INSTRUCTION = ("Solve a question answering task with interleaving Thought, Action, Observation steps. "
                "Thought can reason about the current situation, and Action can be one of:\n"

@@ -11,7 +11,7 @@ from actune.config import ConfigError
 from actune.envs.base import Action
 from actune.envs.config import EnvConfig
 from actune.envs.wiki_env import from_config
-from actune.task_record import Task
+from actune.records.task_record import Task
 from actune.world import WorldConfig, write_world
 
 

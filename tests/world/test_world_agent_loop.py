@@ -10,7 +10,7 @@ from actune.agent import AgentConfig, run_episode
 from actune.envs.config import EnvConfig
 from actune.envs.wiki_env import from_config
 from actune.llm import Completion, Sampling, Usage
-from actune.task_record import Task
+from actune.records.task_record import Task
 from actune.world import WorldConfig, write_world
 
 

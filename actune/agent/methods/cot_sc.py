@@ -8,8 +8,8 @@ from typing import AsyncIterator
 
 from actune.agent.episode import Episode, Event
 from actune.agent.methods.direct import cot_sample
+from actune.records.trajectory import Step
 from actune.tasks.metrics import normalize_answer
-from actune.trajectory import Step
 
 __all__ = ["run_cot_sc", "majority_vote"]
 

@@ -7,7 +7,7 @@ from typing import AsyncIterator
 from actune.agent.episode import Episode, Event
 from actune.agent.parser import parse_answer
 from actune.agent.render import COT_PREFIX
-from actune.trajectory import Step
+from actune.records.trajectory import Step
 
 __all__ = ["run_standard", "run_cot", "cot_sample"]
 

@@ -24,7 +24,7 @@ from actune.agent.methods.live import (
 from actune.agent.parser import ParsedStep, parse_step
 from actune.agent.render import REFLECTION_FORMATS
 from actune.envs.base import Action
-from actune.trajectory import Step
+from actune.records.trajectory import Step
 
 __all__ = ["run_interactive", "final_answer_now", "ActingState", "dispatch_step", "observe", "act_on"]
 

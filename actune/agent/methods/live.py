@@ -38,7 +38,7 @@ from typing import Any, Callable
 from actune.agent.episode import Episode, Event
 from actune.agent.parser import ParsedStep
 from actune.llm import Completion, Sampling
-from actune.trajectory import Step
+from actune.records.trajectory import Step
 
 __all__ = ["LiveLLM", "open_step", "record_step", "stable_end", "llars_keys", "iteration_event",
            "adaptive_iteration_event", "adaptive_response_event", "DELTA_EVENT", "START_EVENT", "PREVIEW_CHARS"]

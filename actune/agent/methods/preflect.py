@@ -49,7 +49,7 @@ from actune.agent.parser import ParsedStep, parse_step
 from actune.agent.planning_errors import PlanningErrorCatalog, load_catalog
 from actune.agent.render import REFLECTION_FORMATS, REPLAN_ACTION, PromptContext, step_label
 from actune.llm import Completion
-from actune.trajectory import Step
+from actune.records.trajectory import Step
 
 __all__ = ["run_preflect", "clean_plan"]
 

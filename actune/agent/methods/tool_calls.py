@@ -15,7 +15,7 @@ from actune.agent.methods.interactive import ActingState, act_on
 from actune.agent.methods.live import iteration_event, record_step
 from actune.agent.tool_calls import read_tool_call, render_tool_messages, tool_hint, tools_for
 from actune.envs.actions import action_specs
-from actune.trajectory import Step
+from actune.records.trajectory import Step
 
 __all__ = ["run_tool_calls"]
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from actune.hotpotqa_source import MANIFEST, HotpotQASource, write_hotpotqa_tasks
+from actune.sources.hotpotqa import MANIFEST, HotpotQASource, write_hotpotqa_tasks
 from actune.tasks.sources import TaskFileError
 
-SMALL = Path(__file__).resolve().parent / "data" / "hotpotqa_small"
+SMALL = Path(__file__).resolve().parents[1] / "data" / "hotpotqa_small"
 CALLAS_TRAIN = "5a81b9545542995ce29dcc53"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "hotpotqa"
 ANSWERABLE_DEV = {"5adde3a45542997545bbbdc2", "5ac097b05542996f0d89cc18", "5ade2bce5542997c77aded96",
                   "5ac11201554299294b21908c", "5a84c4135542994c784dda31", "5a8651185542994775f60752",
                   "5a84f4c75542997175ce1f31"}
@@ -55,8 +55,8 @@ def test_every_answerable_dev_question_tested_and_train_loses_the_one_sharing_a_
 
 
 def test_a_record_without_supporting_sentences_is_marked_evidence_unknown(tmp_path: Path) -> None:
-    from actune.hotpotqa_source import task_evidence
-    from actune.task_record import Task
+    from actune.records.task_record import Task
+    from actune.sources.hotpotqa import task_evidence
 
     pages = {"a": ["A one.", " A two."], "b": ["B one."]}
     assert task_evidence(Task("1", "q", meta={"supporting_facts": [["A", 1], ["B", 0]]}), pages) == ["A two.", "B one."]
@@ -87,7 +87,7 @@ def test_too_few_answerable_questions_and_missing_files_are_clear_errors(tmp_pat
     with pytest.raises(TaskFileError, match="7 answerable dev questions .* fewer than hotpotqa.n_test=8"):
         write_hotpotqa_tasks(HotpotQASource(data_dir=str(SMALL), n_test=8), tmp_path / "a")
     with pytest.raises(TaskFileError, match=r"hotpotqa.data_dir: .*train_with_context.jsonl not found \(the module "
-                                            "actune.hotpotqa_source"):
+                                            "actune.sources.hotpotqa"):
         write_hotpotqa_tasks(HotpotQASource(data_dir=str(tmp_path)), tmp_path / "b")
     assert not (tmp_path / "a" / MANIFEST).exists()
 
@@ -129,8 +129,8 @@ def test_react500_needs_the_papers_questions_answerable(tmp_path: Path) -> None:
 
 
 def test_react500_tests_the_papers_questions_in_its_order() -> None:
-    from actune.hotpotqa_source import hotpotqa_splits
-    from actune.task_record import Task
+    from actune.records.task_record import Task
+    from actune.sources.hotpotqa import hotpotqa_splits
     from actune.tasks.hotpotqa import react_subset_indices
 
     def task(i: int, page: str) -> Task:

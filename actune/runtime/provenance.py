@@ -21,7 +21,7 @@ __all__ = ["PACKAGES", "provenance", "provenance_markdown", "source_commit"]
 PACKAGES = ("vllm", "trl", "peft", "transformers", "torch", "datasets", "accelerate")
 """The libraries whose versions change what a stage produces."""
 
-_ROOT = Path(__file__).resolve().parents[1]
+_ROOT = Path(__file__).resolve().parents[2]
 
 
 @functools.cache
@@ -70,7 +70,7 @@ def _gpus() -> list[str]:
 
 def provenance(dtype: str | None = None) -> dict[str, Any]:
     """The provenance block (module docstring); ``dtype``: what the weights ran in, where the caller knows it."""
-    from actune.cpu_features import describe_cpu
+    from actune.runtime.cpu_features import describe_cpu
 
     return {"actune": _version("actune"), "commit": source_commit(), "python": platform.python_version(),
             "packages": {name: _version(name) for name in PACKAGES}, "cpu": describe_cpu(), "gpus": _gpus(),

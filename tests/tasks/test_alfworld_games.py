@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from actune.alfworld_games import find_games, game_task, load_games, walkthrough
+from actune.tasks.alfworld_games import find_games, game_task, load_games, walkthrough
 
-SAMPLE = Path(__file__).resolve().parent / "data" / "alfworld"
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "alfworld"
 
 
 def test_tasks_come_from_game_folders(tmp_path: Path) -> None:

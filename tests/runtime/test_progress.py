@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 
-import actune.progress as progress_module
-from actune.progress import Progress
+import actune.runtime.progress as progress_module
+from actune.runtime.progress import Progress
 
 
 def test_rates_and_eta(monkeypatch) -> None:

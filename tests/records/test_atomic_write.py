@@ -9,8 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from actune import atomic_write
-from actune.atomic_write import atomic_write_bytes, atomic_write_text, atomic_writer, recover_folder, replace_folder
+from actune.records import atomic_write
+from actune.records.atomic_write import (
+    atomic_write_bytes,
+    atomic_write_text,
+    atomic_writer,
+    recover_folder,
+    replace_folder,
+)
 
 
 def _mode(path) -> int:
@@ -134,7 +140,7 @@ def _crash_in_child(new, out, crash_at: str) -> None:
     ``second_rename`` (the old folder already aside) or ``delete_old`` (the new one already in place)."""
     code = f"""
 import os, shutil, sys
-from actune.atomic_write import replace_folder
+from actune.records.atomic_write import replace_folder
 real = os.replace
 calls = []
 def replace(src, dst):
@@ -273,7 +279,7 @@ def test_recover_folder_without_a_swap_changes_nothing(tmp_path):
 
 
 def test_a_folder_written_beside_and_swapped_in_has_the_umask_modes(tmp_path: Path) -> None:
-    from actune.atomic_write import temp_folder_beside
+    from actune.records.atomic_write import temp_folder_beside
 
     old = os.umask(0o022)
     try:

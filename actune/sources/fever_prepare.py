@@ -5,7 +5,7 @@
 The inputs (https://fever.ai/dataset/fever.html): a claims file, JSONL lines ``{id, label, claim, evidence}``
 (``paper_dev.jsonl``, ``shared_task_dev.jsonl`` or ``train.jsonl``), and the wiki dump, ``wiki-pages/wiki-NNN.jsonl``
 lines ``{id, text, lines}`` whose ``lines`` are ``"index<TAB>sentence<TAB>links..."`` joined by newlines. Written
-(:mod:`actune.fever_source` reads them):
+(:mod:`actune.sources.fever` reads them):
 
 - ``paper_dev.jsonl``: the claims, checked, as the release writes them (the preset reads that name whichever
   claims file it came from);
@@ -27,9 +27,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from actune.atomic_write import atomic_write_text, atomic_writer
 from actune.envs.titles import base_title, normalize_title
-from actune.jsonl import iter_jsonl_objects
+from actune.records.atomic_write import atomic_write_text, atomic_writer
+from actune.records.jsonl import iter_jsonl_objects
 from actune.tasks.fever import fever_task, fever_text, fever_title
 from actune.tasks.prepare import PREPARED_FILE, file_digest, prepared_folder
 from actune.tasks.sources import TaskFileError
@@ -126,7 +126,7 @@ def _write_pages(files: list[Path], out: Path, evidence: set[str], subjects: set
 def prepare_fever(claims: str | Path, wiki_pages: str | Path, out: str | Path) -> FeverPrepareSummary:
     """Write the fever preset's files in ``out`` from FEVER's ``claims`` file and its ``wiki_pages`` dump (a folder
     or one of its files; the module docstring)."""
-    from actune.provenance import provenance
+    from actune.runtime.provenance import provenance
 
     claims, out = Path(claims), Path(out)
     if not claims.is_file():

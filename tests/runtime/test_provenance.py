@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from actune.provenance import PACKAGES, provenance, provenance_markdown, source_commit
+from actune.runtime.provenance import PACKAGES, provenance, provenance_markdown, source_commit
 
 
 def test_the_block_names_every_library_the_code_and_the_machine():

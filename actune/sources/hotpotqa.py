@@ -35,11 +35,11 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from actune.atomic_write import atomic_write_text
 from actune.config import StrictModel
 from actune.envs.corpus import CorpusError, read_corpus
 from actune.envs.titles import normalize_title
-from actune.task_record import Task
+from actune.records.atomic_write import atomic_write_text
+from actune.records.task_record import Task
 from actune.tasks.config import TaskConfig
 from actune.tasks.hotpotqa import REACT_SUBSET_SIZE, react_subset_indices
 from actune.tasks.loading import load_tasks

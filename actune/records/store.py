@@ -5,7 +5,7 @@ judged, one per line.
         if not store.has("task-7", "react", 2):
             store.append(traj)            # one line, flushed and fsynced before it returns
 
-Each line is a :class:`actune.trajectory.Trajectory` (``Trajectory.to_json``) whose
+Each line is a :class:`actune.records.trajectory.Trajectory` (``Trajectory.to_json``) whose
 ``info["verdict"]`` holds the judge's verdict (:mod:`actune.judge`); kept or not, every
 finished episode is written, so a resumed run knows what was tried.
 
@@ -17,7 +17,7 @@ key was ``(task id, attempt)`` read unchanged.
 Resuming: opening the store reads it and remembers every ``(task id, method, attempt)`` already done and
 how many records were kept. A record counts once its closing newline is on disk: a last line without one
 (the process died mid-write, or Ctrl-C) is cut off, and nothing else is ever rewritten (readers that do not
-open the store skip that line when it does not parse: :func:`actune.jsonl.iter_appended`). A bad line
+open the store skip that line when it does not parse: :func:`actune.records.jsonl.iter_appended`). A bad line
 anywhere else is corruption, not a torn write: opening fails naming ``file:line``. No episode is ever
 written twice: ``append`` refuses a key the store already holds, and an exclusive ``flock`` on the
 file stops a second process from appending to the same store at the same time.
@@ -45,10 +45,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from actune.atomic_write import fsync_dir, open_locked
-from actune.jsonl import is_torn, iter_appended
 from actune.judge import Verdict, verdict_of
-from actune.trajectory import Trajectory
+from actune.records.atomic_write import fsync_dir, open_locked
+from actune.records.jsonl import is_torn, iter_appended
+from actune.records.trajectory import Trajectory
 
 __all__ = ["FINGERPRINT_KEY", "NotAStoreError", "StoreError", "StoreMixError", "StoreState", "TrajectoryStore",
            "fingerprint_of", "read_state", "remove_if_empty"]
@@ -162,7 +162,7 @@ def _describe(key: tuple[str, str, int]) -> str:
 
 
 def _cut_torn_tail(fd: int) -> int:
-    """Truncate a torn last line (:func:`actune.jsonl.is_torn`: everything after the last newline), parsable
+    """Truncate a torn last line (:func:`actune.records.jsonl.is_torn`: everything after the last newline), parsable
     or not: appends must start on a fresh line. Return how many bytes were cut (0: none)."""
     size = os.fstat(fd).st_size
     if size == 0 or not is_torn(os.pread(fd, 1, size - 1)):
@@ -222,7 +222,7 @@ def _check_is_store(path: Path) -> None:
 def remove_if_empty(path: str | Path) -> bool:
     """Remove the store ``path`` if it is an empty file no other process holds; whether it was removed. Under its
     lock: a writer that opened it meanwhile finds it gone when it locks, and opens a new one
-    (:func:`actune.atomic_write.open_locked`)."""
+    (:func:`actune.records.atomic_write.open_locked`)."""
     try:
         fd = open_locked(path, os.O_RDONLY)
     except OSError:  # gone already, or not a file
@@ -240,7 +240,7 @@ def remove_if_empty(path: str | Path) -> bool:
 
 def read_state(path: str | Path) -> StoreState:
     """Counts and keys of the records in ``path``; a torn last line that does not parse is left out, as
-    :meth:`TrajectoryStore.open` would cut it (:func:`actune.jsonl.iter_appended`).
+    :meth:`TrajectoryStore.open` would cut it (:func:`actune.records.jsonl.iter_appended`).
 
     Raises :class:`StoreError` naming ``file:line`` for a malformed record (bytes that are not UTF-8
     included), a record without a verdict, or a duplicate episode.
@@ -348,7 +348,7 @@ class TrajectoryStore:
             # A stop signal once the whole line is in the file (during fsync, or as the last write returned,
             # before ``view`` was advanced: so the file's size decides): the record is complete and a reader
             # may already have seen it, so keep it rather than take back finished work. A second signal is
-            # ignored while the first unwinds (actune.stop_signals), so the fsync here is not cut short.
+            # ignored while the first unwinds (actune.runtime.stop_signals), so the fsync here is not cut short.
             if os.fstat(self._fd).st_size == size + len(data) and self._synced():
                 self._count_appended(traj, verdict)
             else:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from actune.stop_signals import stop_signals_as_interrupt
+from actune.runtime.stop_signals import stop_signals_as_interrupt
 
 
 @pytest.fixture

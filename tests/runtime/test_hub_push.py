@@ -1,4 +1,4 @@
-"""``actune push`` (:mod:`actune.hub_push`) against a fake Hub client: the same code path as a real push, with
+"""``actune push`` (:mod:`actune.runtime.hub_push`) against a fake Hub client: the same code path as a real push, with
 ``FakeHfApi`` standing in for ``huggingface_hub.HfApi`` (injected through ``api_factory``). Checks the repo type
 told from the folder, the files uploaded (the Hub's own ignore-pattern matcher), the card check, and that the
 token never reaches the output or an error."""
@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from actune.cli import build_parser
-from actune.hub_push import PushError, detect_kind, file_card_path, make_api, push
+from actune.runtime.hub_push import PushError, detect_kind, file_card_path, make_api, push
 
 TOKEN = "hf_SecretTokenNeverShown123"
 DATASET_CARD = "---\ntask_categories:\n- text-generation\ntags:\n- actune\n---\n\n# data\n"

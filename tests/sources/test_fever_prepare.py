@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from actune.cli import main
-from actune.fever_prepare import prepare_fever
-from actune.fever_source import FeverSource, write_fever_tasks
+from actune.sources.fever import FeverSource, write_fever_tasks
+from actune.sources.fever_prepare import prepare_fever
 from actune.tasks.fever import write_wiki_from_observation_cache
 from actune.tasks.sources import TaskFileError
 
-SMALL = Path(__file__).resolve().parent / "data" / "fever_small"
+SMALL = Path(__file__).resolve().parents[1] / "data" / "fever_small"
 _TOKENS = {"(": "-LRB-", ")": "-RRB-", ":": "-COLON-"}
 
 

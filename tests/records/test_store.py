@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from actune.judge import judge, record_verdict
-from actune.store import NotAStoreError, StoreError, StoreMixError, TrajectoryStore, read_state, remove_if_empty
-from actune.trajectory import TaskRecord, Trajectory
+from actune.records.store import NotAStoreError, StoreError, StoreMixError, TrajectoryStore, read_state, remove_if_empty
+from actune.records.trajectory import TaskRecord, Trajectory
 
 
 def judged(task_id: str, attempt: int, correct: bool, run_id: str = "run-a", method: str = "react") -> Trajectory:
@@ -248,7 +248,7 @@ def test_a_failed_write_is_undone(tmp_path: Path, monkeypatch) -> None:
 ], ids=["mid-write", "as-the-write-returns", "in-fsync", "in-fsync-then-the-sync-fails"])
 def test_a_stop_signal_in_an_append_keeps_a_whole_synced_line_and_cuts_anything_less(tmp_path: Path, monkeypatch,
                                                                                       name, fake, kept) -> None:
-    """SIGTERM (as KeyboardInterrupt, actune.stop_signals) during an append: a whole line may already have been
+    """SIGTERM (as KeyboardInterrupt, actune.runtime.stop_signals) during an append: a whole line may already have been
     read, so it stays, counted; anything less is cut back. Either way the interrupt goes on."""
     path = tmp_path / "t.jsonl"
     good = _fill(path)

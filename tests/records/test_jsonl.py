@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from actune.jsonl import read_json
+from actune.records.jsonl import read_json
 
 
 class _Bad(ValueError):
@@ -32,7 +32,7 @@ def test_read_json_names_the_file_and_line_of_each_fault(tmp_path: Path) -> None
 
 def test_a_line_past_the_limit_is_a_named_error_not_held_in_memory(tmp_path, monkeypatch):
     """Issue #47's bounded input: a record size limit (here lowered to 1 KB; 64 MB in use)."""
-    import actune.jsonl as jsonl
+    import actune.records.jsonl as jsonl
 
     monkeypatch.setattr(jsonl, "MAX_LINE_BYTES", 1024)
     path = tmp_path / "big.jsonl"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from actune import cpu_features
-from actune.cpu_features import cpu_flags, cpu_model_name, describe_cpu, native_bf16
+from actune.runtime import cpu_features
+from actune.runtime.cpu_features import cpu_flags, cpu_model_name, describe_cpu, native_bf16
 
 # First processor block of real machines, trimmed to the lines read (and one unrelated line).
 ZEN4 = """processor\t: 0

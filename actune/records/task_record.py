@@ -14,7 +14,7 @@ class Task:
     ``answer`` is the gold answer (FEVER: the label; ALFWorld: empty, success is the game's win),
     ``aliases`` are other accepted answers, ``meta`` keeps source fields (type, level,
     supporting titles...). Grounding checks read ``meta["supporting_titles"]`` when present. An episode's
-    record keeps a copy of its own as :class:`actune.trajectory.TaskRecord`, this class by inheritance.
+    record keeps a copy of its own as :class:`actune.records.trajectory.TaskRecord`, this class by inheritance.
     """
 
     id: str

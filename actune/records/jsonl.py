@@ -6,7 +6,7 @@ line to fix rather than shown a bare ``UnicodeDecodeError``.
 
 Torn lines: an append-only JSONL file (a trajectory store) is written one whole line per write, its newline
 last, so a last line without its newline is a write that a dying process cut short (:func:`is_torn`).
-:mod:`actune.store` cuts such a line when it opens the file to append; :func:`iter_appended` is how every
+:mod:`actune.records.store` cuts such a line when it opens the file to append; :func:`iter_appended` is how every
 reader of such files treats it, so a store whose writer was killed can still be read before it is reopened.
 """
 

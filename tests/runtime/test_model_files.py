@@ -3,7 +3,7 @@ import shutil
 
 import pytest
 
-from actune.model_files import KNOWN_MODELS, MANIFEST, ModelError, prepare_model
+from actune.runtime.model_files import KNOWN_MODELS, MANIFEST, ModelError, prepare_model
 
 
 def test_local_folder_is_returned_as_is(tmp_path):

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from actune.fever_source import MANIFEST, FeverSource, write_fever_tasks
+from actune.sources.fever import MANIFEST, FeverSource, write_fever_tasks
 from actune.tasks.sources import TaskFileError
 
-SMALL = Path(__file__).resolve().parent / "data" / "fever_small"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "fever"
+SMALL = Path(__file__).resolve().parents[1] / "data" / "fever_small"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "fever"
 
 
 def _split(out: Path, name: str) -> list[dict]:
@@ -107,7 +107,7 @@ def test_claim_subject_is_the_longest_run_of_first_words_that_is_a_page() -> Non
 
 
 def test_page_finder_opens_what_the_corpus_opens() -> None:
-    from actune.fever_source import _page_finder
+    from actune.sources.fever import _page_finder
 
     find = _page_finder({"paris (band)", "sophia bush", "mercury (planet)", "mercury (element)"})
     assert find("Sophia  Bush") == "sophia bush" and find("sophia_bush.") == "sophia bush"
@@ -117,9 +117,9 @@ def test_page_finder_opens_what_the_corpus_opens() -> None:
 
 
 def test_a_nei_claim_goes_with_its_subject_pages_claims(with_nei_about_pages: Path, tmp_path: Path) -> None:
-    from actune.fever_source import _page_finder, claim_pages
-    from actune.hotpotqa_source import corpus_titles
-    from actune.task_record import Task
+    from actune.records.task_record import Task
+    from actune.sources.fever import _page_finder, claim_pages
+    from actune.sources.hotpotqa import corpus_titles
 
     for seed in range(6):
         out = tmp_path / str(seed)
@@ -150,7 +150,7 @@ def test_the_real_files_share_no_page_between_splits_not_even_a_nei_claims(tmp_p
     from actune.envs.config import EnvConfig
     from actune.envs.factory import make_env
     from actune.envs.titles import normalize_title
-    from actune.task_record import Task
+    from actune.records.task_record import Task
     from actune.tasks.fever import claim_subject
 
     m = write_fever_tasks(FeverSource(data_dir=str(SHARED), n_train=n_train), tmp_path)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from actune.config import ConfigError
-from actune.trackers import bootstrap_metrics, check_trackers, eval_metrics, log_to_trackers
+from actune.runtime.trackers import bootstrap_metrics, check_trackers, eval_metrics, log_to_trackers
 
 SUMMARY = {"episodes": 10, "kept": 3, "correct": 4, "grounded": 5, "keep_rate": 0.3, "tasks_with_kept": 2,
            "by_kind": {"bridge": {"attempts": 6, "kept": 1, "correct": 1, "grounded": 2},

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from actune.task_record import Task
+from actune.records.task_record import Task
 
 __all__ = ["find_games", "game_task", "load_games", "walkthrough", "TASK_TYPES", "GAME_FILE"]
 

@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from actune.atomic_write import atomic_writer
-from actune.jsonl import JSON_ERRORS, iter_appended, json_problem
-from actune.task_record import Task
+from actune.records.atomic_write import atomic_writer
+from actune.records.jsonl import JSON_ERRORS, iter_appended, json_problem
+from actune.records.task_record import Task
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -78,7 +78,7 @@ class TrajectoryFormatError(ValueError):
 
 @dataclass
 class TaskRecord(Task):
-    """The task as the episode saw it: a :class:`~actune.task_record.Task`'s fields, in a copy of its own so a
+    """The task as the episode saw it: a :class:`~actune.records.task_record.Task`'s fields, in a copy of its own so a
     record stands alone."""
 
     @classmethod
@@ -284,7 +284,7 @@ def read_trajectory_lines(path: str | Path) -> Iterator[tuple[int, Trajectory]]:
     """Yield ``(line number, trajectory)`` of a JSONL file; a bad line raises naming ``file:line``.
 
     A store whose writer was killed mid-line ends in a torn line: that last line is skipped when it does
-    not parse (:func:`actune.jsonl.iter_appended`), so export and eval can read the store before a
+    not parse (:func:`actune.records.jsonl.iter_appended`), so export and eval can read the store before a
     resumed run reopens it.
     """
     return iter_appended(path, Trajectory.from_json, TrajectoryFormatError)

@@ -20,7 +20,7 @@ chosen by label.
 Data (a user fetches them once; our machines have them in ``../shared/data/fever``): ``paper_dev.jsonl``, the
 FEVER claims the ReAct paper used (github.com/ysymyth/ReAct, ``data/paper_dev.jsonl``), and the pages: either
 ``wiki_pages.jsonl`` (``{"title", "sentences"}`` a line), which ``actune data prepare fever`` writes with the claims
-from FEVER's official release (:mod:`actune.fever_prepare`), or ``observation_cache.json``, search/lookup
+from FEVER's official release (:mod:`actune.sources.fever_prepare`), or ``observation_cache.json``, search/lookup
 results recorded from Wikipedia during the ReAct runs (``{"search::Title": observation}``;
 :func:`actune.tasks.fever.write_wiki_from_observation_cache` reads it). ``wiki_pages.jsonl`` is read when both are
 there.
@@ -37,12 +37,12 @@ from typing import Any
 
 from pydantic import Field
 
-from actune.atomic_write import atomic_write_text, atomic_writer
 from actune.config import StrictModel
 from actune.envs.corpus import CorpusError, read_corpus
 from actune.envs.titles import base_title, normalize_title
-from actune.hotpotqa_source import MANIFEST, corpus_titles
-from actune.task_record import Task
+from actune.records.atomic_write import atomic_write_text, atomic_writer
+from actune.records.task_record import Task
+from actune.sources.hotpotqa import MANIFEST, corpus_titles
 from actune.tasks.config import TaskConfig
 from actune.tasks.fever import claim_subject, write_wiki_from_observation_cache
 from actune.tasks.loading import load_tasks

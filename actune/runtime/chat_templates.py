@@ -12,7 +12,7 @@ from pathlib import Path
 __all__ = ["CHATML_TOOLS_TEMPLATE", "model_template", "tools_template"]
 
 #: A ChatML template with tools in the Hermes form (vLLM's ``hermes`` tool parser reads its calls).
-CHATML_TOOLS_TEMPLATE = Path(__file__).parent / "templates" / "chatml_tools.jinja"
+CHATML_TOOLS_TEMPLATE = Path(__file__).parents[1] / "templates" / "chatml_tools.jinja"
 
 
 def model_template(folder: str | Path) -> str | None:
