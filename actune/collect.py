@@ -28,6 +28,7 @@ from actune.records.task_record import Task
 from actune.records.trajectory import ModelRecord, Trajectory
 from actune.runtime.progress import Progress
 from actune.tasks.config import TaskConfig
+from actune.tasks.loading import load_tasks
 
 __all__ = ["collect", "pending_episodes", "make_run_id", "load_unique_tasks", "producer_fingerprint",
            "task_file_id", "CollectResult", "CollectError", "RestartableServer"]
@@ -38,8 +39,6 @@ FINGERPRINT_VERSION = 1
 def load_unique_tasks(cfg: TaskConfig, section: str) -> list[Task]:
     """The tasks of ``cfg`` (the ``<section>.tasks`` key, named in errors); none loaded, or an id twice, is
     an error: stores key episodes by task id."""
-    from actune.tasks.loading import load_tasks
-
     tasks = load_tasks(cfg)
     if not tasks:
         raise ConfigError(f"{section}.tasks: no tasks loaded from {cfg.path or cfg.hf_dataset}")
@@ -69,8 +68,6 @@ def task_file_id(cfg: TaskConfig, tasks: list[Task]) -> dict[str, str]:
     (``tasks`` when nothing is picked; the file is read again otherwise): runs on several slices of one file
     share a store (quickstart's per-kind passes), while an edit that gives an id another question (tasks
     without ids are numbered by position) changes it."""
-    from actune.tasks.loading import load_tasks
-
     picked = cfg.where or cfg.offset or cfg.limit is not None or cfg.react_subset or cfg.exclude_react_subset
     every = tasks if not picked else load_tasks(cfg.model_copy(update={
         "where": {}, "offset": 0, "limit": None, "react_subset": False, "exclude_react_subset": False,

@@ -72,7 +72,9 @@ from actune.agent.render import (
 )
 from actune.agent.tool_calls import render_tool_messages, tools_for
 from actune.bootstrap.config import ExportConfig
+from actune.bootstrap.dataset_card import CARD_FILE, card_settings, dataset_card
 from actune.bootstrap.export_summary import ExportSummary, MethodCounts
+from actune.bootstrap.gold_paths import GOLD_PATH_MODEL
 from actune.envs.actions import parse_described
 from actune.judge import Verdict, verdict_of
 from actune.records.atomic_write import check_output, output_lock, recover_folder, replace_folder, temp_folder_beside
@@ -184,8 +186,6 @@ def judge_counts(kept: Iterable[Trajectory]) -> dict[str, int]:
 
 def origin(t: Trajectory) -> str:
     """Where an episode came from: ``imported`` (``actune import``), ``scripted`` (gold paths), ``bootstrapped``."""
-    from actune.bootstrap.gold_paths import GOLD_PATH_MODEL  # the environment stack: only when exporting
-
     if isinstance(t.info.get("import"), dict):
         return "imported"
     return "scripted" if t.model.name == GOLD_PATH_MODEL else "bootstrapped"
@@ -735,8 +735,6 @@ def _write_folder(rows: list[dict[str, Any]], summary: ExportSummary, out: Path,
                   config: ExportConfig | None) -> ExportSummary:
     """The dataset, its summary and its card in a temp folder beside ``out``, swapped in whole."""
     from datasets import Dataset  # heavy import: only when exporting
-
-    from actune.bootstrap.dataset_card import CARD_FILE, card_settings, dataset_card
 
     ds = Dataset.from_list(rows)
     tmp = temp_folder_beside(out)

@@ -47,6 +47,10 @@ from typing import Any
 
 from actune.agent.parser import ParsedStep, parse_answer, parse_step
 from actune.agent.render import instruction_for, question_line
+from actune.config import ConfigError
+from actune.envs.config import EnvConfig
+from actune.envs.factory import make_env
+from actune.envs.registry import is_builtin_env
 from actune.judge import judge, record_verdict
 from actune.records.jsonl import JSON_ERRORS, json_problem
 from actune.records.store import TrajectoryStore
@@ -387,14 +391,8 @@ class EnvActions:
 def env_actions(name: str) -> EnvActions:
     """The actions of env ``name``: a built-in of :data:`IMPORT_ENVS`, or a custom environment (``module:function``
     or an ``actune.envs`` entry point) built with no settings but its name, as it describes its own actions."""
-    from actune.envs.registry import is_builtin_env
-
     if is_builtin_env(name):
         return _builtin_env_actions(name)
-    from actune.config import ConfigError
-    from actune.envs.config import EnvConfig
-    from actune.envs.factory import make_env
-
     try:
         env = make_env(EnvConfig(name=name))
     except Exception as e:  # an unknown name (a ConfigError), or a factory that needs settings or data
@@ -407,8 +405,9 @@ def env_actions(name: str) -> EnvActions:
 
 
 def _builtin_env_actions(name: str) -> EnvActions:
+    # lazy: the built-in envs import bm25s (numba with it, ~0.15 s), which a custom env's import never needs
     from actune.envs.fever_env import FeverEnv
-    from actune.envs.wiki_env import WikiEnv
+    from actune.envs.wiki_env import WikiEnv  # lazy: bm25s, as above
 
     classes = {"wiki": WikiEnv, "fever": FeverEnv}
     if name not in classes:

@@ -38,18 +38,23 @@ import contextlib
 import sys
 from typing import TYPE_CHECKING, Any
 
+import actune.envs.factory
+import actune.llm
 from actune.bootstrap.config import BootstrapConfig
 from actune.bootstrap.summary import format_summary, summarize, summary_path, write_summary
 from actune.collect import collect, load_unique_tasks, make_run_id, pending_episodes, producer_fingerprint, task_file_id
 from actune.config import public_dump
+from actune.llm import ClientConfig, read_api_key
 from actune.records.store import TrajectoryStore
 from actune.records.task_record import Task
 from actune.records.trajectory import ModelRecord
 from actune.runtime.progress import Progress
 from actune.runtime.provenance import provenance
 from actune.runtime.trackers import bootstrap_metrics, check_trackers, log_to_trackers
+from actune.serve.adapters import check_serves
 from actune.serve.config import ServeConfig
 from actune.serve.hardware import served_dtype
+from actune.serve.server import serving
 
 if TYPE_CHECKING:
     from actune.serve.server import Serving
@@ -134,10 +139,6 @@ def _run_episodes(cfg: BootstrapConfig, serve: ServeConfig, served: Serving | No
                   todo: list[tuple[Task, int]], *, total: int, run_id: str, fingerprint: dict[str, Any],
                   show_progress: bool) -> tuple[bool, int]:
     """Steps 3 and 4: a server, and the episodes left on it; returns (interrupted, server restarts)."""
-    from actune.envs.factory import make_env
-    from actune.llm import ClientConfig, LLMClient, read_api_key
-    from actune.serve.server import serving
-
     model_name = served_name(cfg, serve)
     serve = serve.for_wire(cfg.agent.wire)
     # a hosted teacher's key first: a missing variable fails before anything starts
@@ -147,8 +148,6 @@ def _run_episodes(cfg: BootstrapConfig, serve: ServeConfig, served: Serving | No
     with shared_or_own as on:
         endpoints = on.endpoints
         if cfg.endpoints and served is None:  # a server actune did not start: does it serve this model?
-            from actune.serve.adapters import check_serves
-
             check_serves(endpoints, model_name, "bootstrap.model", hosted_key or serve.api_key)
         restarts_before = on.server.restarts if on.server else 0
         key_note = f", key from ${cfg.api_key_env}" if cfg.api_key_env else ""
@@ -161,12 +160,13 @@ def _run_episodes(cfg: BootstrapConfig, serve: ServeConfig, served: Serving | No
             client = ClientConfig(endpoints=endpoints, model=model_name, max_concurrency=cfg.concurrency,
                                   api_key=None if cfg.api_key_env else serve.api_key,
                                   api_key_env=cfg.api_key_env, **cfg.retries.model_dump())
-            async with LLMClient(client) as llm:
+            # the client and the env factory are looked up when called, so tests can swap in fakes
+            async with actune.llm.LLMClient(client) as llm:
                 # done: this run's episodes, not store.records (the store may also hold other
                 # methods' and tasks' episodes)
                 with Progress(total, total - len(todo), store.kept, cfg.target_correct,
                               enabled=show_progress) as progress:
-                    await collect(todo, lambda: make_env(cfg.env), llm, cfg.agent, store,
+                    await collect(todo, lambda: actune.envs.factory.make_env(cfg.env), llm, cfg.agent, store,
                                   concurrency=min(cfg.concurrency, len(todo)),
                                   target_correct=cfg.target_correct, require_grounded=cfg.require_grounded,
                                   model=ModelRecord(name=model_name), run_id=run_id, progress=progress,

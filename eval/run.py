@@ -47,6 +47,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+import actune.envs.factory
+import actune.llm
 from actune.agent.config import AgentConfig
 from actune.agent.prompt_spec import PROMPT_SPEC_FILE, find_prompt_spec, load_prompt_spec
 from actune.collect import collect, load_unique_tasks, make_run_id, pending_episodes, producer_fingerprint, task_file_id
@@ -54,19 +56,23 @@ from actune.config import ConfigError, public_dump
 from actune.eval.config import EvalConfig, EvalModel, model_agent
 from actune.eval.report import ModelResult, build_report, write_report
 from actune.eval.stats import HEADLINE
-from actune.llm import RetryPolicy
+from actune.eval.yardsticks import run_yardsticks
+from actune.llm import ClientConfig, RetryPolicy, read_api_key
 from actune.records.store import StoreState, TrajectoryStore, read_state
 from actune.records.task_record import Task
 from actune.records.training_tasks import TRAINING_TASKS_FILE, read_training_tasks
 from actune.records.trajectory import ModelRecord, Trajectory, read_trajectories
 from actune.runtime.progress import Progress
+from actune.runtime.provenance import provenance
 from actune.runtime.trackers import check_trackers, eval_metrics, log_to_trackers
-from actune.serve.adapters import adapter_name
+from actune.serve.adapters import adapter_name, check_serves, load_adapter, served_models
 from actune.serve.config import ServeConfig
+from actune.serve.hardware import served_dtype
+from actune.serve.server import Serving, serving
 from actune.text import normalise_question
 
 if TYPE_CHECKING:
-    from actune.serve.server import Serving, StageServer
+    from actune.serve.server import StageServer
 
 __all__ = ["PlannedModel", "ServerGroup", "TRAINING_TASKS_FILE", "adapter_name", "base_models", "served_names",
            "merged_model_folder", "plan_models", "group_by_base", "plan_groups", "group_serve_config", "server_for",
@@ -305,8 +311,6 @@ def store_path(cfg: EvalConfig, label: str) -> Path:
 
 def ensure_adapters(endpoints: list[str], plans: list[PlannedModel], api_key: str | None = None) -> list[str]:
     """Load every planned adapter an endpoint does not serve yet; return the names loaded."""
-    from actune.serve.adapters import load_adapter, served_models
-
     loaded = []
     for url in endpoints:
         have = set(served_models(url, api_key))
@@ -405,8 +409,6 @@ def _prepare_eval(cfg: EvalConfig, serve: ServeConfig, run_id: str, served: Serv
                   labels: list[str] | None) -> _EvalRun:
     """Steps 1 to 3 (module docstring): tasks and plans, no model scored on its own training tasks, every
     store this model's, and what is left to run; every check that can fail fails here, before any server."""
-    from actune.llm import read_api_key
-
     check_endpoints(cfg)
     check_trackers(cfg.report_to, "eval.report_to")
     tasks = load_unique_tasks(cfg.tasks, "eval")
@@ -468,9 +470,6 @@ def _run_group(run: _EvalRun, g: ServerGroup, busy: list[PlannedModel], n_local:
                started: list[StageServer]) -> None:
     """Step 4, one group: its models' own endpoints, the caller's server, ``eval.endpoints`` or a server of
     its own (started now, stopped at the end: one at a time), and on it the episodes of each model left."""
-    from actune.llm import read_api_key
-    from actune.serve.server import Serving, serving
-
     cfg, serve, served = run.cfg, run.serve, run.served
     if served is not None:
         group_serving = contextlib.nullcontext(served)
@@ -484,8 +483,6 @@ def _run_group(run: _EvalRun, g: ServerGroup, busy: list[PlannedModel], n_local:
         if on.server is not None and served is None:  # the caller counts its own server's restarts
             started.append(on.server)
         if (g.endpoints or cfg.endpoints) and served is None:  # servers actune did not start: this model?
-            from actune.serve.adapters import check_serves
-
             check_serves(endpoints, g.served_name, "eval.models[i].model (with its own endpoints)" if g.endpoints
                          else "eval.served_model", key)
         # a server handed over was started with the adapters its own stage needed, maybe not these
@@ -517,9 +514,6 @@ def _run_model(run: _EvalRun, p: PlannedModel, on: Serving) -> None:
 
 async def _collect_model(run: _EvalRun, p: PlannedModel, on: Serving, store: _NotingStore,
                          left: list[tuple[Task, int]]) -> None:
-    from actune.envs.factory import make_env
-    from actune.llm import ClientConfig, LLMClient
-
     cfg = run.cfg
     # the key from the variable it names (its own endpoints' or eval.endpoints'); else none for its own
     # endpoints (the serve section's key is for our servers, never sent elsewhere), else the serve section's
@@ -527,13 +521,14 @@ async def _collect_model(run: _EvalRun, p: PlannedModel, on: Serving, store: _No
                           api_key=None if p.endpoints or p.api_key_env else run.serve.api_key,
                           api_key_env=p.api_key_env,
                           **p.retries.model_dump())
-    async with LLMClient(client) as llm:
+    # the client and the env factory are looked up when called, so tests can swap in fakes
+    async with actune.llm.LLMClient(client) as llm:
         total = len(run.tasks) * cfg.attempts
         # done: this run's episodes already stored (the store may hold other methods' too)
         with Progress(total, total - len(left), store.kept, total, enabled=run.show_progress,
                       label=f"eval {p.label}", kept_word="solved",
                       rate_word="solve rate") as progress:
-            await collect(left, lambda: make_env(cfg.env), llm, p.agent, store,
+            await collect(left, lambda: actune.envs.factory.make_env(cfg.env), llm, p.agent, store,
                           concurrency=min(cfg.concurrency, len(left)),
                           target_correct=store.kept + len(left) + 1,  # never reached: run them all
                           model=p.record, run_id=run.run_id, progress=progress,
@@ -573,7 +568,6 @@ def _yardsticks(cfg: EvalConfig, tasks: list[Task]) -> list[ModelResult]:
     """The content-free policies on ``tasks`` (none when ``eval.yardsticks`` is off, or on ALFWorld)."""
     if not cfg.yardsticks or cfg.env.name == "alfworld" or any(t.env == "alfworld" for t in tasks):
         return []
-    from actune.eval.yardsticks import run_yardsticks
 
     train = load_unique_tasks(cfg.yardstick_train, "eval.yardstick_train") if cfg.yardstick_train else []
     return run_yardsticks(tasks, train, cfg.env)
@@ -581,9 +575,6 @@ def _yardsticks(cfg: EvalConfig, tasks: list[Task]) -> list[ModelResult]:
 
 def _provenance(run: _EvalRun) -> dict[str, Any]:
     """The provenance block; the dtype is the local servers' (models on their own endpoints run in theirs)."""
-    from actune.runtime.provenance import provenance
-    from actune.serve.hardware import served_dtype
-
     local = any(not g.endpoints for g in run.groups) and not run.cfg.endpoints
     return provenance(served_dtype(run.serve) if local else None)
 

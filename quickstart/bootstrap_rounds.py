@@ -10,12 +10,20 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from actune.agent.prompt_spec import load_prompt_spec
 from actune.bootstrap.config import BootstrapConfig
+from actune.bootstrap.run import run_bootstrap
+from actune.collect import make_run_id
+from actune.judge import verdict_of
 from actune.quickstart.context import RunContext
 from actune.quickstart.evaluation import eval_on, eval_serving, prompted_labels, round_model_label
 from actune.records.atomic_write import atomic_write_text
+from actune.records.store import read_state
+from actune.records.trajectory import read_trajectories
 from actune.serve.config import ServeConfig
+from actune.serve.server import serving
 from actune.tasks.config import TaskConfig
+from actune.tasks.loading import load_tasks
 
 if TYPE_CHECKING:
     from actune.serve.server import Serving
@@ -25,16 +33,11 @@ __all__ = ["round1_work", "bootstrap_round1", "solved_tasks", "bootstrap_later_r
 
 def _run_bootstrap(run: RunContext, bootstrap: BootstrapConfig, serve: ServeConfig, run_id: str,
                    served: Serving) -> None:
-    from actune.bootstrap.run import run_bootstrap
-
     run_bootstrap(bootstrap, serve, name=run.cfg.name, show_progress=run.show_progress, run_id=run_id, served=served)
 
 
 def round1_work(run: RunContext) -> list[tuple[str, int, BootstrapConfig]]:
     """(method, pass index, bootstrap config) of every round-1 pass that still has episodes to run."""
-    from actune.records.store import read_state
-    from actune.tasks.loading import load_tasks
-
     cfg = run.cfg
     work = []
     for method in cfg.methods:
@@ -62,9 +65,6 @@ def round1_work(run: RunContext) -> list[tuple[str, int, BootstrapConfig]]:
 
 
 def bootstrap_round1(run: RunContext) -> None:
-    from actune.collect import make_run_id
-    from actune.serve.server import serving
-
     cfg = run.cfg
     work = round1_work(run)
     if not work:  # a resumed run whose passes are all done: no server to start (eval runs what is left)
@@ -85,9 +85,6 @@ def bootstrap_round1(run: RunContext) -> None:
 
 def solved_tasks(run: RunContext, method: str, before_round: int) -> set[str]:
     """Ids of the training tasks ``method`` kept an episode of in a round before ``before_round``."""
-    from actune.judge import verdict_of
-    from actune.records.trajectory import read_trajectories
-
     solved: set[str] = set()
     for r in range(1, before_round):
         path = run.layout.store(method, r)
@@ -113,10 +110,6 @@ def _unsolved_tasks(run: RunContext, method: str, r: int) -> tuple[Path, int]:
 
 def bootstrap_later_round(run: RunContext, r: int) -> None:
     """Round ``r`` >= 2: each method's round r-1 model, zero-shot, on the tasks no round solved yet."""
-    from actune.agent.prompt_spec import load_prompt_spec
-    from actune.collect import make_run_id
-    from actune.serve.server import serving
-
     cfg = run.cfg
     run_id = make_run_id(f"{cfg.name}-r{r}")
     for method in cfg.methods:

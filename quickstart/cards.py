@@ -7,6 +7,7 @@ from pathlib import Path
 
 from actune.quickstart.context import RunContext
 from actune.quickstart.layout import Layout
+from actune.train.model_card import write_folder_card
 
 __all__ = ["as_named_in_card", "run_eval_report", "write_eval_cards"]
 
@@ -36,8 +37,6 @@ def run_eval_report(path: str | Path) -> Path | None:
 def write_eval_cards(run: RunContext, method: str) -> None:
     """Rewrite each tuned round's model cards (adapter and merged/) with the eval table: `actune train`
     wrote them before there was an eval, so a push right after the quickstart would ship no scores."""
-    from actune.train.model_card import write_folder_card
-
     report = as_named_in_card(run.layout.eval_dir(method) / "report.json")
     for r in range(1, run.cfg.rounds + 1):
         adapter = run.layout.adapter(method, r)

@@ -20,6 +20,7 @@ import actune.presets
 from actune.bootstrap.config import BootstrapConfig
 from actune.config import ConfigError, RunName, StrictModel, fill_model, load_config
 from actune.eval.config import EvalConfig
+from actune.runtime import cpu_features
 from actune.serve.config import ServeConfig
 from actune.sources.fever import FeverSource
 from actune.sources.hotpotqa import HotpotQASource
@@ -289,8 +290,6 @@ class QuickstartConfig(StrictModel):
 
 def hardware_kind() -> HardwareKind:
     """The kind of hardware this process trains and serves on (:data:`HardwareKind`)."""
-    from actune.runtime.cpu_features import native_bf16
-
     try:
         import torch
 
@@ -298,7 +297,7 @@ def hardware_kind() -> HardwareKind:
             return "cuda"
     except ImportError:
         pass
-    return "cpu-bf16" if native_bf16() else "cpu-fp32"
+    return "cpu-bf16" if cpu_features.native_bf16() else "cpu-fp32"
 
 
 def preset_path(preset: str) -> Path:

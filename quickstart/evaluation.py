@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from actune.config import ConfigError
 from actune.eval.config import EvalConfig, EvalModel
+from actune.eval.run import run_eval, server_for
 from actune.quickstart.cards import write_eval_cards
 from actune.quickstart.context import RunContext
 from actune.quickstart.layout import served_tuned_model
@@ -73,16 +74,12 @@ def eval_config(run: RunContext, method: str) -> EvalConfig:
 def eval_serving(run: RunContext, method: str, label: str) -> tuple[ServeConfig, str]:
     """(serve section, request name) of a server for eval model ``label`` of ``method``, as the eval stage
     would start it: its base, served name and adapter."""
-    from actune.eval.run import server_for
-
     return server_for(eval_config(run, method), run.cfg.serve, label)
 
 
 def eval_on(run: RunContext, served: Serving, method: str, labels: list[str], run_id: str) -> None:
     """Run eval models ``labels`` of ``method`` on ``served``, the server a bootstrap round started for
     their model: the eval stage finds their episodes stored and starts no server for them."""
-    from actune.eval.run import run_eval
-
     run.log(f"eval {method}: {', '.join(labels)} on this round's server")
     restarts = served.server.restarts if served.server is not None else 0
     try:
@@ -97,8 +94,6 @@ def eval_on(run: RunContext, served: Serving, method: str, labels: list[str], ru
 
 def run_method_eval(run: RunContext, method: str) -> None:
     """The eval stage of ``method``: every model not yet scored, then the report and the tuned models' cards."""
-    from actune.eval.run import run_eval
-
     run_eval(eval_config(run, method), run.cfg.serve, name=f"{run.cfg.name}-{method}",
              show_progress=run.show_progress)
     write_eval_cards(run, method)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from actune.bootstrap.export import ExportSummary
+from actune.bootstrap.export import ExportSummary, export_dataset
 from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.context import RunContext
 from actune.quickstart.estimate import StageEstimate
@@ -31,8 +31,6 @@ def fine_tune_stages(run: RunContext, r: int, est: StageEstimate) -> list[Stage]
 
 def export_round(cfg: QuickstartConfig, stores: list[Path], method: str, out_dir: Path) -> ExportSummary:
     """Export ``stores`` as ``method``'s training set in ``out_dir`` with the run's export settings and seed."""
-    from actune.bootstrap.export import export_dataset
-
     export_cfg = cfg.bootstrap.export.model_copy(update={"steps_method": method, "seed": cfg.seed})
     return export_dataset(stores, out_dir, cfg.train.wire_format, export_cfg)
 

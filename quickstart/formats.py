@@ -22,7 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from actune.bootstrap.config import ExportConfig
+from actune.bootstrap.export import ExportError, export_rows, write_export
+from actune.collect import make_run_id
+from actune.envs.factory import make_env
 from actune.eval.config import EvalConfig, EvalModel
+from actune.eval.run import run_eval, server_for
 from actune.quickstart.cards import as_named_in_card
 from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.context import RunContext
@@ -31,7 +35,9 @@ from actune.quickstart.layout import served_tuned_model
 from actune.quickstart.round_inputs import export_stores
 from actune.quickstart.stage import Stage
 from actune.quickstart.train_child import train_in_child_process
+from actune.serve.server import serving
 from actune.train.config import TrainConfig
+from actune.train.model_card import write_folder_card
 
 if TYPE_CHECKING:
     from actune.bootstrap.export_summary import ExportSummary
@@ -77,9 +83,6 @@ def _actions(run: RunContext) -> Callable[[str], str]:
     run's environment, built once, where the episodes were collected."""
     @cache
     def actions(env: str) -> str:
-        from actune.bootstrap.export import ExportError
-        from actune.envs.factory import make_env
-
         built = make_env(run.env(run.cfg.bootstrap.env))
         if built.name != env:
             raise ExportError(f"formats: records of env {env!r}, but this run plays in {built.name!r}")
@@ -89,8 +92,6 @@ def _actions(run: RunContext) -> Callable[[str], str]:
 
 
 def _format_rows(run: RunContext, fmt: str) -> tuple[list[dict[str, Any]], ExportSummary]:
-    from actune.bootstrap.export import export_rows
-
     return export_rows(format_stores(run), run.cfg.train.wire_format, format_export_config(run.cfg, fmt),
                        actions=_actions(run))
 
@@ -103,8 +104,6 @@ def selected_episodes(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
 def export_format(run: RunContext, fmt: str) -> None:
     """``fmt``'s training set, refused (:class:`~actune.bootstrap.export.ExportError`) unless it holds the very
     episodes the ReAct format does."""
-    from actune.bootstrap.export import ExportError, write_export
-
     rows, summary = _format_rows(run, fmt)
     if fmt != "react":
         mine, react = selected_episodes(rows), selected_episodes(_format_rows(run, "react")[0])
@@ -138,10 +137,6 @@ def format_eval_config(run: RunContext, fmt: str) -> EvalConfig:
 
 def eval_prompted_formats(run: RunContext) -> None:
     """Every format's prompted model on one server of the base model (its eval stage finds the episodes stored)."""
-    from actune.collect import make_run_id
-    from actune.eval.run import run_eval, server_for
-    from actune.serve.server import serving
-
     cfg = run.cfg
     serve, _ = server_for(format_eval_config(run, cfg.formats[0]), cfg.serve, PROMPTED)
     run_id = make_run_id(f"{cfg.name}-formats")
@@ -155,9 +150,6 @@ def eval_prompted_formats(run: RunContext) -> None:
 def eval_format(run: RunContext, fmt: str) -> None:
     """``fmt``'s eval stage: what is not scored yet (its tuned model), the report, the eval table in the adapter's
     cards."""
-    from actune.eval.run import run_eval
-    from actune.train.model_card import write_folder_card
-
     run_eval(format_eval_config(run, fmt), run.cfg.serve, name=f"{run.cfg.name}-format-{fmt}",
              show_progress=run.show_progress)
     report = as_named_in_card(run.layout.format_eval_dir(fmt) / "report.json")

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from actune.bootstrap.export import SUMMARY_FILE
 from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.formats import PROMPTED, TUNED
 from actune.quickstart.layout import Layout
@@ -47,8 +48,6 @@ def _row(fmt: str, report: dict[str, Any], summary: dict[str, Any] | None,
 
 def format_rows(cfg: QuickstartConfig, layout: Layout) -> list[dict[str, Any]]:
     """A row per format of ``cfg.formats`` whose eval has reported both models, in ``formats`` order."""
-    from actune.bootstrap.export import SUMMARY_FILE
-
     rows = []
     for fmt in cfg.formats:
         report = _json(layout.format_eval_dir(fmt) / "report.json")

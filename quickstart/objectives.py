@@ -15,13 +15,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from actune.agent.prompt_spec import load_prompt_spec
+from actune.bootstrap.preference_pairs import export_pairs
+from actune.bootstrap.run import run_bootstrap
+from actune.collect import make_run_id
 from actune.quickstart.context import RunContext
 from actune.quickstart.estimate import StageEstimate
 from actune.quickstart.evaluation import eval_on, eval_serving, round_model_label
 from actune.quickstart.stage import Stage
 from actune.quickstart.train_child import train_in_child_process
+from actune.serve.server import serving
 from actune.train.common import MERGED_DIR
 from actune.train.config import TrainConfig
+from actune.train.grpo import RolloutSpec
 
 __all__ = ["objective_stages", "explore", "pair_stores", "make_pairs", "objective_train_config"]
 
@@ -48,11 +54,6 @@ def _sft_folder(run: RunContext, method: str) -> Path:
 def explore(run: RunContext, method: str) -> None:
     """The SFT model on every training task, ``explore.attempts`` sampled episodes each, into the exploration
     store; the SFT model's eval episodes run on the same server."""
-    from actune.agent.prompt_spec import load_prompt_spec
-    from actune.bootstrap.run import run_bootstrap
-    from actune.collect import make_run_id
-    from actune.serve.server import serving
-
     cfg, ex = run.cfg, run.cfg.explore
     spec = load_prompt_spec(_sft_folder(run, method))
     sft = round_model_label(run, method, cfg.rounds)  # the SFT model the objectives start from: the last round's
@@ -79,8 +80,6 @@ def pair_stores(run: RunContext, method: str) -> list[Path]:
 
 
 def make_pairs(run: RunContext, method: str) -> None:
-    from actune.bootstrap.preference_pairs import export_pairs
-
     summary = export_pairs(pair_stores(run, method), run.layout.pairs(method), run.cfg.explore.max_pairs_per_task)
     run.log(f"pairs {method}: {summary.pairs} pairs of {summary.tasks} tasks ({summary.cut_at_shared_prefix} cut "
             f"where the two episodes part); unpaired: {summary.unpaired or 'none'}")
@@ -101,7 +100,6 @@ def _train(run: RunContext, method: str, objective: str) -> None:
     if objective != "grpo":
         train_in_child_process(tcfg)
         return
-    from actune.train.grpo import RolloutSpec
 
     cfg = run.cfg
     rollouts = RolloutSpec(tasks=run.tasks("train"), env=run.env(cfg.bootstrap.env),

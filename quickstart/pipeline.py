@@ -32,6 +32,7 @@ from actune.quickstart.rounds import rounds_of
 from actune.quickstart.sources import check_import_paths, source_stages
 from actune.quickstart.stage import Stage
 from actune.quickstart.state import load_state, save_state
+from actune.runtime.cpu_features import describe_cpu
 from actune.runtime.stop_signals import stop_signals_as_interrupt
 
 __all__ = ["PACE_MIN_S", "plan_stages", "plan_text", "time_left", "run_stage", "run_quickstart"]
@@ -112,7 +113,6 @@ def plan_text(cfg: QuickstartConfig, out: Path) -> str:
     done = load_state(layout, cfg)["done"] if layout.state.exists() else {}
     kind = hardware_kind()
     stages = plan_stages(RunContext(cfg, layout, False, lambda m: None), kind)
-    from actune.runtime.cpu_features import describe_cpu
 
     lines = [f"quickstart {cfg.name} (seed {cfg.seed}) -> {layout.out}: {len(stages)} stages, "
              f"{sum(s.name not in done for s in stages)} to run; estimated {_fmt(time_left(stages, done, 0)[0])} on "
@@ -134,7 +134,6 @@ def run_quickstart(cfg: QuickstartConfig, out: Path, *, show_progress: bool = Tr
     stages = plan_stages(RunContext(cfg, layout, show_progress, log), kind)
     done: dict[str, Any] = state["done"]
     to_run = [s for s in stages if s.name not in done]
-    from actune.runtime.cpu_features import describe_cpu
 
     log(f"quickstart {cfg.name} (seed {cfg.seed}) -> {layout.out}: {len(stages)} stages, {len(to_run)} to run; "
         f"estimated {_fmt(time_left(stages, done, 0)[0])} on {kind} ({describe_cpu()})")

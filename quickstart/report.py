@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from actune.bootstrap.export import SUMMARY_FILE
 from actune.config import public_dump
 from actune.eval.yardsticks import YARDSTICK_PREFIX
 from actune.quickstart.config import QuickstartConfig
@@ -115,8 +116,6 @@ def training_rows(cfg: QuickstartConfig, layout: Layout) -> list[dict[str, Any]]
     round, the model it trained on (``round_start``), the exported examples by source method and their tasks
     (``export_summary.json``), and the steps, epochs and dev-picked step of its training
     (``training_meta.json``). Rounds not yet trained are left out."""
-    from actune.bootstrap.export import SUMMARY_FILE
-
     rows = []
     for method in cfg.methods:
         for r in range(1, cfg.rounds + 1):

@@ -6,10 +6,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from actune.bootstrap import gold_paths
+from actune.bootstrap.importers import ImportSetError, import_set
+from actune.bootstrap.replay import replay_store
 from actune.config import ConfigError
 from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.context import RunContext
 from actune.quickstart.stage import Stage
+from actune.records.trajectory import read_trajectories
+from actune.sources.fever import write_fever_tasks
+from actune.sources.hotpotqa import MANIFEST, write_hotpotqa_tasks
+from actune.tasks.loading import load_tasks
+from actune.text import normalise_question
+from actune.world import write_world
 
 __all__ = ["source_stages", "write_tasks", "import_sets", "write_gold_paths", "check_import_paths"]
 
@@ -29,9 +38,6 @@ def write_tasks(run: RunContext) -> None:
     """The corpus and the train/dev/test questions, once (a folder that has them is left as it is)."""
     cfg, layout = run.cfg, run.layout
     if cfg.source in ("hotpotqa", "fever"):
-        from actune.sources.fever import write_fever_tasks
-        from actune.sources.hotpotqa import MANIFEST, write_hotpotqa_tasks
-
         if (layout.tasks_dir / MANIFEST).exists():
             return
         if cfg.source == "hotpotqa":
@@ -42,7 +48,6 @@ def write_tasks(run: RunContext) -> None:
         run.log(f"tasks: {cfg.source}, {m['pages']} pages; train {c['train']}, dev {c['dev']}, "
                 f"test {c['test']} (no question or supporting page shared between splits)")
         return
-    from actune.world import write_world
 
     if (layout.world / "world.json").exists():
         return
@@ -63,8 +68,6 @@ def check_import_paths(cfg: QuickstartConfig) -> None:
 def import_sets(run: RunContext) -> None:
     """Import each outside set once (a set already imported adds nothing: the store skips its records), then
     refuse one that asks a dev or test question."""
-    from actune.bootstrap.importers import ImportSetError, import_set
-
     cfg, layout = run.cfg, run.layout
     env = "fever" if cfg.source == "fever" else "wiki"
     check_import_paths(cfg)
@@ -90,15 +93,12 @@ def import_sets(run: RunContext) -> None:
 
 def write_gold_paths(run: RunContext) -> None:
     """Write the scripted teacher's episode of every training question (a stopped run resumes)."""
-    from actune.bootstrap.gold_paths import write_gold_paths as write
-    from actune.tasks.loading import load_tasks
-
     tasks = load_tasks(run.tasks("train"))
     # ReAct's form serves every method but ReflAct, which gets its own (Layout.gold_paths_of)
     for method in dict.fromkeys("reflact" if m == "reflact" else "react" for m in run.cfg.methods):
-        s = write(tasks, str(run.layout.gold_paths_of(method)), run.env(run.cfg.bootstrap.env),
-                  misses=run.cfg.gold_path_misses, lookups=run.cfg.gold_path_lookups, method=method,
-                  mentions=run.cfg.gold_path_mentions)
+        s = gold_paths.write_gold_paths(tasks, str(run.layout.gold_paths_of(method)), run.env(run.cfg.bootstrap.env),
+                                        misses=run.cfg.gold_path_misses, lookups=run.cfg.gold_path_lookups,
+                                        method=method, mentions=run.cfg.gold_path_mentions)
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(s.skipped.items())) or "none"
         run.log(f"gold paths ({method}): {s.written} written, {s.already} written before, of {s.total} training "
                 f"questions (left out: {skipped})")
@@ -108,9 +108,6 @@ def write_gold_paths(run: RunContext) -> None:
 
 
 def _check_no_held_out_questions(run: RunContext, i: int, store: Path) -> None:
-    from actune.records.trajectory import read_trajectories
-    from actune.text import normalise_question
-
     held = {normalise_question(json.loads(line)["question"]) for split in ("dev", "test")
             for line in (run.layout.tasks_dir / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
             if line.strip()}
@@ -121,8 +118,6 @@ def _check_no_held_out_questions(run: RunContext, i: int, store: Path) -> None:
 
 
 def _replay(run: RunContext, i: int, store: Path) -> None:
-    from actune.bootstrap.replay import replay_store
-
     r = replay_store(store, run.layout.imported(i), run.env(run.cfg.bootstrap.env))
     run.log(f"imports[{i}]: replayed {r.replayed} of {r.total} records in this run's corpus ({r.missed} left out: "
             f"a search opened no page, e.g. {'; '.join(r.examples[:2]) or '-'}; {r.already} replayed before)")

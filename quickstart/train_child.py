@@ -7,18 +7,23 @@ threads and allocator state should not outlive it.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import signal
 import sys
+import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from actune.agent.config import AgentConfig
+from actune.envs.config import EnvConfig
 from actune.runtime.stop_signals import stop_signals_as_interrupt
+from actune.serve.config import ServeConfig
+from actune.tasks.config import TaskConfig
 from actune.train.common import TrainError
 from actune.train.config import TrainConfig
-
-if TYPE_CHECKING:
-    from actune.serve.config import ServeConfig
-    from actune.train.grpo import RolloutSpec
+from actune.train.grpo import RolloutSpec
+from actune.train.objectives import train_objective
 
 __all__ = ["train_in_child_process"]
 
@@ -26,9 +31,6 @@ __all__ = ["train_in_child_process"]
 def _stop_when_orphaned(parent: int, every_s: float = 1.0) -> None:
     """SIGTERM this process once ``parent`` is gone (killed with no chance to stop its children): a
     training would otherwise run on alone, holding the cores."""
-    import signal
-    import threading
-
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(every_s)
@@ -40,8 +42,6 @@ def _stop_when_orphaned(parent: int, every_s: float = 1.0) -> None:
 def _train_child(config_json: str, errors: Any, rollouts_json: dict[str, str] | None = None,
                  serve_json: str | None = None) -> None:
     """The child's side of :func:`train_in_child_process`: train, or send back what stopped it."""
-    from actune.train.objectives import train_objective
-
     _stop_when_orphaned(os.getppid())
     try:
         with stop_signals_as_interrupt():
@@ -61,11 +61,6 @@ def _train_child(config_json: str, errors: Any, rollouts_json: dict[str, str] | 
 def _rollout_settings(rollouts_json: dict[str, str] | None, serve_json: str | None) -> tuple[Any, Any]:
     if rollouts_json is None:
         return None, None
-    from actune.agent.config import AgentConfig
-    from actune.envs.config import EnvConfig
-    from actune.serve.config import ServeConfig
-    from actune.tasks.config import TaskConfig
-    from actune.train.grpo import RolloutSpec
 
     spec = RolloutSpec(tasks=TaskConfig.model_validate_json(rollouts_json["tasks"]),
                        env=EnvConfig.model_validate_json(rollouts_json["env"]),
@@ -81,8 +76,6 @@ def train_in_child_process(cfg: TrainConfig, *, rollouts: RolloutSpec | None = N
     An error in the child is raised here as itself; a stop (SIGTERM, Ctrl-C) here stops the child first (it
     unwinds as ``actune train`` does, its last complete checkpoint is where a rerun resumes) and waits for it, so
     no process is left behind."""
-    import multiprocessing
-
     ctx = multiprocessing.get_context("spawn")  # fork after torch and the HTTP client's threads is unsafe
     receive, send = ctx.Pipe(duplex=False)
     rollouts_json = (None if rollouts is None else

@@ -31,6 +31,7 @@ from typing import BinaryIO
 import httpx
 
 from actune.config import actune_home
+from actune.runtime.model_files import ModelError, prepare_model
 from actune.serve.adapters import validate_adapter_dir
 from actune.serve.config import ServeConfig
 from actune.serve.errors import PortInUseError, ServeError, ServerRestartLimitError, ServerStartError
@@ -91,8 +92,6 @@ class ServerHandle:
 
 def resolve_model(name: str) -> str:
     """Local folder for ``name`` (known name, hub id or folder) via actune.runtime.model_files.prepare_model."""
-    from actune.runtime.model_files import ModelError, prepare_model
-
     try:
         return str(prepare_model(name))
     except ModelError as e:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -236,8 +238,6 @@ _OTHER_TRL_NAMES = {"load_in_4bit": "train.load_in_4bit", "model_name_or_path": 
 @cache
 def sft_config_fields() -> frozenset[str]:
     """The field names of the installed ``trl.SFTConfig`` (TRL is imported only when a config names some)."""
-    import dataclasses
-
     from trl import SFTConfig
 
     return frozenset(f.name for f in dataclasses.fields(SFTConfig))
@@ -251,8 +251,6 @@ def owned_sft_fields() -> dict[str, str]:
 
 @cache
 def _sft_field_type(name: str) -> TypeAdapter:
-    import typing
-
     from trl import SFTConfig
 
     return TypeAdapter(typing.get_type_hints(SFTConfig)[name])

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from actune.train.checkpoints import durable_checkpoints, train_resuming
 from actune.train.common import TrainError, split_by_task, steps_per_epoch
 from actune.train.config import TrainConfig
 from actune.train.masking import tokenize_segments
@@ -134,7 +135,9 @@ def make_dpo_trainer(cfg: TrainConfig, args: Any, start: Start, train_ds: Any, d
     import torch
     from transformers import AutoModelForCausalLM
 
-    from actune.train.packed_rows import pack_fused_forward
+    from actune.train.packed_rows import pack_fused_forward  # lazy: imports torch
+
+    # lazy: train.speed imports torch, transformers and trl
     from actune.train.speed import fused_head_on_trained_positions, padding_free_matches_padded, register_varlen_sdpa
 
     fused_head_on_trained_positions(cfg.loss_head != "trl")
@@ -157,8 +160,6 @@ def make_dpo_trainer(cfg: TrainConfig, args: Any, start: Start, train_ds: Any, d
 def train_dpo(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Train the DPO adapter into ``cfg.output_dir`` (module docstring); returns what it did."""
     from datasets import load_from_disk
-
-    from actune.train.checkpoints import durable_checkpoints, train_resuming
 
     say = log or print
     t0 = time.perf_counter()

@@ -24,10 +24,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from actune.agent.config import AgentConfig
+from actune.agent.prompt_spec import find_prompt_spec, load_prompt_spec
+from actune.collect import load_unique_tasks
 from actune.envs.config import EnvConfig
+from actune.serve.server import serving
 from actune.tasks.config import TaskConfig
+from actune.train.checkpoints import durable_checkpoints, train_resuming
 from actune.train.common import TrainError
 from actune.train.config import TrainConfig
+from actune.train.rollouts import RolloutSetup, make_rollout_func, rollout_reward
+from actune.train.start_and_save import open_start, recipe_args, save_adapter_folder, start_prompt_spec, trl_args
 
 if TYPE_CHECKING:
     from actune.serve.config import ServeConfig
@@ -49,8 +55,6 @@ def grpo_args(cfg: TrainConfig, dtype: str, ckpt_dir: Path) -> Any:
     """The ``GRPOConfig``: what actune sets, then ``cfg.grpo.trl`` on top (checked by TRL itself)."""
     from trl import GRPOConfig
 
-    from actune.train.start_and_save import recipe_args, trl_args
-
     g = cfg.grpo
     ours = {**recipe_args(cfg, dtype, ckpt_dir), "generation_batch_size": g.tasks_per_step * g.num_generations,
             "num_generations": g.num_generations, "temperature": g.temperature,
@@ -60,8 +64,6 @@ def grpo_args(cfg: TrainConfig, dtype: str, ckpt_dir: Path) -> Any:
 
 @contextlib.contextmanager
 def _lora_server(serve: ServeConfig, model_dir: Path, rank: int, served: Serving | None) -> Iterator[Serving]:
-    from actune.serve.server import serving
-
     if served is not None:
         yield served
         return
@@ -72,8 +74,6 @@ def _lora_server(serve: ServeConfig, model_dir: Path, rank: int, served: Serving
 
 
 def _rollout_agent(spec: RolloutSpec, model_dir: Path) -> AgentConfig:
-    from actune.agent.prompt_spec import find_prompt_spec, load_prompt_spec
-
     found = find_prompt_spec(model_dir)  # a tuned start model is prompted as it was trained
     return load_prompt_spec(found).apply(spec.agent) if found else spec.agent
 
@@ -85,11 +85,8 @@ def train_grpo(cfg: TrainConfig, spec: RolloutSpec, serve: ServeConfig, *, serve
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
 
-    from actune.collect import load_unique_tasks
-    from actune.train.checkpoints import durable_checkpoints, train_resuming
-    from actune.train.rollouts import RolloutSetup, make_rollout_func, rollout_reward
+    # lazy: train.speed imports torch, transformers and trl
     from actune.train.speed import fused_head_on_trained_positions
-    from actune.train.start_and_save import open_start, save_adapter_folder, start_prompt_spec
 
     say = log or print
     if cfg.wire_format != "text":

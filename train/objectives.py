@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from actune.train.common import TrainError
 from actune.train.config import TrainConfig
+from actune.train.dpo import train_dpo
+from actune.train.grpo import train_grpo
+from actune.train.run import train
 
 if TYPE_CHECKING:
     from actune.serve.config import ServeConfig
@@ -25,15 +28,10 @@ def train_objective(cfg: TrainConfig, *, rollouts: RolloutSpec | None = None, se
     """Train ``cfg`` with its objective; returns what the trainer did. GRPO needs ``rollouts`` (the tasks,
     environment and agent its episodes play) and ``serve`` (how to start its LoRA-enabled server)."""
     if cfg.objective == "grpo":
-        from actune.train.grpo import train_grpo
-
         if rollouts is None or serve is None:
             raise TrainError("train.objective grpo needs the tasks its rollouts play and a serve section")
         return train_grpo(cfg, rollouts, serve, log=log)
     if cfg.objective == "dpo":
-        from actune.train.dpo import train_dpo
-
         return train_dpo(cfg, log=log)
-    from actune.train.run import train
 
     return train(cfg, log=log)

@@ -24,12 +24,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import actune.envs.factory
+import actune.llm
 from actune.agent.config import AgentConfig
 from actune.agent.render import episode_segments
+from actune.collect import collect
 from actune.envs.config import EnvConfig
 from actune.judge import Verdict, verdict_of
+from actune.llm import ClientConfig
+from actune.records.store import TrajectoryStore
 from actune.records.task_record import Task
-from actune.records.trajectory import Trajectory, read_trajectory_lines
+from actune.records.trajectory import ModelRecord, Trajectory, read_trajectory_lines
+from actune.serve import adapters
 from actune.train.config import GrpoReward, GrpoSettings
 from actune.train.masking import tokenize_segments
 
@@ -102,12 +108,6 @@ def _save_adapter(trainer: Any, folder: Path) -> None:
 
 def _play(setup: RolloutSetup, settings: GrpoSettings, model: str, rows: list[tuple[str, int]],
           store_path: Path, step: int, log: Callable[[str], None]) -> None:
-    from actune.collect import collect
-    from actune.envs.factory import make_env
-    from actune.llm import ClientConfig, LLMClient
-    from actune.records.store import TrajectoryStore
-    from actune.records.trajectory import ModelRecord
-
     agent = setup.agent.model_copy(update={"temperature": settings.temperature, "seed": setup.agent.seed + step})
     with TrajectoryStore.open(store_path) as store:
         todo = [(setup.tasks[t], a) for t, a in rows if not store.has(t, agent.method, a)]
@@ -117,8 +117,9 @@ def _play(setup: RolloutSetup, settings: GrpoSettings, model: str, rows: list[tu
         async def run() -> None:
             client = ClientConfig(endpoints=setup.endpoints, model=model, max_concurrency=settings.concurrency,
                                   api_key=setup.api_key)
-            async with LLMClient(client) as llm:
-                await collect(todo, lambda: make_env(setup.env), llm, agent, store,
+            # the client and the env factory are looked up when called, so tests can swap in fakes
+            async with actune.llm.LLMClient(client) as llm:
+                await collect(todo, lambda: actune.envs.factory.make_env(setup.env), llm, agent, store,
                               concurrency=min(settings.concurrency, len(todo)), target_correct=len(todo) + 1,
                               model=ModelRecord(name=model), run_id=f"grpo-step{step}", log=log, stage="grpo")
 
@@ -127,9 +128,8 @@ def _play(setup: RolloutSetup, settings: GrpoSettings, model: str, rows: list[tu
 
 def make_rollout_func(setup: RolloutSetup, settings: GrpoSettings,
                       log: Callable[[str], None]) -> Callable[[list[str], Any], dict[str, Any]]:
-    """TRL's ``rollout_func`` over ``setup`` (module docstring)."""
-    from actune.serve.adapters import adapter_name, load_adapter, served_models, unload_adapter
-
+    """TRL's ``rollout_func`` over ``setup`` (module docstring). The server's adapter routes are looked up as
+    ``adapters.<name>`` when called, so tests can swap them."""
     loaded: list[str] = []
 
     def rollout(prompts: list[str], trainer: Any) -> dict[str, Any]:
@@ -138,10 +138,10 @@ def make_rollout_func(setup: RolloutSetup, settings: GrpoSettings,
         folder = setup.store_dir / "adapters" / f"step-{step:05d}"
         folder.parent.mkdir(parents=True, exist_ok=True)
         _save_adapter(trainer, folder)
-        name = adapter_name("grpo", folder)
+        name = adapters.adapter_name("grpo", folder)
         for url in setup.endpoints:
-            if name not in served_models(url, setup.api_key):
-                load_adapter(url, name, folder, setup.api_key)
+            if name not in adapters.served_models(url, setup.api_key):
+                adapters.load_adapter(url, name, folder, setup.api_key)
         rows = group_attempts(list(prompts))
         store_path = setup.store_dir / f"step-{step:05d}.jsonl"
         t0 = time.perf_counter()
@@ -167,7 +167,7 @@ def make_rollout_func(setup: RolloutSetup, settings: GrpoSettings,
             if old == name:
                 continue
             for url in setup.endpoints:
-                unload_adapter(url, old, setup.api_key)
+                adapters.unload_adapter(url, old, setup.api_key)
         loaded[:] = [name]
         return {**out, "logprobs": None}
 

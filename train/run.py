@@ -30,6 +30,7 @@ from actune.records.atomic_write import atomic_write_text, recover_folder, repla
 from actune.records.training_tasks import TRAINING_TASKS_FILE, read_training_tasks
 from actune.runtime import cpu_features
 from actune.runtime.chat_templates import tools_template
+from actune.runtime.model_files import prepare_model
 from actune.runtime.provenance import provenance
 from actune.train.checkpoints import durable_checkpoints, train_resuming
 from actune.train.common import (
@@ -44,6 +45,7 @@ from actune.train.common import (
     steps_per_epoch,
 )
 from actune.train.config import TrainConfig
+from actune.train.masking import tokenize_messages, tokenize_segments
 from actune.train.model_card import write_model_card
 
 __all__ = ["TrainResult", "train", "prepare", "fit", "save", "training_meta", "Prepared", "Fitted",
@@ -110,8 +112,6 @@ def _steps_method(ds: Any, cfg: TrainConfig) -> str:
 
 def tokenize_dataset(ds: Any, tokenizer: Any, cfg: TrainConfig) -> Any:
     """``ds`` with ``input_ids``, ``labels`` and per-example counts (tokens, trained, truncated, straddling)."""
-    from actune.train.masking import tokenize_messages, tokenize_segments
-
     def encode(ex: dict[str, Any]) -> dict[str, Any]:
         if cfg.wire_format == "text":
             enc = tokenize_segments(tokenizer, ex["segments"], cfg.max_length, mask=cfg.mask_observations)
@@ -261,7 +261,7 @@ def _load_model(model_dir: Path, cfg: TrainConfig, dtype: str, args: Any) -> Any
     from accelerate import DistributedType
     from transformers import AutoModelForCausalLM
 
-    from actune.train.speed import register_varlen_sdpa
+    from actune.train.speed import register_varlen_sdpa  # lazy: train.speed imports torch, transformers and trl
 
     kwargs = {"trust_remote_code": args.trust_remote_code, **(cfg.sft.get("model_init_kwargs") or {})}
     if _padding_free(args):
@@ -291,6 +291,7 @@ def make_trainer(cfg: TrainConfig, args: Any, dtype: str, model_dir: Path, token
     ``not run``; the masks: ``gaps``, ``torch``, or None without LoRA dropout)."""
     from accelerate import DistributedType
 
+    # lazy: train.speed imports torch, transformers and trl
     from actune.train.speed import (
         ActuneSFTTrainer,
         padding_free_matches_padded,
@@ -423,8 +424,7 @@ def prepare(cfg: TrainConfig, log: Callable[[str], None] | None = None) -> Prepa
     the model is loaded."""
     from transformers import AutoTokenizer
 
-    from actune.runtime.model_files import prepare_model
-    from actune.train.speed import set_torch_threads
+    from actune.train.speed import set_torch_threads  # lazy: train.speed imports torch, transformers and trl
 
     started = time.perf_counter()
     _check_optional_packages(cfg)

@@ -18,6 +18,7 @@ from typing import Any
 
 from actune.agent.prompt_spec import PromptSpec, find_prompt_spec, load_prompt_spec, save_prompt_spec
 from actune.records.atomic_write import recover_folder, replace_folder
+from actune.runtime.model_files import prepare_model
 from actune.runtime.provenance import provenance
 from actune.train.common import MERGED_DIR, TrainError, merge_adapter, resolve_dtype
 from actune.train.config import TrainConfig
@@ -39,8 +40,6 @@ class Start:
 def open_start(cfg: TrainConfig) -> Start:
     """Resolve the dtype and folders, finish an interrupted swap of the output folder, fetch the start model."""
     from transformers import AutoTokenizer
-
-    from actune.runtime.model_files import prepare_model
 
     out = Path(cfg.output_dir)
     recover_folder(out)

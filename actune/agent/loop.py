@@ -59,6 +59,7 @@ from actune.agent.validate import steps_method
 from actune.envs.base import Environment
 from actune.records.task_record import Task
 from actune.records.trajectory import ModelRecord, SamplingRecord, TaskRecord, Trajectory
+from actune.tasks.metrics import score_prediction
 
 __all__ = ["run_episode", "iter_episode", "Scorer", "default_scorer"]
 
@@ -66,8 +67,6 @@ Scorer = Callable[[Task, "str | None", dict], "tuple[bool, dict[str, float]]"]
 
 
 def default_scorer() -> Scorer:
-    from actune.tasks.metrics import score_prediction  # the env engineer's metrics, imported lazily
-
     return score_prediction
 
 

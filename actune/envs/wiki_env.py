@@ -26,8 +26,9 @@ from typing import Protocol, runtime_checkable
 
 from actune.envs.base import Action, Environment, StepResult
 from actune.envs.config import EnvConfig
-from actune.envs.corpus import WikiPage
+from actune.envs.corpus import LocalCorpus, WikiPage, index_dir_for
 from actune.envs.goal_confidence import GoalEvidence
+from actune.envs.mediawiki import MediaWikiClient
 from actune.envs.observation import page_result
 from actune.records.task_record import Task
 
@@ -170,8 +171,6 @@ def make_backend(cfg: EnvConfig) -> WikiBackend:
     """The local corpus or the MediaWiki client ``cfg`` asks for, shared by every env in the process
     (an opened corpus holds its vocabulary in memory; episodes only differ in their own state)."""
     if cfg.backend == "local" and cfg.corpus and Path(cfg.corpus).is_file():
-        from actune.envs.corpus import index_dir_for
-
         # the index folder name changes when the corpus file does: an edited corpus is reopened
         key: tuple = ("local", str(index_dir_for(cfg.corpus, cfg.index_dir)))
     else:
@@ -184,13 +183,10 @@ def make_backend(cfg: EnvConfig) -> WikiBackend:
 
 def _open_backend(cfg: EnvConfig) -> WikiBackend:
     if cfg.backend == "mediawiki":
-        from actune.envs.mediawiki import MediaWikiClient
-
         return MediaWikiClient(cfg.mediawiki_url, cfg.mediawiki_cache_dir, cfg.mediawiki_timeout_s,
                                cfg.user_agent)
     if not cfg.corpus:
         raise ValueError(f"env {cfg.name!r} with backend 'local' needs 'corpus' (a JSONL file of pages)")
-    from actune.envs.corpus import LocalCorpus
 
     return LocalCorpus.open(cfg.corpus, cfg.index_dir, rebuild=cfg.rebuild_index)
 

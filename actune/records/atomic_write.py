@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import io
 import os
 import re
 import shutil
@@ -312,8 +313,6 @@ def check_output(out: str | Path, inputs: Sequence[str | Path], error: type[Exce
 
 def atomic_write_png(fig: Any, path: str | Path) -> Path:
     """A matplotlib figure as a PNG at ``path``, laid out tight, written whole or not at all."""
-    import io
-
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png")

@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from actune.config import is_secret_name
+
 __all__ = ["CARD_FILE", "PushError", "PushResult", "detect_kind", "file_card_path", "make_api", "push"]
 
 CARD_FILE = "README.md"
@@ -187,8 +189,6 @@ def _secret_values() -> dict[str, str]:
 
 
 def _json_secret_keys(node: Any, where: str = "") -> list[str]:
-    from actune.config import is_secret_name
-
     if isinstance(node, dict):
         return [f"{where}{k}" for k, v in node.items() if is_secret_name(str(k)) and isinstance(v, str)
                 and v not in ("", "***")] + \

@@ -13,6 +13,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+from rich.progress import Progress as RichProgress
+
 __all__ = ["Progress"]
 
 
@@ -45,10 +49,6 @@ class Progress:
 
     def __enter__(self) -> "Progress":
         if self.enabled and self.stream.isatty():
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
-            from rich.progress import Progress as RichProgress
-
             self._bar = RichProgress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(),
                                      TextColumn("{task.fields[stats]}"),
                                      console=Console(file=self.stream), transient=False)

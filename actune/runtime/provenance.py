@@ -16,6 +16,8 @@ from importlib.metadata import PackageNotFoundError, packages_distributions, ver
 from pathlib import Path
 from typing import Any
 
+from actune.runtime.cpu_features import describe_cpu
+
 __all__ = ["PACKAGES", "provenance", "provenance_markdown", "source_commit"]
 
 PACKAGES = ("vllm", "trl", "peft", "transformers", "torch", "datasets", "accelerate")
@@ -70,8 +72,6 @@ def _gpus() -> list[str]:
 
 def provenance(dtype: str | None = None) -> dict[str, Any]:
     """The provenance block (module docstring); ``dtype``: what the weights ran in, where the caller knows it."""
-    from actune.runtime.cpu_features import describe_cpu
-
     return {"actune": _version("actune"), "commit": source_commit(), "python": platform.python_version(),
             "packages": {name: _version(name) for name in PACKAGES}, "cpu": describe_cpu(), "gpus": _gpus(),
             "dtype": dtype}

@@ -10,10 +10,13 @@ TRL's callbacks use it. ``config`` must be public (:func:`actune.config.public_d
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args
+
+from actune.config import ConfigError
 
 __all__ = ["Tracker", "TRACKERS", "bootstrap_metrics", "check_trackers", "eval_metrics", "log_to_trackers"]
 
@@ -25,10 +28,6 @@ PROJECT = "actune"
 
 def check_trackers(report_to: list[str], key: str) -> None:
     """A :class:`~actune.config.ConfigError` naming ``key`` and what to install, for a tracker that is not."""
-    import importlib.util
-
-    from actune.config import ConfigError
-
     missing = [t for t in report_to if importlib.util.find_spec(t) is None]
     if missing:
         raise ConfigError(f"{key}: not installed: {', '.join(missing)} (pip install {' '.join(missing)})")

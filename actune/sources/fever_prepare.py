@@ -30,6 +30,7 @@ from typing import Any
 from actune.envs.titles import base_title, normalize_title
 from actune.records.atomic_write import atomic_write_text, atomic_writer
 from actune.records.jsonl import iter_jsonl_objects
+from actune.runtime.provenance import provenance
 from actune.tasks.fever import fever_task, fever_text, fever_title
 from actune.tasks.prepare import PREPARED_FILE, file_digest, prepared_folder
 from actune.tasks.sources import TaskFileError
@@ -126,8 +127,6 @@ def _write_pages(files: list[Path], out: Path, evidence: set[str], subjects: set
 def prepare_fever(claims: str | Path, wiki_pages: str | Path, out: str | Path) -> FeverPrepareSummary:
     """Write the fever preset's files in ``out`` from FEVER's ``claims`` file and its ``wiki_pages`` dump (a folder
     or one of its files; the module docstring)."""
-    from actune.runtime.provenance import provenance
-
     claims, out = Path(claims), Path(out)
     if not claims.is_file():
         raise TaskFileError(f"{claims}: file not found (FEVER's claims: https://fever.ai/dataset/fever.html)")

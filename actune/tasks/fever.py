@@ -12,6 +12,7 @@ is about the page its first words name (:func:`claim_subject`).
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -137,8 +138,6 @@ def write_wiki_from_observation_cache(cache_path: str | Path, out_path: str | Pa
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
     ap = argparse.ArgumentParser(prog="python -m actune.tasks.fever",
                                  description="Write a small FEVER wiki (JSONL corpus) from a ReAct observation cache.")
     ap.add_argument("cache", help="observation cache JSON ('search::<entity>' -> observation)")

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from actune.records.atomic_write import atomic_write_text, atomic_writer, fsync_dir
+from actune.runtime.provenance import provenance
 from actune.tasks.sources import TaskFileError
 from actune.tasks.wiki_abstracts import iter_abstracts
 
@@ -175,8 +176,6 @@ def prepare_hotpotqa(train: str | Path, dev: str | Path, out: str | Path,
                      abstracts: str | Path | None = None) -> PrepareSummary:
     """Write the hotpotqa preset's files in ``out`` from the official ``train`` and ``dev`` files, the corpus from
     the Wikipedia-abstracts dump ``abstracts`` when given (the module docstring)."""
-    from actune.runtime.provenance import provenance
-
     out = Path(out)
     sources = {"train": Path(train), "dev": Path(dev)}
     for split, src in sources.items():
