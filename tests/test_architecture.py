@@ -425,7 +425,7 @@ HEAVY_MODULES: dict[str, str] = {
 }
 # Imports inside functions that still give no reason, as `module imported`: each is removed by the change that moves
 # or explains it, and the check fails once one is gone. actune.bridges is another change's (issue #50).
-KNOWN_UNEXPLAINED_IMPORTS: list[str] = ["actune.bridges.verifiers asyncio"]
+KNOWN_UNEXPLAINED_IMPORTS: list[str] = []
 _DIRECTIVE = re.compile(r"^(noqa(:\s*[A-Z]+[0-9]+(\s*,\s*[A-Z]+[0-9]+)*)?|type:\s*ignore(\[[^\]]*\])?|pragma:?\s*no "
                         r"cover)")
 

@@ -24,6 +24,7 @@ standards").
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from typing import Any
 
@@ -161,8 +162,6 @@ async def evaluate(env: ActuneEnv, base_url: str, model: str, n: int | None = No
     ``base_url`` serving ``model``, one each, at most ``concurrency`` at once; the key, if any, from the
     environment variable ``api_key_var`` (never an argument). Nothing is written and nothing leaves the machine
     but the calls to ``base_url``."""
-    import asyncio
-
     ctx = vf.ModelContext(model=model, client=vf.EvalClientConfig(base_url=base_url, api_key_var=api_key_var),
                           sampling=vf.SamplingConfig(temperature=temperature, max_tokens=max_tokens,
                                                      stop=["\nObservation"]))
