@@ -5,11 +5,13 @@ test of one against the other's (issue #34's check that a refactor changed no re
 
 Prints each figure that differs, each key only one report has, and a count of the figures equal; exit 1 when a
 figure both reports have differs. Wall times, timestamps, rates, provenance and the ETA are timings, not results,
-and are left out (counted).
+and are left out (counted). Beneath the reports, each run folder's episodes (every ``trajectories.jsonl`` but the
+world's) are compared step by step (text, prediction, verdict, tokens) and its adapters by SHA-256.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -44,6 +46,36 @@ def compare(a: dict[str, Any], b: dict[str, Any]) -> tuple[list[str], list[str],
     return differ, only, equal, len(timing)
 
 
+def _episode(rec: dict[str, Any]) -> tuple:
+    """What an episode did (its model's name aside: a run's folder is in it)."""
+    v = rec["info"].get("verdict", {})
+    return ([(s["type"], s["text"], s.get("tokens")) for s in rec["steps"]], rec.get("prediction"), rec.get("correct"),
+            v.get("correct"), v.get("grounded"), v.get("kept"), json.dumps(rec.get("usage"), sort_keys=True))
+
+
+def _episodes(path: Path) -> dict[tuple, tuple]:
+    recs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return {(r["task"]["id"], r.get("method"), r.get("attempt")): _episode(r) for r in recs}
+
+
+def compare_runs(a: Path, b: Path) -> list[str]:
+    """Lines: each run folder's episodes equal or not, and each adapter's SHA-256 equal or not."""
+    lines, total, same = [], 0, 0
+    for fa in sorted(a.rglob("trajectories.jsonl")):
+        rel = fa.relative_to(a)
+        if "world" in rel.parts:
+            continue
+        ea, eb = _episodes(fa), _episodes(b / rel) if (b / rel).exists() else {}
+        total += len(ea)
+        same += sum(eb.get(k) == v for k, v in ea.items())
+    lines.append(f"episodes equal step by step: {same} of {total}")
+    for fa in sorted(a.rglob("adapter_model.safetensors")):
+        fb = b / fa.relative_to(a)
+        equal = fb.exists() and hashlib.sha256(fa.read_bytes()).digest() == hashlib.sha256(fb.read_bytes()).digest()
+        lines.append(f"{fa.relative_to(a)}: SHA-256 {'equal' if equal else 'DIFFERS'}")
+    return lines
+
+
 def main(first: Path, second: Path) -> int:
     differ, only, equal, timing = compare(json.loads(first.read_text()), json.loads(second.read_text()))
     for line in differ:
@@ -52,7 +84,9 @@ def main(first: Path, second: Path) -> int:
         print("one side:", line)
     print(f"{equal} figures equal, {len(differ)} differ, {len(only)} keys on one side only, "
           f"{timing} timings left out")
-    return 1 if differ else 0
+    runs = compare_runs(first.parent, second.parent)
+    print("\n".join(runs))
+    return 1 if differ or any("DIFFERS" in line for line in runs) else 0
 
 
 if __name__ == "__main__":
