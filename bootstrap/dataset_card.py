@@ -20,6 +20,7 @@ from typing import Any
 
 from huggingface_hub import DatasetCardData
 
+from actune.agent.step_formats import STEP_FORMATS, step_format
 from actune.bootstrap.config import ExportConfig
 from actune.bootstrap.export_summary import ExportSummary
 from actune.runtime.provenance import provenance, provenance_markdown
@@ -31,25 +32,11 @@ CARD_FILE = "README.md"
 _SIZES = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
           (10_000_000, "1M<n<10M")]
 
-_STEP_FORMATS = {
-    "react": ("ReAct", "`Thought i: ...` then `Action i: tool[argument]`, answered by the environment's "
-                       "`Observation i: ...`; the episode ends with the finish action, `Action i: finish[answer]`"),
-    "reflact": ("ReflAct", "`Reflection i: ...` (the current state, the latest discovery and how they relate to "
-                           "the goal) then `Action i: tool[argument]`, answered by `Observation i: ...`; the "
-                           "episode ends with a reflection saying the goal is reached and `FINAL ANSWER: answer`"),
-    "act": ("Act", "`Action i: tool[argument]`, answered by `Observation i: ...`, with no thought; the episode ends "
-                   "with the finish action, `Action i: finish[answer]` (a ReAct or ReflAct episode keeps its actions "
-                   "and observations, numbered anew)"),
-    "cot": ("CoT", "one `Thought: Let's think step by step. ...` (the reasoning on one line) then `Answer: answer`, "
-                   "with no action (a ReAct or ReflAct episode's thoughts or reflections, joined in order, are the "
-                   "reasoning)"),
-    "standard": ("Standard", "the answer alone, `Answer: answer`, with no reasoning or action"),
-}
+def _conversion_words(steps_method: str) -> str:
+    """What converting another format's episode into ``steps_method`` keeps (ReAct's words where it has none)."""
+    f = step_format(steps_method)
+    return f.conversion if f is not None and f.conversion else STEP_FORMATS["react"].conversion
 
-_CONVERSION_WORDS = {"react": "a chain of thought becomes one step and the answer",
-                     "reflact": "a chain of thought becomes one reflection and the answer",
-                     "act": "thoughts and reflections left out", "cot": "thoughts joined into the one reasoning",
-                     "standard": "the answer alone"}
 
 _WIRE_WORDS = {"text": "the paper's plain-text episode (instruction, question, steps as one text)",
                "chat": "chat turns", "tools": "chat turns with OpenAI tool calls"}
@@ -167,7 +154,9 @@ def dataset_card(summary: ExportSummary, rows: Sequence[dict[str, Any]], *, fmt:
     (``ExportConfig`` fields); ``unmasked``: turns the format trains although actune would
     not (from :func:`~actune.bootstrap.export_formats.export_file`)."""
     front = _front_matter(summary, data_files, fmt).to_yaml()
-    name, steps_text = _STEP_FORMATS.get(summary.steps_method, (summary.steps_method, f"{summary.steps_method} steps"))
+    fmt_of = step_format(summary.steps_method)
+    name, steps_text = ((fmt_of.title, fmt_of.card_steps) if fmt_of is not None and fmt_of.card_steps
+                        else (summary.steps_method, f"{summary.steps_method} steps"))
     envs = Counter(str(r.get("env", "")) for r in rows)
     env_text = ", ".join(f"{e} ({n} examples)" for e, n in envs.items())
     converted = [m for m in summary.methods if m != summary.steps_method]
@@ -221,7 +210,7 @@ def dataset_card(summary: ExportSummary, rows: Sequence[dict[str, Any]], *, fmt:
         "",
         f"`{summary.steps_method}` ({name}): {steps_text}."
         + (f" Records collected by {', '.join(converted)} were converted into it "
-           f"({_CONVERSION_WORDS.get(summary.steps_method, _CONVERSION_WORDS['react'])})." if converted else ""),
+           f"({_conversion_words(summary.steps_method)})." if converted else ""),
         "",
         "## Wire format and loss",
         "",

@@ -25,6 +25,7 @@ from typing import Any
 from huggingface_hub import ModelCardData
 
 from actune.agent.prompt_spec import PROMPT_SPEC_FILE, PromptSpec, load_prompt_spec
+from actune.agent.step_formats import step_format
 from actune.records.atomic_write import atomic_write_text
 from actune.records.jsonl import read_json
 from actune.runtime.model_files import KNOWN_MODELS, MANIFEST
@@ -45,11 +46,12 @@ _PEFT_TEMPLATE = "# Model Card for Model ID"
 class CardError(ValueError):
     """A card cannot be written for this folder (no prompt spec, a card of someone else's in the way...)."""
 
-_METHODS = {"react": ("ReAct", "Thought", "Action i: tool[argument] ... Action n: finish[answer]"),
-            "reflact": ("ReflAct", "Reflection", "Action i: tool[argument] ... FINAL ANSWER: answer"),
-            "act": ("Act", None, "Action i: tool[argument] ... Action n: finish[answer]"),
-            "cot": ("CoT", "Thought", "Thought: ... Answer: answer"),
-            "standard": ("Standard", None, "Answer: answer")}
+def _method_words(method: str) -> tuple[str, str | None, str]:
+    """(title, reasoning label, the episode's shape) of a step format, as the card names them."""
+    f = step_format(method)
+    if f is None or not f.card_ending:
+        return method, "Thought", "Action i: ..."
+    return f.title, f.label, f.card_ending
 
 
 def _known_name(name: str) -> str | None:
@@ -202,7 +204,7 @@ def _card_text(folder: Path, meta: dict[str, Any], merged: bool, report: str | P
     cfg = meta["config"]
     base_name = _known_name(str(cfg["base_model"])) or str(cfg["base_model"])
     base_id = hub_base_model(base_name)
-    name = _METHODS.get(spec.method, (spec.method,))[0]
+    name = _method_words(spec.method)[0]
     front = _front_matter(spec.method, base_id, base_name, merged=merged, report=report, folder=folder)
     repo = "org/name"
     lines = [
@@ -250,7 +252,7 @@ def _what_it_is(base_id: str | None, base_name: str, merged: bool) -> str:
 
 
 def _method_paragraph(method: str, mask_observations: bool | None) -> str:
-    _, label, ending = _METHODS.get(method, (method, "Thought", "Action i: ..."))
+    _, label, ending = _method_words(method)
     if method in ("cot", "standard"):
         shape = f"`{method}`: one answer, no tool (`{ending}`). "
     else:

@@ -29,6 +29,7 @@ from actune.agent.exemplars import (
     load_paper_prompt,
     select_exemplars,
 )
+from actune.agent.step_formats import reflection_formats, step_label
 from actune.records.trajectory import Step, Trajectory
 
 __all__ = [
@@ -64,7 +65,7 @@ COT_PREFIX = "Let's think step by step."
 USER_STEP_TYPES = ("observation", "critique")
 
 #: Step formats whose steps are ReflAct reflections and whose answer is ``FINAL ANSWER: ...``.
-REFLECTION_FORMATS = ("reflact", "preflect_reflact")
+REFLECTION_FORMATS = reflection_formats()
 
 #: PreFlect's extra action, named in its instruction.
 REPLAN_ACTION = "re_plan"
@@ -161,13 +162,6 @@ _REFLECTION_PARTS_DOC = ("Each Reflection states (1) the current state: what is 
                          "discovery: what the last observation added, (3) the relation to the goal: how close the "
                          "answer is and what is still missing.")
 _REFLECTION_ANSWER_DOC = "When the goal is reached, write a Reflection saying so, then FINAL ANSWER: <answer>."
-
-
-def step_label(method: str) -> str | None:
-    """The label a generated step starts with: Thought (ReAct, PreFlect), Reflection (ReflAct, PreFlect with
-    ReflAct steps), none (Act)."""
-    return {"react": "Thought", "reflact": "Reflection", "preflect": "Thought",
-            "preflect_reflact": "Reflection"}.get(method)
 
 
 def _is_finish(action: str, finish_action: str | None) -> str | None:

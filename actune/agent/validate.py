@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from actune.agent.exemplars import SPARSE_THINK
+from actune.agent.step_formats import STEP_FORMATS
 from actune.records.trajectory import Trajectory
 
 __all__ = ["step_order_problems", "steps_method"]
@@ -35,7 +36,7 @@ def step_order_problems(traj: Trajectory) -> list[str]:
         if kinds not in ([], ["thought"], ["thought", "answer"]):
             problems.append(f"cot: expected [thought, answer], got {kinds}")
     else:
-        reason_type = {"react": "thought", "reflact": "reflection", "act": None}[method]
+        reason_type = STEP_FORMATS[method].reason_type
         if (traj.info.get("prompt") or {}).get("style") == SPARSE_THINK:
             reason_type = None  # ReAct's sparse form: its thoughts are think: actions
 

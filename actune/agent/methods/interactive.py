@@ -23,6 +23,7 @@ from actune.agent.methods.live import (
 )
 from actune.agent.parser import ParsedStep, parse_step
 from actune.agent.render import REFLECTION_FORMATS
+from actune.agent.step_formats import reason_type, step_label
 from actune.envs.base import Action
 from actune.records.trajectory import Step
 
@@ -209,9 +210,9 @@ async def run_interactive(ep: Episode, method: str, budget: int | None = None) -
     budget = budget or cfg.step_budget(env.name)
     prompt = ep.prompt_for(method)
     # ReAct's sparse form (the paper's ALFWorld) writes actions only; its thoughts are think: actions.
-    label = None if prompt.style == SPARSE_THINK else {"react": "Thought", "reflact": "Reflection"}.get(method)
+    label = None if prompt.style == SPARSE_THINK else step_label(method)
     step_format = method if label else "act"
-    thought_type = "reflection" if method == "reflact" else "thought"
+    thought_type = reason_type(method)
     # Stop at a made-up observation, at a blank line (the end of an exemplar: the model is about to
     # invent a new one) and at the next step's label (running ahead without an action), or at the line's end
     # when steps have no label. Paper fidelity stops where the paper's code did (PromptContext.paper_stop).

@@ -13,6 +13,7 @@ from typing import AsyncIterator
 from actune.agent.episode import Episode, Event
 from actune.agent.methods.interactive import ActingState, act_on
 from actune.agent.methods.live import iteration_event, record_step
+from actune.agent.step_formats import reason_type
 from actune.agent.tool_calls import read_tool_call, render_tool_messages, tool_hint, tools_for
 from actune.envs.actions import action_specs
 from actune.records.trajectory import Step
@@ -26,7 +27,7 @@ async def run_tool_calls(ep: Episode, method: str, budget: int | None = None) ->
     prompt = ep.prompt_for(method)
     specs = action_specs(env)
     tools = tools_for(specs)
-    thought_type = "reflection" if method == "reflact" else "thought"
+    thought_type = reason_type(method)
     state = ActingState()
     traj.info.setdefault("parse_errors", 0)
 
