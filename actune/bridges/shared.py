@@ -28,9 +28,14 @@ def task_from_fields(fields: dict[str, Any], env: str) -> Task:
     if "question" not in fields:
         raise ValueError("the task needs its question: reset(question=..., answer=..., id=..., meta=...)")
     meta = fields.get("meta") if isinstance(fields.get("meta"), dict) else {}
-    return Task(id=str(fields.get("id") or ""), question=str(fields["question"]),
-                answer=str(fields.get("answer") or ""), env=env,
-                aliases=[str(a) for a in fields.get("aliases") or []], meta=meta)
+    aliases = fields.get("aliases")
+    aliases = [aliases] if isinstance(aliases, str) else list(aliases or [])  # one alias given as a string
+    return Task(id=_text(fields.get("id")), question=str(fields["question"]), answer=_text(fields.get("answer")),
+                env=env, aliases=[str(a) for a in aliases], meta=meta)
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)  # an answer 0 or False is "0", "False", never ""
 
 
 class ScoredEpisode:

@@ -11,12 +11,13 @@ actune's metric on the finish answer. A key for the server, if it needs one, goe
 
 import asyncio
 import sys
+from pathlib import Path
 
 import verifiers.v1 as vf
 
 from actune.bridges.verifiers import TASKSET_ID, episode_rows, evaluate
 
-DATA = "tests/data/hotpotqa_small"
+DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "hotpotqa_small"  # a checkout's small HotpotQA set
 
 
 def main(base_url: str, model: str, n: int = 4) -> float:
@@ -28,6 +29,9 @@ def main(base_url: str, model: str, n: int = 4) -> float:
     env = vf.load_environment(config)
     rows = episode_rows(asyncio.run(evaluate(env, base_url, model)))
     for row in rows:
+        if not row["ok"]:  # the episode failed (the server, a timeout): verifiers says why
+            print(f"{row['id']}: failed: {row['errors']}")
+            continue
         print(f"{row['id']}: correct {row['correct']:.0f} in {row['steps']:.0f} steps, last reply "
               f"{(row['replies'] or [''])[-1][:70]!r}")
     mean = sum(r["correct"] or 0.0 for r in rows) / max(1, len(rows))

@@ -24,6 +24,8 @@ def test_a_task_from_fields_keeps_every_field_and_needs_the_question() -> None:
     assert (task.id, task.answer, task.aliases, task.meta, task.env) == (
         "q1", "31 August 2002", ["2002-08-31"], {"kind": "bridge"}, "wiki")
     assert task_from_fields({"question": "Q", "meta": "not a dict"}, "wiki").meta == {}
+    odd = task_from_fields({"question": "Q", "answer": 0, "id": 0, "aliases": "Paris"}, "wiki")
+    assert (odd.answer, odd.id, odd.aliases) == ("0", "0", ["Paris"])
     with pytest.raises(ValueError, match="needs its question"):
         task_from_fields({"answer": "A"}, "wiki")
 
