@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from actune.bootstrap.export import convertible
-from actune.envs.corpus import index_dir_for
+from actune.envs.corpus import corpus_key, index_dir_for
 from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.round_inputs import round_epochs
 
@@ -81,8 +81,8 @@ def index_build_seconds(cfg: QuickstartConfig) -> float:
         return 0.0
     # the run indexes its own link to the corpus (tasks/corpus.jsonl): the index folder is named after that link,
     # keyed by the file it resolves to, so any folder with this file's key is its index
-    built = index_dir_for(corpus)
-    if any((d / "meta.json").is_file() for d in built.parent.glob(f"*-{built.name.rsplit('-', 1)[-1]}")):
+    root = index_dir_for(corpus).parent
+    if any((d / "meta.json").is_file() for d in root.glob(f"*-{corpus_key(corpus)}")):
         return 0.0
     return corpus.stat().st_size / 1e6 / _INDEX_MB_S
 

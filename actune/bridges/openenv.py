@@ -45,11 +45,10 @@ from openenv.core.env_server.types import EnvironmentMetadata, Observation, Stat
 from openenv.core.generic_client import GenericEnvClient
 from pydantic import Field
 
-from actune.bridges.shared import ForeignTools, ScoredEpisode
+from actune.bridges.shared import ForeignTools, ScoredEpisode, env_maker, one_argument_action
 from actune.envs.actions import ActionSpec, action_specs, parse_described, tool_schema
 from actune.envs.base import Action, Environment, StepResult
 from actune.envs.config import EnvConfig
-from actune.envs.factory import make_env as make_actune_env
 from actune.records.task_record import Task
 
 __all__ = ["ResetObservation", "make_env", "openenv_app", "openenv_environment", "openenv_server"]
@@ -126,7 +125,7 @@ def openenv_app(cfg: EnvConfig | Callable[[], Environment], max_concurrent_envs:
     """The FastAPI app OpenEnv builds (``create_fastapi_app``) serving the environment ``cfg`` builds (an
     :class:`EnvConfig` or a callable returning an environment), one per session, at most ``max_concurrent_envs``
     sessions at once. Serve it with uvicorn (:func:`openenv_server`)."""
-    make = (lambda: make_actune_env(cfg)) if isinstance(cfg, EnvConfig) else cfg
+    make = env_maker(cfg)
     probe = make()
     action_specs(probe)  # an environment of free-text commands has no tools: said now, not at the first session
     # create_fastapi_app, not create_app: create_app swaps in a Gradio UI when ENABLE_WEB_INTERFACE is set, which
@@ -152,10 +151,8 @@ def _spec(tool: dict[str, Any]) -> ActionSpec:
     """A served tool as an actune action: its one argument (the required one, else the only one)."""
     schema = tool.get("input_schema") or tool.get("inputSchema") or {}
     names = list(schema.get("required") or []) or list((schema.get("properties") or {}).keys())
-    if len(names) != 1:
-        raise ValueError(f"tool {tool.get('name')!r} takes {len(names)} arguments: an actune action takes one")
-    help_text = str(tool.get("description") or tool.get("name")).split("\n\n")[0].strip()
-    return ActionSpec(str(tool["name"]).lower(), str(names[0]), help_text)
+    return one_argument_action(str(tool["name"]), [str(n) for n in names],
+                               str(tool.get("description") or tool.get("name")))
 
 
 def _text(result: Any) -> str:

@@ -14,12 +14,26 @@ from typing import Any
 
 from actune.envs.actions import ActionSpec, ToolEnvironment
 from actune.envs.base import Action, Environment, StepResult
+from actune.envs.config import EnvConfig
+from actune.envs.factory import make_env
 from actune.records.task_record import Task
 from actune.tasks.metrics import score_prediction
 
-__all__ = ["FINISH", "ForeignTools", "ScoredEpisode", "task_from_fields"]
+__all__ = ["FINISH", "ForeignTools", "ScoredEpisode", "env_maker", "one_argument_action", "task_from_fields"]
 
 FINISH = ActionSpec("finish", "answer", "returns the answer and finishes the task.")
+
+
+def env_maker(cfg: EnvConfig | Callable[[], Environment]) -> Callable[[], Environment]:
+    """What builds one environment: ``cfg``'s (an :class:`EnvConfig`), or ``cfg`` itself (a callable)."""
+    return (lambda: make_env(cfg)) if isinstance(cfg, EnvConfig) else cfg
+
+
+def one_argument_action(name: str, arguments: list[str], doc: str) -> ActionSpec:
+    """Another side's tool as an actune action, which takes one argument; its help the doc's first paragraph."""
+    if len(arguments) != 1:
+        raise ValueError(f"tool {name!r} takes {len(arguments)} arguments: an actune action takes one")
+    return ActionSpec(name.lower(), arguments[0], doc.split("\n\n")[0].strip())
 
 
 def task_from_fields(fields: dict[str, Any], env: str) -> Task:

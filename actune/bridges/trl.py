@@ -24,11 +24,10 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from actune.bridges.shared import ForeignTools, ScoredEpisode
+from actune.bridges.shared import ForeignTools, ScoredEpisode, env_maker, one_argument_action
 from actune.envs.actions import ActionSpec, action_specs
 from actune.envs.base import Environment, StepResult
 from actune.envs.config import EnvConfig
-from actune.envs.factory import make_env
 from actune.records.task_record import Task
 
 __all__ = ["actune_environment", "trl_environment"]
@@ -72,7 +71,7 @@ class _TRLEnvironment:
 def trl_environment(cfg: EnvConfig | Callable[[], Environment]) -> type:
     """A class for TRL's ``environment_factory`` that plays the environment ``cfg`` builds (an :class:`EnvConfig`
     or a callable returning an environment), a tool per action."""
-    make = (lambda: make_env(cfg)) if isinstance(cfg, EnvConfig) else cfg
+    make = env_maker(cfg)
     probe = make()
     tools = {spec.name: _tool(spec) for spec in action_specs(probe)}
     name = f"{type(probe).__name__}ForTRL"
@@ -80,11 +79,8 @@ def trl_environment(cfg: EnvConfig | Callable[[], Environment]) -> type:
 
 
 def _spec(name: str, method: Callable[..., Any]) -> ActionSpec:
-    params = [p for p in inspect.signature(method).parameters.values() if p.name != "self"]
-    if len(params) != 1:
-        raise ValueError(f"tool {name!r} takes {len(params)} arguments: an actune action takes one")
-    doc = (inspect.getdoc(method) or name).split("\n\n")[0].strip()
-    return ActionSpec(name.lower(), params[0].name, doc)
+    params = [p.name for p in inspect.signature(method).parameters.values() if p.name != "self"]
+    return one_argument_action(name, params, inspect.getdoc(method) or name)
 
 
 class _FromTRL(ForeignTools):
