@@ -24,7 +24,8 @@
   :mod:`actune.tasks.fever`), each enough on its own to verify it. Grounded means ANY ONE set was read
   in full, not every title of every set (which would ask for pages the claim does not need);
   ``missing_titles`` then lists what the closest set (fewest unread, first on a tie) lacks.
-- methods that read no pages (:data:`NO_PAGE_METHODS`: ``standard``, ``cot``, ``cot_sc``) cannot be
+- methods that read no pages (their spec's ``reads_pages`` false: ``standard``, ``cot``, ``cot_sc``; not the
+  hybrids, whose ReAct phase reads pages) cannot be
   grounded, so holding them to it would keep none of them: their verdict says
   ``grounding_applies: false`` (and ``grounding_checked: false``, ``grounded: false``) and they are kept
   on correctness and step order alone. Filter on ``grounding_applies`` (or on ``method``) to keep only
@@ -45,23 +46,14 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from actune.agent.config import METHODS
+from actune.agent.method_registry import reads_no_pages
 from actune.agent.reflection_parts import reflection_part_problems
 from actune.agent.validate import step_order_problems
 from actune.envs.titles import normalize_title
 from actune.records.trajectory import Trajectory
 
-__all__ = ["NO_PAGE_METHODS", "Verdict", "evidence_sets", "is_shown", "judge", "observations_text", "record_verdict",
+__all__ = ["Verdict", "evidence_sets", "is_shown", "judge", "observations_text", "record_verdict",
            "shown_text", "titles_read", "verdict_of"]
-
-NO_PAGE_METHODS: tuple[str, ...] = ("standard", "cot", "cot_sc")
-"""Methods (of :data:`actune.agent.config.METHODS`) that answer from the model alone, reading no pages.
-The hybrids are not here: their ReAct phase reads pages, and those are judged."""
-
-if not set(NO_PAGE_METHODS) <= set(METHODS):  # a renamed method would silently be held to grounding again
-    raise ImportError(f"actune.judge.NO_PAGE_METHODS: {sorted(set(NO_PAGE_METHODS) - set(METHODS))} "
-                      "not in actune.agent.config.METHODS")
-
 
 @dataclass
 class Verdict:
@@ -79,7 +71,7 @@ class Verdict:
     the closest set)."""
     order_problems: list[str] = field(default_factory=list)
     grounding_applies: bool = True
-    """False for a method that reads no pages (:data:`NO_PAGE_METHODS`): kept on correctness alone.
+    """False for a method that reads no pages (a spec's ``reads_pages``, :mod:`actune.agent.method_registry`): kept on correctness alone.
     Defaults to true so verdicts stored before this field existed load unchanged."""
     reflection_problems: list[str] = field(default_factory=list)
     """ReflAct reflections lacking a part (module docstring); not part of ``kept``."""
@@ -143,7 +135,7 @@ def judge(traj: Trajectory, require_grounded: bool = True) -> Verdict:
     """The verdict for ``traj`` (see the module docstring for the rules)."""
     correct = bool(traj.correct)
     problems = step_order_problems(traj)
-    if traj.method in NO_PAGE_METHODS:
+    if reads_no_pages(traj.method):
         return Verdict(correct=correct, grounded=False, kept=correct and not problems, grounding_checked=False,
                        require_grounded=require_grounded, order_problems=problems, grounding_applies=False,
                        reflection_problems=reflection_part_problems(traj))

@@ -4,7 +4,7 @@
 
 A session that has only a CPU with native bf16 can still say what a run of the AVX2-only shape would take on
 an AVX2-only CPU. The prediction uses the quickstart ETA's cost model and rates (``RATES``,
-``EPISODE_COST`` in :mod:`actune.quickstart.estimate`, timed on real machines of each kind: seed 6's whole
+``episode_cost`` in :mod:`actune.quickstart.estimate`, timed on real machines of each kind: seed 6's whole
 run on a real AVX2-only EPYC took 3 h 48 min against the ETA's 4 h 04 min) with the run's own counts instead
 of the ETA's guesses: each serving stage is the episodes its stores hold (prompted or tuned, per method) at
 the kind's episode rate plus its server starts (a bootstrap round's includes the eval episodes that ran on its
@@ -28,7 +28,7 @@ from typing import Any
 
 from rank_sweep import load_run_config
 
-from actune.quickstart.estimate import EPISODE_COST, RATES, serving_seconds
+from actune.quickstart.estimate import RATES, episode_cost, serving_seconds
 from actune.quickstart.layout import STATE_FILE, Layout
 
 
@@ -62,7 +62,7 @@ def predict(run: Path, target: str) -> list[dict[str, Any]]:
     state = json.loads((run / STATE_FILE).read_text(encoding="utf-8"))
 
     def units(episodes: dict[str, int], cost: str) -> float:
-        return sum(n * EPISODE_COST[cost].get(m, 1.0) for m, n in episodes.items())
+        return sum(n * episode_cost(cost, m) for m, n in episodes.items())
 
     evals = {m: _eval_episodes(layout, m, cfg.name) for m in cfg.methods}
 

@@ -6,19 +6,18 @@ from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
-from actune.agent.config import METHODS, AgentConfig, Method, StepsMethod
+from actune.agent.config import AgentConfig, StepsMethod
+from actune.agent.method_registry import convertible, method_names, method_spec
 from actune.config import StrictModel
 from actune.envs.config import EnvConfig
 from actune.llm import EnvVarName, RetryPolicy
 from actune.runtime.trackers import Tracker
 from actune.tasks.config import TaskConfig
 
-#: Methods whose records can never be in a ReAct or ReflAct step format (Act has no thoughts, PreFlect
-#: plans and re-plans); the hybrids are decided per record, from the phase that answered.
-NEVER_CONVERTIBLE: dict[StepsMethod, tuple[Method, ...]] = {
-    "react": ("act", "preflect", "preflect_reflact"), "reflact": ("act", "preflect", "preflect_reflact", "react"),
-    "act": ("preflect", "preflect_reflact"), "cot": ("standard", "act", "preflect", "preflect_reflact"),
-    "standard": ("preflect", "preflect_reflact")}
+def never_convertible(method: str, steps_method: str) -> bool:
+    """Whether no record of ``method`` can be exported in ``steps_method`` (Act has no thoughts, PreFlect plans
+    and re-plans); a hybrid's records can when one of its phases' formats can (decided per record)."""
+    return not any(convertible(f, steps_method) for f in method_spec(method).formats)
 
 
 def _positive(key: str, shares: dict[str, float]) -> dict[str, float]:
@@ -74,8 +73,8 @@ class ExportConfig(StrictModel):
     @classmethod
     def _known_methods(cls, v: dict[str, float]) -> dict[str, float]:
         for name in v:
-            if name not in METHODS:
-                raise ValueError(f"method_shares.{name}: unknown method (known: {', '.join(METHODS)})")
+            if name not in method_names():
+                raise ValueError(f"method_shares.{name}: unknown method (known: {', '.join(method_names())})")
         return _positive("method_shares", v)
 
     @field_validator("store_shares")
@@ -90,7 +89,7 @@ class ExportConfig(StrictModel):
             raise ValueError("method_shares and store_shares: set one of them (shares of source methods or of "
                              "stores), not both")
         for name in self.method_shares:
-            if name in NEVER_CONVERTIBLE[self.steps_method]:
+            if never_convertible(name, self.steps_method):
                 raise ValueError(f"method_shares.{name}: {name} records cannot be converted into "
                                  f"steps_method {self.steps_method!r}")
         return self

@@ -20,7 +20,7 @@ from typing import Any
 
 from huggingface_hub import DatasetCardData
 
-from actune.agent.step_formats import STEP_FORMATS, step_format
+from actune.agent.method_registry import step_format
 from actune.bootstrap.config import ExportConfig
 from actune.bootstrap.export_summary import ExportSummary
 from actune.runtime.provenance import provenance, provenance_markdown
@@ -34,8 +34,10 @@ _SIZES = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000
 
 def _conversion_words(steps_method: str) -> str:
     """What converting another format's episode into ``steps_method`` keeps (ReAct's words where it has none)."""
-    f = step_format(steps_method)
-    return f.conversion if f is not None and f.conversion else STEP_FORMATS["react"].conversion
+    for f in (step_format(steps_method), step_format("react")):
+        if f is not None and f.conversion:
+            return f.conversion
+    return ""
 
 
 _WIRE_WORDS = {"text": "the paper's plain-text episode (instruction, question, steps as one text)",

@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from actune.agent.config import WIRES, Wire
+from actune.agent.method_registry import convertible, is_reflective, step_format
 from actune.agent.reflection_parts import reflection_part_problems
 from actune.agent.render import (
     COT_PREFIX,
@@ -90,25 +91,6 @@ SUMMARY_FILE = "export_summary.json"
 #: The files that mark a folder as an export's own: its summary, or DPO's (:mod:`actune.bootstrap.preference_pairs`,
 #: which builds on this module, so it is named here rather than imported).
 OWN_FOLDER_MARKERS = (SUMMARY_FILE, "pairs_summary.json")
-
-#: Step formats (``info.prompt.method``) each adapter format can be made from (:func:`convert_steps`). Standard
-#: and CoT (CoT-SC and the hybrids that answered by CoT-SC record CoT steps) hold one reasoning and an answer,
-#: which is a one-step episode in any format; a ReflAct reflection is a ReAct thought that happens to describe the
-#: state. A ReAct or ReflAct episode less its reasoning is an Act episode, its reasoning alone a chain of thought,
-#: its answer alone a Standard one (the ReAct paper's Figure 3 fine-tunes all four on ReAct's episodes). Not the
-#: converse: a ReAct thought is not a goal-state reflection, Act and Standard have no reasoning for ReAct's
-#: thoughts or a CoT, PreFlect plans.
-CONVERTIBLE_FROM = {
-    "react": ("react", "reflact", "cot", "standard"),
-    "reflact": ("reflact", "cot", "standard"),
-    "act": ("act", "react", "reflact", "cot", "standard"),
-    "cot": ("cot", "react", "reflact"),
-    "standard": ("standard", "react", "reflact", "act", "cot"),
-}
-#: The step formats that act in an environment (thought or reflection, action, observation), and those that answer
-#: at once (reasoning, answer).
-_ACTING = ("react", "reflact", "act")
-_DIRECT = ("cot", "standard")
 
 WIRE_FORMATS = WIRES
 
@@ -193,11 +175,6 @@ def origin(t: Trajectory) -> str:
 
 # --- conversion into the adapter's step format ---------------------------------------------------
 
-def convertible(source_format: str, steps_method: str) -> bool:
-    """Whether records whose steps are in ``source_format`` can be converted into ``steps_method``."""
-    return source_format in CONVERTIBLE_FROM.get(steps_method, ())
-
-
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -214,10 +191,12 @@ def _reasoning(traj: Trajectory, source: str) -> tuple[str, list[Step]]:
     """What the record reasoned, on one line, and the steps that held it: a CoT's chain of thought without the
     ``Let's think step by step.`` the CoT prompt wrote (the model did not write it); the thoughts or reflections of
     an acting episode, each on one line, joined by spaces in order (empty ones left out); nothing for Standard."""
-    kinds = ("thought",) if source == "cot" else ("thought", "reflection") if source in _ACTING else ()
+    f = step_format(source)
+    acting = f is not None and f.acting
+    kinds = ("thought", "reflection") if acting else (f.reason_type,) if f is not None and f.reason_type else ()
     held = [s for s in traj.steps if s.type in kinds]
     text = " ".join(t for t in (_one_line(s.text) for s in held) if t)
-    if source == "cot":
+    if not acting:
         text = text.removeprefix(COT_PREFIX).strip()
     return text, held
 
@@ -236,20 +215,19 @@ def _direct_steps(out: Trajectory, source: str, steps_method: str, finish: str) 
     if answer is None:
         return None
     reasoning, held = _reasoning(out, source)
-    if steps_method == "standard":
-        return [_answer_step(answer, "answer", answer, answer_step)]
-    if steps_method == "act":
-        return [_answer_step(f"{finish}[{answer}]", finish, answer, answer_step)]
-    if steps_method == "cot":
-        # the reasoning steps' cost adds up into the one thought that now holds them
-        thought = Step("thought", f"{COT_PREFIX} {reasoning}".strip(), 1, tokens=sum(s.tokens for s in held),
+    t = step_format(steps_method)
+    assert t is not None
+    if t.reason_type is None:  # Standard: the answer; Act: the finish action
+        return [_answer_step(f"{finish}[{answer}]", finish, answer, answer_step) if t.acting
+                else _answer_step(answer, "answer", answer, answer_step)]
+    if not t.acting:  # CoT: the reasoning steps' cost adds up into the one thought that now holds them
+        thought = Step(t.reason_type, f"{COT_PREFIX} {reasoning}".strip(), 1, tokens=sum(s.tokens for s in held),
                        latency_s=sum(s.latency_s for s in held))
         return [thought, _answer_step(answer, "answer", answer, answer_step)]
-    kind = "thought" if steps_method == "react" else "reflection"
     first = held[0] if held else None
-    lead = (Step(kind, reasoning, 1, tokens=first.tokens, latency_s=first.latency_s, meta=first.meta)
-            if first is not None else Step(kind, "", 1))
-    text = f"{finish}[{answer}]" if steps_method == "react" else f"FINAL ANSWER: {answer}"
+    lead = (Step(t.reason_type, reasoning, 1, tokens=first.tokens, latency_s=first.latency_s, meta=first.meta)
+            if first is not None else Step(t.reason_type, "", 1))
+    text = f"FINAL ANSWER: {answer}" if t.reflections else f"{finish}[{answer}]"
     return [lead, _answer_step(text, finish, answer, answer_step)]
 
 
@@ -270,7 +248,7 @@ def _acting_steps(out: Trajectory, source: str, finish: str | None) -> list[Step
             continue
         if s.type == "observation" and s.iteration == think_at:
             continue
-        if s.type == "answer" and source == "reflact":
+        if s.type == "answer" and is_reflective(source):
             s = replace(s, text=f"{finish or 'finish'}[{s.action_arg or ''}]")
         kept.append(s)
     numbers = {it: n for n, it in enumerate(dict.fromkeys(s.iteration for s in kept), 1)}
@@ -291,8 +269,9 @@ def _reflections_as_thoughts(out: Trajectory, finish: str | None) -> list[Step]:
 
 def _converted_steps(out: Trajectory, source: str, steps_method: str, finish: str | None) -> list[Step] | None:
     """``out``'s steps in ``steps_method`` (a format :func:`convertible` from ``source``, not the same), or None."""
-    if source in _ACTING and steps_method in _ACTING:
-        return _acting_steps(out, source, finish) if steps_method == "act" else _reflections_as_thoughts(out, finish)
+    s, t = step_format(source), step_format(steps_method)
+    if s is not None and t is not None and s.acting and t.acting:
+        return _acting_steps(out, source, finish) if t.reason_type is None else _reflections_as_thoughts(out, finish)
     if finish is None:  # ALFWorld: the environment, not an answer, ends an episode
         return None
     return _direct_steps(out, source, steps_method, finish)
@@ -300,7 +279,7 @@ def _converted_steps(out: Trajectory, source: str, steps_method: str, finish: st
 
 def convert_steps(traj: Trajectory, steps_method: str, instruction: str | None = None) -> Trajectory | None:
     """A copy of ``traj`` whose steps are in ``steps_method``'s format (react, reflact, act, cot, standard), or
-    None when its steps cannot be (:data:`CONVERTIBLE_FROM`). ``traj`` is never changed.
+    None when its steps cannot be (:func:`~actune.agent.method_registry.convertible`). ``traj`` is never changed.
 
     The source format is the record's ``info.prompt.method`` (the format its steps are in: a hybrid
     that answered in its ReAct phase holds ReAct steps, one that answered by CoT-SC holds CoT steps).
@@ -524,8 +503,10 @@ def _target_instruction(items: list[tuple[Path, int, Trajectory]], steps_method:
         if isinstance(p, dict) and p.get("method") == steps_method and isinstance(p.get("instruction"), str):
             native.setdefault(p.get("env", ""), p["instruction"])
 
+    fmt = step_format(steps_method)
+
     def get(env: str) -> str:
-        if env not in native and steps_method in _DIRECT:
+        if env not in native and fmt is not None and not fmt.acting:
             native[env] = instruction_for(steps_method, env, "")
         if env not in native:
             try:

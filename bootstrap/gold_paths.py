@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from actune.agent.method_registry import reason_type, reflection_formats, step_format
 from actune.agent.render import instruction_for, question_line
 from actune.envs.base import Action, Environment, StepResult
 from actune.envs.config import EnvConfig
@@ -47,7 +48,7 @@ from actune.tasks.fever import claim_subject
 from actune.tasks.metrics import score_prediction
 from actune.text import split_sentences
 
-__all__ = ["GOLD_PATH_MODEL", "GoldPathSummary", "as_reflact", "gold_path", "question_mention", "search_order",
+__all__ = ["GOLD_PATH_MODEL", "GoldPathSummary", "as_reflections", "gold_path", "question_mention", "search_order",
            "write_gold_paths"]
 
 GOLD_PATH_MODEL = "gold paths (scripted from supporting pages)"
@@ -354,15 +355,21 @@ def _reflection(thought: str, pages: list[str], first: bool) -> str:
     return f"Current state: {state} Latest discovery: {discovery} Goal relation: {relation}"
 
 
-def as_reflact(traj: Trajectory, env: Environment) -> Trajectory:
-    """The ReflAct form of a ReAct gold path (the same actions and observations; :func:`_reflection` for each
-    thought, ``FINAL ANSWER: x`` for the finish), judged again. A ReAct record cannot be exported as ReflAct
-    (:data:`actune.bootstrap.export.CONVERTIBLE_FROM`): its thoughts say what to do, not where the agent stands."""
+def reflective_formats() -> tuple[str, ...]:
+    """The trained step formats whose gold paths are written in their own form (reflections)."""
+    return tuple(n for n in reflection_formats() if (f := step_format(n)) is not None and f.trainable)
+
+
+def as_reflections(traj: Trajectory, env: Environment, method: str) -> Trajectory:
+    """A ReAct gold path in the goal-state reflections of format ``method`` (ReflAct's: the same actions and
+    observations; :func:`_reflection` for each thought, ``FINAL ANSWER: x`` for the finish), judged again. A ReAct
+    record cannot be exported in such a format (:func:`~actune.agent.method_registry.convertible`): its thoughts say
+    what to do, not where the agent stands."""
     pages: list[str] = []
     steps: list[Step] = []
     for k, step in enumerate(traj.steps):
         if step.type == "thought":
-            steps.append(replace(step, type="reflection", text=_reflection(step.text, list(pages), k == 0)))
+            steps.append(replace(step, type=reason_type(method), text=_reflection(step.text, list(pages), k == 0)))
         elif step.type == "answer":
             steps.append(replace(step, text=f"FINAL ANSWER: {step.action_arg}"))
         else:
@@ -371,10 +378,10 @@ def as_reflact(traj: Trajectory, env: Environment) -> Trajectory:
             nxt = traj.steps[k + 1] if k + 1 < len(traj.steps) else None
             if nxt is not None and not nxt.text.startswith("Could not find"):
                 pages.append(step.action_arg or "")
-    prompt = {**traj.info["prompt"], "method": "reflact",
-              "instruction": instruction_for("reflact", env.name, env.describe_actions())}
-    out = replace(traj, method="reflact", steps=steps, info={**traj.info, "prompt": prompt},
-                  episode_id=hashlib.sha256(f"gold\x1freflact\x1f{traj.task.id}".encode()).hexdigest()[:16])
+    prompt = {**traj.info["prompt"], "method": method,
+              "instruction": instruction_for(method, env.name, env.describe_actions())}
+    out = replace(traj, method=method, steps=steps, info={**traj.info, "prompt": prompt},
+                  episode_id=hashlib.sha256(f"gold\x1f{method}\x1f{traj.task.id}".encode()).hexdigest()[:16])
     return record_verdict(out, judge(out, require_grounded=True))
 
 
@@ -436,10 +443,11 @@ def write_gold_paths(tasks: Iterable[Task], store: str, env: EnvConfig, misses: 
                      lookups: bool = False, method: str = "react", mentions: bool = False) -> GoldPathSummary:
     """Append the gold path of every task ``store`` does not hold yet (``misses``, ``lookups``, ``mentions``:
     :func:`gold_path`),
-    in ReAct's form or (``method="reflact"``) ReflAct's (:func:`as_reflact`); a path the judge does not keep (a
-    metric that disagrees with the gold answer's own form) is counted under ``skipped["not_kept"]``."""
-    if method not in ("react", "reflact"):
-        raise ValueError(f"gold paths are written as react or reflact episodes, not {method}")
+    in ReAct's form or a trained reflective format's, ReflAct's (:func:`as_reflections`); a path the judge does not
+    keep (a metric that disagrees with the gold answer's own form) is counted under ``skipped["not_kept"]``."""
+    if method != "react" and method not in reflective_formats():
+        raise ValueError(f"gold paths are written as react episodes or in a reflective format "
+                         f"({', '.join(reflective_formats())}), not {method}")
     summary = GoldPathSummary()
     environment = make_env(env)
     with TrajectoryStore.open(store) as out:
@@ -449,8 +457,8 @@ def write_gold_paths(tasks: Iterable[Task], store: str, env: EnvConfig, misses: 
                 summary.already += 1
                 continue
             traj, why = gold_path(task, environment, misses, lookups, mentions)
-            if traj is not None and method == "reflact":
-                traj = as_reflact(traj, environment)
+            if traj is not None and method != "react":
+                traj = as_reflections(traj, environment, method)
             if traj is None or not traj.scores.get("kept"):
                 summary.skipped[why or "not_kept"] += 1
                 continue

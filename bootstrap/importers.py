@@ -45,6 +45,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from actune.agent.method_registry import method_names, method_spec, reason_type
 from actune.agent.parser import ParsedStep, parse_answer, parse_step
 from actune.agent.render import instruction_for, question_line
 from actune.config import ConfigError
@@ -56,16 +57,20 @@ from actune.records.jsonl import JSON_ERRORS, json_problem
 from actune.records.store import TrajectoryStore
 from actune.records.trajectory import ModelRecord, Step, TaskRecord, Trajectory, read_trajectories
 
-__all__ = ["FORMATS", "IMPORT_ENVS", "IMPORT_METHODS", "EnvActions", "ImportSetError", "ImportSummary", "Rejected",
+__all__ = ["FORMATS", "IMPORT_ENVS", "EnvActions", "ImportSetError", "ImportSummary", "Rejected",
            "SourceRecord", "Turn", "env_actions", "import_set", "read_source", "record_turns", "task_id_for",
-           "to_trajectory"]
+           "import_methods", "to_trajectory"]
 
 FORMATS = ("openai", "alpaca", "sharegpt")
 
-#: The source method a record is filed under -> the step format its text is read in. ``cot`` is for sets of
-#: one-step records (a chain of thought, then ``finish[answer]``, as FireAct writes its CoT data): filing them
-#: apart lets ``bootstrap.export.method_shares`` mix them at a chosen share.
-IMPORT_METHODS = {"react": "react", "reflact": "reflact", "cot": "react"}
+
+
+def import_methods() -> dict[str, str]:
+    """The source method a record is filed under -> the step format its text is read in (each method spec's
+    ``imports_as``). ``cot`` is for sets of one-step records (a chain of thought, then ``finish[answer]``, as
+    FireAct writes its CoT data): filing them apart lets ``bootstrap.export.method_shares`` mix them at a chosen
+    share."""
+    return {n: method_spec(n).imports_as or n for n in method_names(lambda s: s.imports_as is not None)}
 
 #: Built-in environments whose actions are known without their data (a corpus): the imported steps are checked
 #: against them, and a model trained on the records acts in them. A custom environment (``module:function`` or an
@@ -444,8 +449,8 @@ def _assistant_step(turn: Turn, env: EnvActions, last: bool, k: int) -> ParsedSt
 
 def to_trajectory(turns: list[Turn], env: EnvActions, method: str, *, split: str = "train") -> Trajectory:
     """The record the loop would have written for these turns (no verdict yet); raises :class:`Rejected`."""
-    steps_format = IMPORT_METHODS[method]
-    thought_type = "reflection" if steps_format == "reflact" else "thought"
+    steps_format = import_methods()[method]
+    thought_type = reason_type(steps_format)
     system = [t.text for t in turns if t.role == "system"]
     rest = [t for t in turns if t.role != "system"]
     if not rest or rest[0].role != "user" or not rest[0].text.strip():
@@ -510,8 +515,8 @@ def import_set(source: str | Path, store: str | Path, fmt: str, *, env: str = "w
     and :class:`actune.records.store.StoreError` when the store cannot be used."""
     if fmt not in FORMATS:
         raise ImportSetError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
-    if method not in IMPORT_METHODS:
-        raise ImportSetError(f"method {method!r}: imported records are read as one of {', '.join(IMPORT_METHODS)}")
+    if method not in import_methods():
+        raise ImportSetError(f"method {method!r}: imported records are read as one of {', '.join(import_methods())}")
     environment = env_actions(env)
     _check_source(str(source))
     records = iter(read_source(source, split))

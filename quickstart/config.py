@@ -12,11 +12,12 @@ config, which only the quickstart and the CLI may do: the core never imports a s
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, PositiveFloat, model_validator
+from pydantic import AfterValidator, Field, PositiveFloat, model_validator
 
 import actune.presets
+from actune.agent.method_registry import MethodSpec, method_names, method_spec
 from actune.bootstrap.config import BootstrapConfig
 from actune.config import ConfigError, RunName, StrictModel, fill_model, load_config
 from actune.eval.config import EvalConfig
@@ -38,9 +39,30 @@ RoundStart = Literal["base", "previous"]
 """What a round >= 2 trains on (:attr:`QuickstartConfig.round_start`)."""
 Objective = Literal["dpo", "grpo"]
 """What trains on from the last SFT round's model (:attr:`QuickstartConfig.after_sft`)."""
-QuickstartMethod = Literal["react", "reflact"]
-"""A method a run bootstraps, trains and evaluates on the headline, correct AND grounded (Standard and CoT read no
-pages: their fine-tuning is :attr:`QuickstartConfig.formats`'s)."""
+
+
+def _reasons_and_acts(s: MethodSpec) -> bool:
+    f = s.steps
+    return s.name == f.name and f.trainable and f.acting and f.reason_type is not None and not f.plans
+
+
+def _quickstart_method(name: str) -> str:
+    if not _reasons_and_acts(method_spec(name)):
+        raise ValueError(f"method {name!r}: a run bootstraps, trains and evaluates a method that reasons and acts in "
+                         f"a step format of its own ({', '.join(method_names(_reasons_and_acts))})")
+    return name
+
+
+def _import_format(name: str) -> str:
+    formats = {s.imports_as for s in map(method_spec, method_names()) if s.imports_as}
+    if name not in formats:
+        raise ValueError(f"{name!r}: imported records are read as one of {', '.join(sorted(formats))}")
+    return name
+
+
+QuickstartMethod = Annotated[str, AfterValidator(_quickstart_method)]
+"""A method a run bootstraps, trains and evaluates on the headline, correct AND grounded (ReAct, ReflAct: Standard
+and CoT read no pages, their fine-tuning is :attr:`QuickstartConfig.formats`'s; Act has no reasoning)."""
 FigureFormat = Literal["standard", "cot", "act", "react"]
 """A step format the ReAct paper's Figure 3 fine-tunes on ReAct's episodes (:attr:`QuickstartConfig.formats`)."""
 
@@ -73,7 +95,7 @@ class ImportSource(StrictModel):
     """The file (or a Hugging Face dataset folder) to import, or with ``format: store`` an actune store."""
     format: Literal["openai", "alpaca", "sharegpt", "store"] = "openai"
     """``actune import``'s formats, or ``store`` for a trajectory store used as it is."""
-    method: Literal["react", "reflact"] = "react"
+    method: Annotated[str, AfterValidator(_import_format)] = "react"
     """The step format the records are read as (``actune import --method``)."""
     replay: bool = False
     """Run the records' actions again in the run's environment and train on its observations instead of the

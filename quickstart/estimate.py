@@ -11,12 +11,12 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from actune.bootstrap.export import convertible
+from actune.agent.method_registry import Cost, convertible, step_format
 from actune.envs.corpus import corpus_key, index_dir_for
 from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.round_inputs import round_epochs
 
-__all__ = ["RATES", "EPISODE_COST", "StageEstimate", "concurrency_speedup", "serving_seconds", "estimate_stages",
+__all__ = ["RATES", "episode_cost", "StageEstimate", "concurrency_speedup", "serving_seconds", "estimate_stages",
            "estimate_seconds", "index_build_seconds"]
 
 # Episode costs are in units of a round-1 ReAct bootstrap episode (type-matched exemplars); ``episodes_h`` is
@@ -31,19 +31,8 @@ RATES = {
 # the accelerator): MB of corpus a second, bench/env_latency.py --synthetic 5000000 (3,543 MB in 340 s on the
 # AVX512_BF16 EPYC, peak 8.8 GB; docs/performance.md, "Search at 5 million paragraphs")
 _INDEX_MB_S = 10.4
-# a zero-shot world episode, prompt included
-_TOKENS_PER_EXAMPLE = {"react": 335, "reflact": 500}
-# round-1 keep rate with type-matched exemplars
-_KEEP_RATE = {"react": 0.21, "reflact": 0.09}
 # keep rate of a tuned model's episodes on the tasks no earlier round solved
 _LATER_KEEP_RATE = 0.24
-EPISODE_COST = {
-    "bootstrap": {"react": 1.0, "reflact": 1.3},
-    # eval's generic prompt (six exemplars; ReflAct 10k tokens); formats' Act, CoT and Standard are guesses (one
-    # completion each for CoT and Standard)
-    "prompted": {"react": 1.0, "reflact": 1.77, "act": 0.8, "cot": 0.25, "standard": 0.1},
-    "tuned": {"react": 0.63, "reflact": 0.75, "act": 0.5, "cot": 0.15, "standard": 0.05},  # zero-shot
-}
 # a zero-shot world example's tokens in each of formats' step formats: ReAct's measured, the others guessed from it
 # (Act: its steps less the thoughts; CoT: the thoughts on one line; Standard: instruction, question, answer)
 _FORMAT_TOKENS = {"react": 335, "act": 250, "cot": 130, "standard": 70}
@@ -53,6 +42,19 @@ _SOURCE_COST = {"world": 1.0, "hotpotqa": 1.0, "fever": 2.0}
 _EXPORTED = {"few_attempts": 0.9, "many_attempts": 0.7}
 # generated tok/s against 16 requests at once (the rates above), by bench/serve_throughput.py
 _CONCURRENCY_SPEEDUP = ((16, 1.0), (32, 1.21), (64, 1.34))
+
+
+def _cost(method: str) -> Cost:
+    """Method or step format ``method``'s cost weights (:class:`~actune.agent.method_registry.Cost`: ReflAct's
+    10k-token few-shot prompt, Act's, CoT's and Standard's shorter episodes, guessed from ReAct's measured ones);
+    a round-1 ReAct bootstrap episode's for a name with none."""
+    f = step_format(method)
+    return f.cost if f is not None else Cost()
+
+
+def episode_cost(stage: str, method: str) -> float:
+    """An episode of ``method`` at ``stage`` (bootstrap, prompted, tuned) against a round-1 ReAct bootstrap one."""
+    return float(getattr(_cost(method), stage))
 
 
 def concurrency_speedup(concurrency: int) -> float:
@@ -161,7 +163,7 @@ def _formats(cfg: QuickstartConfig, kind: str, examples: _Examples) -> tuple[dic
     train = {f: n * _FORMAT_TOKENS[f] * epochs / rate["train_tok_s"] for f in cfg.formats}
 
     def episodes(stage: str, f: str) -> float:
-        units = n_test * EPISODE_COST[stage][f] * _SOURCE_COST[cfg.source]
+        units = n_test * episode_cost(stage, f) * _SOURCE_COST[cfg.source]
         return serving_seconds(units, kind, cfg.eval.concurrency)
 
     prompted = sum(episodes("prompted", f) for f in cfg.formats) + rate["server_s"]
@@ -181,7 +183,7 @@ def _after_sft(cfg: QuickstartConfig, kind: str) -> tuple[float, dict[str, float
     source_cost = _SOURCE_COST[cfg.source]
     explore, objectives = 0.0, {o: 0.0 for o in cfg.after_sft}
     for method in cfg.methods:
-        tokens, tuned = _TOKENS_PER_EXAMPLE.get(method, 335), EPISODE_COST["tuned"].get(method, 1.0) * source_cost
+        tokens, tuned = _cost(method).tokens_per_example, episode_cost("tuned", method) * source_cost
         if "dpo" in cfg.after_sft:
             units = n_train * cfg.explore.attempts * tuned
             explore += serving_seconds(units, kind, cfg.bootstrap.concurrency) + rate["server_s"]
@@ -214,8 +216,8 @@ def _serving(cfg: QuickstartConfig, kind: str) -> tuple[list[float], float, _Exa
     boot = [0.0] * cfg.rounds
     examples = _Examples(own={}, solved_r1={})
     for method in cfg.methods:
-        keep = _KEEP_RATE.get(method, 0.2)
-        cost = {stage: costs.get(method, 1.0) * source_cost for stage, costs in EPISODE_COST.items()}
+        keep = _cost(method).keep_rate
+        cost = {stage: episode_cost(stage, method) * source_cost for stage in ("bootstrap", "prompted", "tuned")}
         target = cfg.bootstrap.target_correct
         episodes = min(target / keep, n_round1 * attempts)  # the passes stop at the target
         boot[0] += serving_seconds(episodes * cost["bootstrap"], kind, cfg.bootstrap.concurrency)
@@ -258,7 +260,7 @@ def _training(cfg: QuickstartConfig, kind: str, examples: _Examples) -> float:
             epochs = round_epochs(cfg, r, method)
             if cfg.train.max_steps > 0:
                 epochs = cfg.train.max_steps * cfg.train.per_device_train_batch_size / max(n, 1)
-            train += n * _TOKENS_PER_EXAMPLE.get(method, 335) * epochs / RATES[kind]["train_tok_s"]
+            train += n * _cost(method).tokens_per_example * epochs / RATES[kind]["train_tok_s"]
     return train
 
 

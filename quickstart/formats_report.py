@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from actune.agent.method_registry import reads_no_pages
 from actune.bootstrap.export import SUMMARY_FILE
 from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.formats import PROMPTED, TUNED
@@ -25,7 +26,6 @@ FIGURE3_PNG = "figure3.png"
 
 FORMATS_METRIC = "correct"
 _GROUNDED = "correct_grounded"
-_READ_NO_PAGES = ("standard", "cot")
 
 
 def _json(path: Any) -> dict[str, Any] | None:
@@ -39,7 +39,7 @@ def _row(fmt: str, report: dict[str, Any], summary: dict[str, Any] | None,
     if PROMPTED not in models or TUNED not in models:
         return None
     prompted, tuned = models[PROMPTED]["metrics"], models[TUNED]["metrics"]
-    grounded = None if fmt in _READ_NO_PAGES else {"prompted": prompted.get(_GROUNDED), "tuned": tuned.get(_GROUNDED)}
+    grounded = None if reads_no_pages(fmt) else {"prompted": prompted.get(_GROUNDED), "tuned": tuned.get(_GROUNDED)}
     return {"format": fmt, "prompted": prompted[FORMATS_METRIC], "tuned": tuned[FORMATS_METRIC],
             "vs_prompted": (models[TUNED].get("vs_first") or {}).get(FORMATS_METRIC), "correct_grounded": grounded,
             "examples": (summary or {}).get("exported"), "tasks": (summary or {}).get("tasks"),

@@ -19,7 +19,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["STATE_FILE", "SAME_AS_FILE", "Layout", "served_tuned_model"]
+from actune.agent.method_registry import convertible
+
+__all__ = ["STATE_FILE", "SAME_AS_FILE", "Layout", "gold_form", "served_tuned_model"]
 
 STATE_FILE = "quickstart-state.json"
 SAME_AS_FILE = "same_as_round.json"
@@ -117,9 +119,16 @@ class Layout:
         return self.out / "gold_paths" / "trajectories.jsonl"
 
     def gold_paths_of(self, method: str) -> Path:
-        """The gold paths ``method`` trains on: ReflAct's own form (a ReAct record cannot become ReflAct), else
-        ReAct's (which export converts into any other format)."""
-        return self.out / "gold_paths" / "reflact" / "trajectories.jsonl" if method == "reflact" else self.gold_paths
+        """The gold paths ``method`` trains on: ReAct's (which export converts into most formats), or the method's
+        own form where a ReAct record cannot become one (ReflAct's: :func:`gold_form`)."""
+        form = gold_form(method)
+        return self.gold_paths if form == "react" else self.out / "gold_paths" / form / "trajectories.jsonl"
+
+
+def gold_form(method: str) -> str:
+    """The form of the scripted teacher's episodes ``method`` trains on: ReAct's, which export converts, else the
+    method's own (written by :func:`actune.bootstrap.gold_paths.write_gold_paths`)."""
+    return "react" if convertible("react", method) else method
 
 
 def served_tuned_model(adapter: Path, base: str) -> tuple[str, Path | None]:

@@ -12,6 +12,7 @@ from actune.bootstrap.replay import replay_store
 from actune.config import ConfigError
 from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.context import RunContext
+from actune.quickstart.layout import gold_form
 from actune.quickstart.stage import Stage
 from actune.records.trajectory import read_trajectories
 from actune.sources.fever import write_fever_tasks
@@ -94,8 +95,8 @@ def import_sets(run: RunContext) -> None:
 def write_gold_paths(run: RunContext) -> None:
     """Write the scripted teacher's episode of every training question (a stopped run resumes)."""
     tasks = load_tasks(run.tasks("train"))
-    # ReAct's form serves every method but ReflAct, which gets its own (Layout.gold_paths_of)
-    for method in dict.fromkeys("reflact" if m == "reflact" else "react" for m in run.cfg.methods):
+    # ReAct's form serves every method export can convert it into; the others get their own (Layout.gold_paths_of)
+    for method in dict.fromkeys(gold_form(m) for m in run.cfg.methods):
         s = gold_paths.write_gold_paths(tasks, str(run.layout.gold_paths_of(method)), run.env(run.cfg.bootstrap.env),
                                         misses=run.cfg.gold_path_misses, lookups=run.cfg.gold_path_lookups,
                                         method=method, mentions=run.cfg.gold_path_mentions)

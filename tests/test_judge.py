@@ -11,8 +11,8 @@ from agent.fakes import FakeEnvironment, ScriptedLLM
 from collect_fakes import FINISH, SEARCH
 
 from actune.agent import AgentConfig, run_episode
-from actune.agent.config import INTERACTIVE_METHODS, METHODS
-from actune.judge import NO_PAGE_METHODS, Verdict, judge, record_verdict, titles_read, verdict_of
+from actune.agent.method_registry import interactive_methods, method_names, reads_no_pages
+from actune.judge import Verdict, judge, record_verdict, titles_read, verdict_of
 from actune.records.task_record import Task
 from actune.records.trajectory import Step, TaskRecord, Trajectory
 
@@ -96,8 +96,9 @@ _NO_PAGE_STEPS = {  # a well-ordered episode of each (cot_sc records its winning
 
 
 def test_no_page_methods_are_methods_that_read_no_pages() -> None:
-    assert set(NO_PAGE_METHODS) == set(_NO_PAGE_STEPS) and set(NO_PAGE_METHODS) <= set(METHODS)
-    assert not set(NO_PAGE_METHODS) & set(INTERACTIVE_METHODS)
+    no_pages = [m for m in method_names() if reads_no_pages(m)]
+    assert no_pages == list(_NO_PAGE_STEPS)
+    assert not set(no_pages) & set(interactive_methods())
 
 
 @pytest.mark.parametrize("method", sorted(_NO_PAGE_STEPS))

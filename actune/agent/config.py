@@ -3,29 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
+from actune.agent.method_registry import (interactive_methods, known_method, paper_methods, plans_first,
+                                          trainable_format)
 from actune.config import StrictModel
 
-__all__ = ["AgentConfig", "Method", "METHODS", "INTERACTIVE_METHODS", "PREFLECT_METHODS", "StepsMethod",
-           "STEPS_METHODS", "DEFAULT_MAX_STEPS", "Wire", "WIRES"]
+__all__ = ["AgentConfig", "Method", "StepsMethod", "DEFAULT_MAX_STEPS", "Wire", "WIRES"]
 
-# The one list of agent methods: every other module (prompt spec, CLI, bootstrap, judge) takes it from
-# here, and actune.agent.methods.METHOD_RUNNERS runs exactly these (tests/agent/test_method_lists.py).
-Method = Literal["standard", "cot", "cot_sc", "act", "react", "reflact", "react_cotsc", "cotsc_react", "preflect",
-                 "preflect_reflact"]
-METHODS: tuple[str, ...] = get_args(Method)
-INTERACTIVE_METHODS = ("act", "react", "reflact")
-#: PreFlect's plan-critique-act loop, acting with ReAct's thoughts or with ReflAct's reflections; every
-#: ``preflect_*`` setting applies to both.
-PREFLECT_METHODS = ("preflect", "preflect_reflact")
+#: An agent method: a name :mod:`actune.agent.method_registry` holds a spec under (the built-in ones, in
+#: actune.agent.methods, and any a plug-in registers).
+Method = Annotated[str, AfterValidator(known_method)]
 
 #: The loop formats an adapter can be trained in: exported records are converted into one of these. Act,
 #: CoT and Standard are the ReAct paper's baselines, fine-tuned on converted ReAct episodes (its Figure 3).
-StepsMethod = Literal["react", "reflact", "act", "cot", "standard"]
-STEPS_METHODS: tuple[str, ...] = get_args(StepsMethod)
+StepsMethod = Annotated[str, AfterValidator(trainable_format)]
 
 #: Wire formats: how a step travels to the model and back (AgentConfig.wire), and how training renders it.
 Wire = Literal["text", "chat", "tools"]
@@ -34,8 +28,6 @@ WIRES: tuple[str, ...] = get_args(Wire)
 #: Paper budgets: ReAct used 7 steps on HotpotQA and 5 on FEVER; ALFWorld episodes need many more.
 DEFAULT_MAX_STEPS = {"wiki": 7, "fever": 5, "docqa": 7, "alfworld": 50}
 
-#: The ReAct paper's methods: what ``fidelity: paper`` runs.
-PAPER_METHODS = ("standard", "cot", "cot_sc", "act", "react", "react_cotsc", "cotsc_react")
 #: The ReAct paper's step budgets, Act's as ReAct's: 7 on HotpotQA and 5 on FEVER (§3.2; FEVER.ipynb loops 7
 #: times, the paper's text says 5), 50 on ALFWorld (the repository's base_config.yaml ends a game at 50 steps;
 #: alfworld.ipynb's loop, ``range(1, 50)``, asks the model at most 49 times).
@@ -101,7 +93,7 @@ class AgentConfig(StrictModel):
     game's type; the paper's stop strings only; its budgets (``PAPER_STEPS``: wiki 7, FEVER 5, ALFWorld 50, unless
     ``episode_steps`` is set) and its endings only: the budget or the answer, no repetition or parse-error ending.
     The exemplar settings do not apply. The zero-shot regime (a tuned model) keeps actune's prompt, the one it
-    was trained on, with the paper's stops, budgets and endings. For the paper's methods (``PAPER_METHODS``)
+    was trained on, with the paper's stops, budgets and endings. For the paper's methods (:func:`~actune.agent.method_registry.paper_methods`)
     on the text wire, without multihop, early exit or extra stop strings, which the paper does not have."""
     episode_steps: int | None = Field(None, ge=1)
     """Step budget of one episode; None: the environment's default (wiki 7, fever 5, docqa 7, alfworld 50).
@@ -177,8 +169,8 @@ class AgentConfig(StrictModel):
 
     @model_validator(mode="after")
     def _tools_wire_methods(self) -> "AgentConfig":
-        if self.wire == "tools" and (self.method not in INTERACTIVE_METHODS or self.early_exit):
-            raise ValueError(f"wire tools runs {', '.join(INTERACTIVE_METHODS)} without early_exit (each step one "
+        if self.wire == "tools" and (self.method not in interactive_methods() or self.early_exit):
+            raise ValueError(f"wire tools runs {', '.join(interactive_methods())} without early_exit (each step one "
                              f"tool call), not method {self.method}" + (" with early_exit" if self.early_exit else ""))
         return self
 
@@ -187,8 +179,8 @@ class AgentConfig(StrictModel):
         if self.fidelity != "paper":
             return self
         # Settings the paper's runs do not have are errors, not silently dropped: a config that says paper runs it.
-        problems = [] if self.method in PAPER_METHODS else [
-            f"method {self.method} (the paper's: {', '.join(PAPER_METHODS)})"]
+        problems = [] if self.method in paper_methods() else [
+            f"method {self.method} (the paper's: {', '.join(paper_methods())})"]
         problems += [f"{name}: {getattr(self, name)}" for name, on in (
             ("multihop", self.multihop), ("early_exit", self.early_exit), ("extra_stop", self.extra_stop is not None),
             ("reprompt_action", not self.reprompt_action)) if on]
@@ -207,7 +199,7 @@ class AgentConfig(StrictModel):
         return {"fever": ["\nClaim:"], "alfworld": []}.get(env_name, ["\nQuestion:"])
 
     def step_budget(self, env_name: str) -> int:
-        if self.method in PREFLECT_METHODS and self.preflect_episode_steps is not None:
+        if plans_first(self.method) and self.preflect_episode_steps is not None:
             return self.preflect_episode_steps
         if self.fidelity == "paper" and self.episode_steps is None and env_name in PAPER_STEPS:
             return PAPER_STEPS[env_name]

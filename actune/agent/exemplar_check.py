@@ -17,15 +17,17 @@ from actune.agent.exemplars import (
     load_exemplars,
     select_exemplars,
 )
-from actune.agent.methods import BASE_METHOD
+from actune.agent.method_registry import method_spec, step_format
 from actune.agent.parser import parse_action
 from actune.agent.render import TASK_KIND
 from actune.envs.base import Environment
 
 __all__ = ["check_exemplar_actions", "exemplar_action_names", "ways_out"]
 
-#: Prompt heads whose exemplars show no action (only reasoning and the answer).
-_ANSWER_ONLY = ("standard", "cot")
+def _acts(name: str) -> bool:
+    """Whether step format ``name``'s exemplars show actions (Standard's and CoT's: only reasoning and the answer)."""
+    f = step_format(name)
+    return f is not None and f.acting
 
 
 def exemplar_action_names(exemplars: list[Exemplar], env: Environment) -> list[str]:
@@ -44,10 +46,11 @@ def exemplar_action_names(exemplars: list[Exemplar], env: Environment) -> list[s
 def _shows_actions(cfg: AgentConfig) -> bool:
     """Whether a prompt of ``cfg`` shows the structured exemplars' actions: a hybrid acts in ReAct's format, and a
     paper prompt file replaces the exemplars of the method it is for."""
-    acting = "react" if cfg.method in ("react_cotsc", "cotsc_react") else BASE_METHOD[cfg.method]
-    if acting in _ANSWER_ONLY:
+    spec = method_spec(cfg.method)
+    acting = next((f for f in spec.formats if _acts(f)), None)  # a hybrid acts in its acting phase's format
+    if acting is None:
         return False
-    return cfg.paper_prompt_file is None or acting != BASE_METHOD[cfg.method]
+    return cfg.paper_prompt_file is None or acting != spec.steps.name
 
 
 def ways_out() -> str:

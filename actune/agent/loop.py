@@ -52,7 +52,7 @@ from actune.agent.config import AgentConfig
 from actune.agent.episode import LLM, Episode, EpisodeEnd, Event, approx_tokens, episode_seed
 from actune.agent.exemplar_check import check_exemplar_actions
 from actune.agent.exemplars import EVERY_STEP, ExemplarSet, paper_prompt_file, paper_prompt_key
-from actune.agent.methods import BASE_METHOD, METHOD_RUNNERS
+from actune.agent.method_registry import method_spec
 from actune.agent.methods.live import LiveLLM
 from actune.agent.render import PromptContext, build_paper_prompt_context, build_prompt_context, instruction_for
 from actune.agent.validate import steps_method
@@ -83,7 +83,7 @@ def _prompt_factory(cfg: AgentConfig, env: Environment, task: Task, initial_obs:
         if cfg.fidelity == "paper" and cfg.regime == "few_shot":
             return _paper_prompt(cfg, env, task, initial_obs, method)
         paper = None
-        if cfg.paper_prompt_file is not None and method == BASE_METHOD[cfg.method]:
+        if cfg.paper_prompt_file is not None and method == method_spec(cfg.method).steps.name:
             if not cfg.paper_prompt_key:
                 raise ValueError("paper_prompt_file needs paper_prompt_key")
             paper = (str(cfg.paper_prompt_file), cfg.paper_prompt_key)
@@ -103,7 +103,7 @@ def _paper_prompt(cfg: AgentConfig, env: Environment, task: Task, initial_obs: s
     reads ``paper_prompt_key`` as configured, the other phase the same variant of its own method (ReAct's
     ``webthink_simple6``, CoT-SC's ``cotqa_simple6``); ALFWorld picks by the game's type instead."""
     key = cfg.paper_prompt_key
-    if env.name != "alfworld" and not (key and method == BASE_METHOD[cfg.method]):
+    if env.name != "alfworld" and not (key and method == method_spec(cfg.method).steps.name):
         key = paper_prompt_key(method, env.name, key)
     return build_paper_prompt_context(method, env.name, task.question,
                                       paper_prompt_file(env.name, cfg.paper_prompt_file), key,
@@ -132,7 +132,8 @@ async def iter_episode(
     model = ModelRecord(name=model.name, adapter=model.adapter, regime=cfg.regime, wire=cfg.wire,
                         exemplar_set=(cfg.paper_prompt_key or cfg.exemplar_set or env.name)
                         if cfg.regime == "few_shot" else None)
-    temperature = cfg.cot_sc_temperature if cfg.method == "cot_sc" else cfg.temperature
+    spec = method_spec(cfg.method)
+    temperature = getattr(cfg, spec.temperature)
     traj = Trajectory(
         task=TaskRecord.of(task),
         method=cfg.method,
@@ -150,14 +151,14 @@ async def iter_episode(
     if initial_obs:
         traj.info["initial_observation"] = initial_obs
     factory = _prompt_factory(cfg, env, task, initial_obs, exemplar_set)
-    base = BASE_METHOD[cfg.method]
+    base = spec.steps.name
     deltas: asyncio.Queue[Event] | None = asyncio.Queue() if cfg.stream_events else None
     if deltas is not None:
         llm = LiveLLM(llm, deltas.put_nowait)
     ep = Episode(traj, env, llm, cfg, factory(base), seed, count_tokens, prompt_factory=factory)
     yield Event("starting", 0, {"task_id": task.id, "goal": task.question, "method": cfg.method,
                                 "max_iterations": cfg.step_budget(env.name)})
-    events = METHOD_RUNNERS[cfg.method](ep)
+    events = spec.run(ep)
     try:
         async for ev in (events if deltas is None else _with_deltas(events, deltas)):
             yield ev

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from actune.agent.step_formats import reflection_formats
+from actune.agent.method_registry import is_reflective
 from actune.agent.validate import steps_method
 from actune.records.trajectory import Trajectory
 
@@ -49,7 +49,7 @@ def reflection_part_problems(traj: Trajectory) -> list[str]:
     """For a ReflAct trajectory (or PreFlect's with ReflAct steps), one line per reflection step that lacks
     parts ([] when every one has all three, and for trajectories of other methods), e.g. ``steps[3]:
     reflection 2 lacks latest discovery``."""
-    if steps_method(traj) not in reflection_formats():
+    if not is_reflective(steps_method(traj)):
         return []
     problems = []
     for k, s in enumerate(traj.steps):

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from actune.agent.config import PREFLECT_METHODS
 from actune.agent.exemplars import (
     EVERY_STEP,
     SPARSE_THINK,
@@ -29,7 +28,7 @@ from actune.agent.exemplars import (
     load_paper_prompt,
     select_exemplars,
 )
-from actune.agent.step_formats import reflection_formats, step_label
+from actune.agent.method_registry import is_reflective, step_format, step_label
 from actune.records.trajectory import Step, Trajectory
 
 __all__ = [
@@ -48,7 +47,6 @@ __all__ = [
     "question_line",
     "COT_PREFIX",
     "REPLAN_ACTION",
-    "REFLECTION_FORMATS",
     "USER_STEP_TYPES",
     "trajectory_prompt_context",
     "episode_segments",
@@ -63,9 +61,6 @@ COT_PREFIX = "Let's think step by step."
 #: Steps that come from outside the agent: chat user turns, never trained on (a critique is the
 #: reflector's answer, not the agent's).
 USER_STEP_TYPES = ("observation", "critique")
-
-#: Step formats whose steps are ReflAct reflections and whose answer is ``FINAL ANSWER: ...``.
-REFLECTION_FORMATS = reflection_formats()
 
 #: PreFlect's extra action, named in its instruction.
 REPLAN_ACTION = "re_plan"
@@ -130,38 +125,13 @@ def question_line(env: str, question: str, initial_observation: str = "") -> str
 
 
 def instruction_for(method: str, env: str, actions: str, style: str = EVERY_STEP) -> str:
-    """The instruction the model sees first, in every regime."""
+    """The instruction the model sees first, in every regime: step format ``method``'s (a name no method writes
+    gets Standard's)."""
     task = _TASK_PHRASE.get(env, "Solve a question answering task")
-    actions = actions.strip()
-    fever_hint = " The answer is one of SUPPORTS, REFUTES, NOT ENOUGH INFO." if env == "fever" else ""
-    if method == "react" and style == SPARSE_THINK:
-        return (f"{task} with interleaving Action, Observation steps. Think only where it helps, with the "
-                f"action 'think: ...'. Action can be one of:\n{actions}")
-    if method == "react":
-        return (f"{task} with interleaving Thought, Action, Observation steps. Thought can reason about "
-                f"the current situation, and Action can be one of:\n{actions}")
-    if method == "act":
-        return f"{task} with interleaving Action, Observation steps. Action can be one of:\n{actions}"
-    if method == "preflect":
-        return (f"{task}. First write a Plan: the steps that will solve it with the actions below. Then "
-                "follow it with interleaving Thought, Action, Observation steps. Thought can reason about the "
-                f"current situation, and Action can be one of:\n{actions}\n{REPLAN_ACTION_DOC}")
-    if method == "preflect_reflact":
-        return (f"{task}. First write a Plan: the steps that will solve it with the actions below. Then "
-                f"follow it with interleaving Reflection, Action, Observation steps. {_REFLECTION_PARTS_DOC} "
-                f"Action can be one of:\n{actions}\n{REPLAN_ACTION_DOC}\n{_REFLECTION_ANSWER_DOC}")
-    if method == "reflact":
-        return (f"{task} with interleaving Reflection, Action, Observation steps. {_REFLECTION_PARTS_DOC} "
-                f"Action can be one of:\n{actions}\n{_REFLECTION_ANSWER_DOC}")
-    if method == "cot":
-        return f"{task}. Think step by step, then give the answer on a line starting with 'Answer:'.{fever_hint}"
-    return f"{task}. Give the answer on a line starting with 'Answer:'.{fever_hint}"
-
-
-_REFLECTION_PARTS_DOC = ("Each Reflection states (1) the current state: what is known so far, (2) the latest "
-                         "discovery: what the last observation added, (3) the relation to the goal: how close the "
-                         "answer is and what is still missing.")
-_REFLECTION_ANSWER_DOC = "When the goal is reached, write a Reflection saying so, then FINAL ANSWER: <answer>."
+    hint = " The answer is one of SUPPORTS, REFUTES, NOT ENOUGH INFO." if env == "fever" else ""
+    f = step_format(method) or step_format("standard")
+    assert f is not None
+    return f.instruction(task, actions.strip(), style, hint)
 
 
 def _is_finish(action: str, finish_action: str | None) -> str | None:
@@ -184,21 +154,21 @@ def render_exemplar(ex: Exemplar, method: str, env: str, finish_action: str | No
                     style: str = EVERY_STEP) -> str:
     """One exemplar in ``method``'s text format (ends with a newline); ``style`` is its set's."""
     lines = [question_line(env, ex.question, ex.initial_observation)]
-    if method in PREFLECT_METHODS:
+    f = step_format(method)
+    if f is not None and f.plans:
         lines += [f"Plan 1: {exemplar_plan(ex, finish_action)}", "Critique 1: PASS"]
-    if method == "standard":
-        lines.append(f"Answer: {ex.answer}")
-    elif method == "cot":
-        lines.append(f"Thought: {COT_PREFIX} {ex.cot}".rstrip())
+    if f is None or not f.acting:  # Standard: the answer; CoT: the reasoning, then the answer
+        if f is not None and f.reason_type is not None:
+            lines.append(f"{f.label}: {COT_PREFIX} {ex.cot}".rstrip())
         lines.append(f"Answer: {ex.answer}")
     else:
         for i, s in enumerate(ex.steps, 1):
             answer = _is_finish(s.action, finish_action)
-            if method in ("react", "preflect") and style != SPARSE_THINK:
-                lines.append(f"Thought {i}: {s.thought}")
-            elif method in REFLECTION_FORMATS:
-                lines.append(f"Reflection {i}: {s.reflection or s.thought}")
-            if method in REFLECTION_FORMATS and answer is not None:
+            if f.reflections:
+                lines.append(f"{f.label} {i}: {s.reflection or s.thought}")
+            elif f.label is not None and style != SPARSE_THINK:
+                lines.append(f"{f.label} {i}: {s.thought}")
+            if f.reflections and answer is not None:
                 lines.append(f"FINAL ANSWER: {answer}")
                 break
             lines.append(f"Action {i}: {s.action}")
@@ -341,9 +311,10 @@ def _head_text(ctx: PromptContext) -> str:
 
 
 def _answer_line(ctx: PromptContext, s: Step) -> str:
-    if ctx.method in ("standard", "cot"):
+    f = step_format(ctx.method)
+    if f is not None and not f.acting:  # Standard, CoT
         return f"Answer: {s.action_arg or ''}"
-    if ctx.method in REFLECTION_FORMATS:
+    if is_reflective(ctx.method):
         return f"FINAL ANSWER: {s.action_arg or ''}"
     if _is_finish(s.text, ctx.finish_action) is not None:
         text = s.text
@@ -358,8 +329,9 @@ def _step_line(ctx: PromptContext, s: Step) -> str:
         return f"> {s.text}" if s.type == "action" else s.text
     if s.type == "answer":
         return _answer_line(ctx, s)
-    if ctx.method == "cot" and s.type == "thought":
-        return f"Thought: {s.text}"
+    f = step_format(ctx.method)
+    if f is not None and f.label and s.type == f.reason_type:  # the format's own label: CoT's one is unnumbered
+        return f"{f.label} {s.iteration}: {s.text}" if f.acting else f"{f.label}: {s.text}"
     label = {"thought": "Thought", "reflection": "Reflection", "action": "Action", "observation": "Observation",
              "plan": "Plan", "critique": "Critique"}[s.type]
     return f"{label} {s.iteration}: {s.text}"

@@ -22,16 +22,13 @@ import json
 from typing import Any
 
 from actune.agent.parser import ParsedStep
-from actune.agent.render import REFLECTION_FORMATS, USER_STEP_TYPES, PromptContext, assistant_turns_trained
+from actune.agent.method_registry import is_reflective
+from actune.agent.render import USER_STEP_TYPES, PromptContext, assistant_turns_trained
 from actune.envs.actions import ActionSpec, tool_schema
 from actune.envs.base import Action
 from actune.records.trajectory import Step
 
-__all__ = ["TOOL_METHODS", "tools_for", "render_tool_messages", "read_tool_call", "tool_hint", "call_id"]
-
-#: Methods whose every step is one action: the ones the tools wire can run.
-TOOL_METHODS = ("act", "react", "reflact")
-
+__all__ = ["tools_for", "render_tool_messages", "read_tool_call", "tool_hint", "call_id"]
 
 def tools_for(specs: tuple[ActionSpec, ...]) -> list[dict[str, Any]]:
     """The OpenAI ``tools`` list for an environment's actions, in their declared order."""
@@ -110,7 +107,7 @@ def read_tool_call(content: str, tool_calls: list[dict[str, Any]] | None, specs:
         value = next(iter(args.values()))
     value = "" if value is None else value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     if name == finish_action:
-        text = f"FINAL ANSWER: {value}" if method in REFLECTION_FORMATS else f"{name}[{value}]"
+        text = f"FINAL ANSWER: {value}" if is_reflective(method) else f"{name}[{value}]"
         return ParsedStep(thought=thought, action_text=text, answer=value.strip())
     return ParsedStep(thought=thought, action_text=f"{name}[{value}]", action=Action(name, value.strip()),
                       error=None if spec else f"Invalid action: {name} is not a tool here.")

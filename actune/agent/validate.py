@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 from actune.agent.exemplars import SPARSE_THINK
-from actune.agent.step_formats import STEP_FORMATS
+from actune.agent.method_registry import method_names, method_spec, step_format
 from actune.records.trajectory import Trajectory
 
 __all__ = ["step_order_problems", "steps_method"]
 
-_BASE = {"standard": "standard", "cot": "cot", "cot_sc": "cot", "act": "act", "react": "react",
-         "reflact": "reflact", "preflect": "preflect", "preflect_reflact": "preflect_reflact"}
 REPLAN_ACTION = "re_plan"  # actune.agent.render.REPLAN_ACTION, kept import-free here
 
 
 def steps_method(traj: Trajectory) -> str:
-    """The base method whose format ``traj.steps`` are in (hybrids: the phase that answered)."""
-    if traj.method in _BASE:
-        return _BASE[traj.method]
+    """The step format ``traj.steps`` are in (hybrids: the phase that answered; before phases were recorded, the
+    first)."""
+    spec = method_spec(traj.method) if traj.method in method_names() else None
+    if spec is not None and not spec.phases:
+        return spec.steps.name
     phases = traj.info.get("phases") or []
-    last = phases[-1]["method"] if phases else ("react" if traj.method == "react_cotsc" else "cot_sc")
-    return _BASE.get(last, "react")
+    if not phases:
+        return spec.phases[0] if spec is not None else "react"
+    last = phases[-1]["method"]
+    return method_spec(last).steps.name if last in method_names() else "react"
 
 
 def step_order_problems(traj: Trajectory) -> list[str]:
@@ -27,16 +29,15 @@ def step_order_problems(traj: Trajectory) -> list[str]:
     method = steps_method(traj)
     kinds = [s.type for s in traj.steps]
     problems: list[str] = []
-    if method == "standard":
-        if kinds not in ([], ["answer"]):
-            problems.append(f"standard: expected [answer], got {kinds}")
-    elif method in ("preflect", "preflect_reflact"):
-        problems.extend(_preflect_problems(traj.steps, "reflection" if method == "preflect_reflact" else "thought"))
-    elif method == "cot":
-        if kinds not in ([], ["thought"], ["thought", "answer"]):
-            problems.append(f"cot: expected [thought, answer], got {kinds}")
+    f = step_format(method)
+    if f is not None and not f.acting:  # Standard: [answer]; CoT: [thought, answer]
+        whole = [t for t in (f.reason_type, "answer") if t is not None]
+        if kinds != whole[:len(kinds)]:  # a record may stop anywhere (a context overflow)
+            problems.append(f"{method}: expected [{', '.join(whole)}], got {kinds}")
+    elif f is not None and f.plans:
+        problems.extend(_preflect_problems(traj.steps, f.reason_type or "thought"))
     else:
-        reason_type = STEP_FORMATS[method].reason_type
+        reason_type = f.reason_type if f is not None else None
         if (traj.info.get("prompt") or {}).get("style") == SPARSE_THINK:
             reason_type = None  # ReAct's sparse form: its thoughts are think: actions
 

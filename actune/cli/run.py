@@ -25,7 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from actune.agent.config import METHODS, WIRES
+from actune.agent.config import WIRES
+from actune.agent.method_registry import method_names
 from actune.cli.env_argument import ENV_HELP, env_name
 from actune.cli.exit_codes import FAILED
 
@@ -43,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a YAML file of AgentConfig fields (optional), then AgentConfig overrides, "
                    "e.g. temperature=0.4")
     p.add_argument("--env", default="wiki", type=env_name, help=ENV_HELP)
-    p.add_argument("--method", choices=METHODS,
+    p.add_argument("--method", choices=method_names(),
                    help="prompting method (default: the adapter's prompt spec, else react)")
     p.add_argument("--model",
                    help="base model to serve (default smollm2-135m), or with --endpoint the served model name "

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from actune.agent import AgentConfig, run_episode
-from actune.agent.config import PREFLECT_METHODS
+from actune.agent.method_registry import method_names, plans_first
 from actune.agent.planning_errors import load_catalog
 from actune.agent.reflection_parts import reflection_part_problems
 from actune.agent.render import build_prompt_context
@@ -179,7 +179,7 @@ def test_export_keeps_the_record_whole_and_trains_on_plans_and_reflections_not_c
 
 
 def test_preflect_settings_cover_both_variants():
-    assert PREFLECT_METHODS == ("preflect", "preflect_reflact")
+    assert method_names(lambda s: plans_first(s.name)) == ("preflect", "preflect_reflact")
     assert cfg(preflect_episode_steps=None).step_budget("fever") == 5
     with pytest.raises(ValueError, match="is for react, not preflect_reflact"):
         from pathlib import Path

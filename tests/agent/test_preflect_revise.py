@@ -10,7 +10,7 @@ import json
 import pytest
 
 from actune.agent import AgentConfig, iter_episode, run_episode
-from actune.agent.config import METHODS
+from actune.agent.method_registry import method_names
 from actune.agent.planning_errors import CatalogError, ErrorExample, load_catalog
 from actune.agent.validate import step_order_problems
 from actune.bootstrap.distill_errors import DistillConfig, distill_errors
@@ -206,7 +206,7 @@ def test_a_hand_written_entry_may_hold_examples_and_bad_ones_are_named(tmp_path)
 
 def test_preflect_episode_steps_null_gives_every_method_the_same_budget():
     for env in ("wiki", "fever", "docqa"):
-        budgets = {m: AgentConfig(method=m, preflect_episode_steps=None).step_budget(env) for m in METHODS}
+        budgets = {m: AgentConfig(method=m, preflect_episode_steps=None).step_budget(env) for m in method_names()}
         assert set(budgets.values()) == {AgentConfig().step_budget(env)}, (env, budgets)
     assert AgentConfig.model_validate({"method": "preflect", "preflect_episode_steps": None}).step_budget("wiki") == 7
 

@@ -10,13 +10,15 @@ from pathlib import Path
 import pytest
 
 from actune.agent import AgentConfig, PromptSpec, run_episode, save_prompt_spec
-from actune.agent.config import METHODS
+from actune.agent.method_registry import method_names
 from actune.agent.validate import step_order_problems
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.llm import ClientConfig, LLMClient
 from actune.records.task_record import Task
 from actune.records.trajectory import FINISH_REASONS, ModelRecord, Trajectory
+
+METHODS = method_names()
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "agent" / "corpus.jsonl"
 TASK = Task(id="walkman", question="In which year was the company that makes the Walkman founded?",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from actune.bootstrap.gold_paths import (
     GOLD_PATH_MODEL,
-    as_reflact,
+    as_reflections,
     gold_path,
     question_mention,
     search_order,
@@ -241,7 +241,7 @@ def test_with_lookups_a_bridge_looks_up_a_question_word_and_answers_from_the_sen
 def test_a_reflact_gold_path_states_where_it_stands_against_the_goal_at_every_step(tmp_path: Path) -> None:
     env = make_env(_env(tmp_path))
     react, _ = gold_path(BRIDGE, env, lookups=True)
-    traj = as_reflact(react, env)
+    traj = as_reflections(react, env, "reflact")
     assert [(s.type, s.text) for s in traj.steps if s.type in ("reflection", "answer")] == [
         ("reflection", "Current state: nothing is known yet. Latest discovery: none. Goal relation: the answer is not "
                        "found yet; I need to search Big Stone Gap."),

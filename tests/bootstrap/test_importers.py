@@ -17,8 +17,8 @@ from actune.bootstrap.export import export_dataset, export_rows, kept_records, t
 from actune.bootstrap.importers import (
     FORMATS,
     IMPORT_ENVS,
-    IMPORT_METHODS,
     ImportSetError,
+    import_methods,
     import_set,
     task_id_for,
 )
@@ -332,7 +332,7 @@ def test_the_command_offers_what_the_importer_knows():
     stages.register(parser.add_subparsers(dest="command"))
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["import"]
     choices = {a.dest: tuple(a.choices) for a in sub._actions if a.choices}
-    assert choices == {"format": FORMATS, "method": tuple(IMPORT_METHODS)}
+    assert choices == {"format": FORMATS, "method": tuple(import_methods())}
     # --env takes any environment name (tests/cli/test_env_argument.py), the built-ins of IMPORT_ENVS among them
     assert all(next(a for a in sub._actions if a.dest == "env").type(name) == name for name in IMPORT_ENVS)
 
@@ -357,7 +357,7 @@ def test_a_lora_trains_on_an_imported_set(tmp_path, embedded_model):
     """actune's own recipe, one step of a rank-4 LoRA on the embedded model, on FireAct records only."""
     from actune.agent.prompt_spec import load_prompt_spec
     from actune.train.config import LoraSettings, TrainConfig
-    from actune.train.run import train
+    from actune.train.sft import train
 
     store = tmp_path / "s.jsonl"
     import_set(GPT, store, "openai")

@@ -127,7 +127,7 @@ def test_bad_per_model_overrides_name_the_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load_config(RunConfig, path)
     msg = str(err.value)
-    assert "eval.models[0].agent.method: Input should be " in msg
+    assert "eval.models[0].agent.method: unknown method 'telepathy' (known: 'standard', " in msg
     assert "eval.models[1].agent.temprature: unknown key (not an AgentConfig field)" in msg
     # a config assembled without validation still fails when planned
     cfg = EvalConfig(models=[EvalModel(label="a")])

@@ -7,11 +7,12 @@ from collections import Counter
 from typing import AsyncIterator
 
 from actune.agent.episode import Episode, Event
-from actune.agent.methods.direct import cot_sample
+from actune.agent.method_registry import MethodSpec
+from actune.agent.methods.direct import COT_STEPS, cot_sample
 from actune.records.trajectory import Step
 from actune.tasks.metrics import normalize_answer
 
-__all__ = ["run_cot_sc", "majority_vote"]
+__all__ = ["SPEC", "run_cot_sc", "majority_vote"]
 
 
 def majority_vote(answers: list[str | None]) -> tuple[int | None, dict[str, int]]:
@@ -58,3 +59,6 @@ async def run_cot_sc(ep: Episode) -> AsyncIterator[Event]:
                       meta={"votes": top, "n": n}))
     ep.traj.prediction = answer
     ep.traj.finish_reason = "answered"
+
+
+SPEC = MethodSpec("cot_sc", run_cot_sc, COT_STEPS, reads_pages=False, paper=True, temperature="cot_sc_temperature")

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import AsyncIterator
 
 from actune.agent.episode import Episode, Event
+from actune.agent.method_registry import Cost, MethodSpec, StepFormat
 from actune.agent.parser import parse_answer
 from actune.agent.render import COT_PREFIX
 from actune.records.trajectory import Step
 
-__all__ = ["run_standard", "run_cot", "cot_sample"]
+__all__ = ["COT", "COT_STEPS", "STANDARD", "STANDARD_STEPS", "run_standard", "run_cot", "cot_sample"]
 
 
 async def run_standard(ep: Episode) -> AsyncIterator[Event]:
@@ -53,3 +54,28 @@ async def run_cot(ep: Episode) -> AsyncIterator[Event]:
     yield ep.add(Step("answer", answer, 1, action_name="answer", action_arg=answer))
     ep.traj.prediction = answer
     ep.traj.finish_reason = "answered"
+
+
+def _standard_instruction(task: str, actions: str, style: str, hint: str) -> str:
+    return f"{task}. Give the answer on a line starting with 'Answer:'.{hint}"
+
+
+def _cot_instruction(task: str, actions: str, style: str, hint: str) -> str:
+    return f"{task}. Think step by step, then give the answer on a line starting with 'Answer:'.{hint}"
+
+
+STANDARD_STEPS = StepFormat(
+    "standard", "Standard", None, None, _standard_instruction, acting=False,
+    accepts=lambda s: not s.plans,  # any record's answer alone
+    card_steps="the answer alone, `Answer: answer`, with no reasoning or action",
+    card_ending="Answer: answer", conversion="the answer alone", cost=Cost(prompted=0.1, tuned=0.05))
+COT_STEPS = StepFormat(
+    "cot", "CoT", "Thought", "thought", _cot_instruction, acting=False,
+    accepts=lambda s: not s.plans and s.reason_type is not None,  # the reasoning joined: none to join in Act's
+    card_steps="one `Thought: Let's think step by step. ...` (the reasoning on one line) then `Answer: "
+               "answer`, with no action (a ReAct or ReflAct episode's thoughts or reflections, joined "
+               "in order, are the reasoning)",
+    card_ending="Thought: ... Answer: answer", conversion="thoughts joined into the one reasoning",
+    cost=Cost(prompted=0.25, tuned=0.15))
+STANDARD = MethodSpec("standard", run_standard, STANDARD_STEPS, reads_pages=False, paper=True)
+COT = MethodSpec("cot", run_cot, COT_STEPS, reads_pages=False, paper=True, imports_as="react")

@@ -10,10 +10,13 @@ from dataclasses import asdict
 from typing import AsyncIterator
 
 from actune.agent.episode import Episode, EpisodeEnd, Event
+from actune.agent.method_registry import MethodSpec
 from actune.agent.methods.cot_sc import run_cot_sc
+from actune.agent.methods.direct import COT_STEPS
+from actune.agent.methods.react import STEPS as REACT_STEPS
 from actune.agent.methods.interactive import run_interactive
 
-__all__ = ["run_react_cotsc", "run_cotsc_react"]
+__all__ = ["COTSC_REACT", "REACT_COTSC", "run_react_cotsc", "run_cotsc_react"]
 
 
 def _close_phase(ep: Episode, method: str) -> dict:
@@ -61,3 +64,8 @@ async def run_cotsc_react(ep: Episode) -> AsyncIterator[Event]:
     async for ev in run_interactive(ep, "react", budget):
         yield ev
     ep.traj.info["phases"].append({"method": "react", "finish_reason": ep.traj.finish_reason})
+
+
+# records hold the answering phase's steps: ReAct's or CoT's
+REACT_COTSC = MethodSpec("react_cotsc", run_react_cotsc, REACT_STEPS, phases=("react", "cot"), paper=True)
+COTSC_REACT = MethodSpec("cotsc_react", run_cotsc_react, COT_STEPS, phases=("cot", "react"), paper=True)

@@ -22,8 +22,7 @@ from actune.agent.methods.live import (
     record_step,
 )
 from actune.agent.parser import ParsedStep, parse_step
-from actune.agent.render import REFLECTION_FORMATS
-from actune.agent.step_formats import reason_type, step_label
+from actune.agent.method_registry import is_reflective, reason_type, step_label
 from actune.envs.base import Action
 from actune.records.trajectory import Step
 
@@ -49,7 +48,7 @@ def _parse(ep: Episode, method: str, text: str, i: int) -> ParsedStep:
         text = f"Action {i}: " + _LEAD_ACTION.sub("", text, count=1)
     # ReflAct writes LLARS' labels, whose FINAL ANSWER runs to the next label (a cited, multi-line answer).
     return parse_step(text, tuple(env.action_names) or None, env.finish_action, free_text=free,
-                      answer_to_label=method in REFLECTION_FORMATS)
+                      answer_to_label=is_reflective(method))
 
 
 def _read(ep: Episode, method: str, step_format: str, text: str, i: int) -> ParsedStep:
@@ -259,7 +258,7 @@ async def final_answer_now(ep: Episode, method: str, i: int) -> AsyncIterator[Ev
     """Adaptive early exit: prompt the final answer line (step ``i``) directly and end the episode."""
     env, traj = ep.env, ep.traj
     finish = env.finish_action or "finish"
-    labelled = method in REFLECTION_FORMATS  # FINAL ANSWER: ...; else the finish action
+    labelled = is_reflective(method)  # FINAL ANSWER: ...; else the finish action
     prefix = "FINAL ANSWER:" if labelled else f"Action {i}: {finish}["
 
     def read(text: str) -> ParsedStep:

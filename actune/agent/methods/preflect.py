@@ -47,11 +47,13 @@ from actune.agent.methods.interactive import ActingState, dispatch_step, observe
 from actune.agent.methods.live import iteration_event, open_step, record_step
 from actune.agent.parser import ParsedStep, parse_step
 from actune.agent.planning_errors import PlanningErrorCatalog, load_catalog
-from actune.agent.render import REFLECTION_FORMATS, REPLAN_ACTION, PromptContext, step_label
+from actune.agent.method_registry import MethodSpec, StepFormat, is_reflective, step_label
+from actune.agent.methods.reflact import REFLECTION_ANSWER_DOC, REFLECTION_PARTS_DOC
+from actune.agent.render import REPLAN_ACTION, REPLAN_ACTION_DOC, PromptContext
 from actune.llm import Completion
 from actune.records.trajectory import Step
 
-__all__ = ["run_preflect", "clean_plan"]
+__all__ = ["PREFLECT", "PREFLECT_REFLACT", "run_preflect", "clean_plan"]
 
 _PLAN_CUT = re.compile(r"(?:^|\n)[ \t]*(?:thought|reflection|action|observation|critique|plan|question|claim)"
                        r"[ \t]*\d*[ \t]*:", re.IGNORECASE)
@@ -74,13 +76,13 @@ def _action_names(ep: Episode) -> tuple[str, ...] | None:
 def _parse(ep: Episode, method: str, text: str) -> ParsedStep:
     # ReflAct steps use LLARS' labels, whose FINAL ANSWER runs to the next label
     return parse_step(text, _action_names(ep), ep.env.finish_action, free_text=ep.env.finish_action is None,
-                      answer_to_label=method in REFLECTION_FORMATS)
+                      answer_to_label=is_reflective(method))
 
 
 def _read(ep: Episode, method: str, text: str) -> ParsedStep:
     """The step ``text`` holds, as it is recorded (the live stream reads partial text with this too)."""
     parsed = _parse(ep, method, text)
-    if parsed.action_text is None and method not in REFLECTION_FORMATS:
+    if parsed.action_text is None and not is_reflective(method):
         parsed.thought = parsed.thought.strip().split("\n", 1)[0].strip()  # as ReAct: first line only
     return parsed
 
@@ -194,7 +196,7 @@ async def run_preflect(ep: Episode, method: str = "preflect") -> AsyncIterator[E
     catalog = load_catalog(cfg.preflect_catalog)
     prompt = ep.prompt_for(method)
     label = step_label(method)  # Thought | Reflection
-    reflects = method in REFLECTION_FORMATS
+    reflects = is_reflective(method)
     # A plan ends at a blank line or where the model runs on into the acting steps.
     plan_stop = ["\n\n", "\nCritique", f"\n{label}"]
     step_stop = ["\nObservation", "\n\n", f"\n{label}"]
@@ -250,3 +252,24 @@ async def run_preflect(ep: Episode, method: str = "preflect") -> AsyncIterator[E
             return
     yield Event("max_iterations_reached", budget, {})
     traj.finish_reason = "max_steps"
+
+
+_PLAN_FIRST = "First write a Plan: the steps that will solve it with the actions below. Then follow it with"
+
+
+def _instruction(task: str, actions: str, style: str, hint: str) -> str:
+    return (f"{task}. {_PLAN_FIRST} interleaving Thought, Action, Observation steps. Thought can reason about the "
+            f"current situation, and Action can be one of:\n{actions}\n{REPLAN_ACTION_DOC}")
+
+
+def _reflecting_instruction(task: str, actions: str, style: str, hint: str) -> str:
+    return (f"{task}. {_PLAN_FIRST} interleaving Reflection, Action, Observation steps. {REFLECTION_PARTS_DOC} "
+            f"Action can be one of:\n{actions}\n{REPLAN_ACTION_DOC}\n{REFLECTION_ANSWER_DOC}")
+
+
+PREFLECT = MethodSpec("preflect", run_preflect,
+                      StepFormat("preflect", "PreFlect", "Thought", "thought", _instruction, plans=True))
+PREFLECT_REFLACT = MethodSpec(
+    "preflect_reflact", lambda ep: run_preflect(ep, "preflect_reflact"),
+    StepFormat("preflect_reflact", "PreFlect (ReflAct steps)", "Reflection", "reflection", _reflecting_instruction,
+               plans=True, reflections=True))

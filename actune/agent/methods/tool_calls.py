@@ -8,17 +8,17 @@ server's tool parser reads. Steps are not streamed as deltas: a call's arguments
 
 from __future__ import annotations
 
-from typing import AsyncIterator
+from typing import AsyncIterator, Callable
 
 from actune.agent.episode import Episode, Event
-from actune.agent.methods.interactive import ActingState, act_on
+from actune.agent.methods.interactive import ActingState, act_on, run_interactive
 from actune.agent.methods.live import iteration_event, record_step
-from actune.agent.step_formats import reason_type
+from actune.agent.method_registry import reason_type
 from actune.agent.tool_calls import read_tool_call, render_tool_messages, tool_hint, tools_for
 from actune.envs.actions import action_specs
 from actune.records.trajectory import Step
 
-__all__ = ["run_tool_calls"]
+__all__ = ["acting", "run_tool_calls"]
 
 
 async def run_tool_calls(ep: Episode, method: str, budget: int | None = None) -> AsyncIterator[Event]:
@@ -51,3 +51,9 @@ async def run_tool_calls(ep: Episode, method: str, budget: int | None = None) ->
             return
     yield Event("max_iterations_reached", budget, {})
     traj.finish_reason = "max_steps"
+
+
+def acting(method: str) -> Callable[[Episode], AsyncIterator[Event]]:
+    """Act, ReAct or ReflAct (``method``: its step format) in the episode's wire: labelled text steps, or tool
+    calls."""
+    return lambda ep: (run_tool_calls if ep.cfg.wire == "tools" else run_interactive)(ep, method)
