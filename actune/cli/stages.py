@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from actune.agent.method_registry import method_names
 from actune.cli.env_argument import import_env_name
 from actune.cli.stage_command import (
     COLLECT_ERRORS,
@@ -263,7 +264,7 @@ def _register_import(sub: argparse._SubParsersAction) -> None:
                    help="environment whose actions the steps use, and a tuned model will act in: wiki, fever, or "
                         "your own that builds without settings (module:function or an actune.envs entry point) "
                         "(default: %(default)s)")
-    p.add_argument("--method", default="react", choices=("react", "reflact", "cot"),
+    p.add_argument("--method", default="react", choices=method_names(lambda s: s.imports_as is not None),
                    help="method the records are filed under; cot: one-step sets (default: %(default)s)")
     p.add_argument("--split", default="train",
                    help="dataset split to load, and the tasks' split (default: %(default)s)")
