@@ -3,12 +3,14 @@ every table that differs by method (the loop's runner, the prompt head, the judg
 the importer's mapping, the cards' words, the quickstart's cost weights) is read from here.
 
 A method's spec lives in its own module under :mod:`actune.agent.methods`, which registers the built-in ones; a
-plug-in or a test adds its own with :func:`register_method` and touches no package file.
+package adds its own through the entry point group :data:`METHODS_GROUP`, a test or a script with
+:func:`register_method`, and neither touches a file of actune's.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,7 +18,7 @@ from typing import Any
 
 from pydantic_core import PydanticCustomError
 
-__all__ = ["Cost", "MethodSpec", "StepFormat", "UnknownMethod", "convertible", "interactive_methods", "is_reflective",
+__all__ = ["METHODS_GROUP", "Cost", "MethodSpec", "StepFormat", "UnknownMethod", "convertible", "interactive_methods", "is_reflective",
            "known_method", "method_names", "paper_methods", "plans_first", "reads_no_pages", "method_spec", "reason_type", "reflection_formats", "register_method", "registered_method",
            "step_format", "step_formats", "step_label", "trainable_format", "unregister_method"]
 
@@ -113,10 +115,25 @@ _SPECS: dict[str, MethodSpec] = {}
 _FORMATS: dict[str, StepFormat] = {}
 
 
+METHODS_GROUP = "actune.methods"
+"""The entry point group of a package's own methods: ``[project.entry-points."actune.methods"] idea =
+"mypkg.idea:SPEC"``, a :class:`MethodSpec` named as its entry point; every command and child process finds it."""
+_plugins_loaded = False
+
+
 def _registry() -> dict[str, MethodSpec]:
     # The built-in methods' modules import the agent loop, whose modules read this registry: they are imported
-    # (and register themselves) on the first lookup, not when this module is.
+    # (and register themselves) on the first lookup, not when this module is; the installed plug-ins after them.
+    global _plugins_loaded
     importlib.import_module("actune.agent.methods")
+    if not _plugins_loaded:
+        _plugins_loaded = True
+        for ep in importlib.metadata.entry_points(group=METHODS_GROUP):
+            spec = ep.load()
+            if not isinstance(spec, MethodSpec) or spec.name != ep.name:
+                raise TypeError(f"entry point {ep.name} = {ep.value!r} of group {METHODS_GROUP}: expected a "
+                                f"MethodSpec named {ep.name!r}, got {type(spec).__name__}")
+            register_method(spec)
     return _SPECS
 
 

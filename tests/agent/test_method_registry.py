@@ -107,3 +107,27 @@ def test_a_method_registered_from_outside_is_accepted_everywhere_and_gone_after(
     with pytest.raises(ValueError, match="already registered"):
         with registered_method(MethodSpec("react", REACT.run, steps)):
             pass
+
+
+TOY = MethodSpec("toy", REACT.run, StepFormat("toy", "Toy", "Idea", "thought", lambda *_: "Toy.", accepts=lambda s: False))
+
+
+def test_an_installed_packages_method_is_found_by_its_entry_point(monkeypatch) -> None:
+    import importlib.metadata
+
+    from actune.agent import method_registry
+
+    found = importlib.metadata.EntryPoints([importlib.metadata.EntryPoint(
+        "toy", "agent.test_method_registry:TOY", method_registry.METHODS_GROUP)])
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: found if group == "actune.methods" else [])
+    monkeypatch.setattr(method_registry, "_plugins_loaded", False)
+    try:
+        assert method_names()[-1] == "toy" and AgentConfig(method="toy").method == "toy"
+    finally:
+        method_registry.unregister_method("toy")
+    wrong = importlib.metadata.EntryPoints([importlib.metadata.EntryPoint(
+        "other", "agent.test_method_registry:TOY", method_registry.METHODS_GROUP)])
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: wrong)
+    monkeypatch.setattr(method_registry, "_plugins_loaded", False)
+    with pytest.raises(TypeError, match="expected a MethodSpec named 'other'"):
+        method_names()
