@@ -26,7 +26,7 @@ Streaming: ``complete(..., on_delta=print)`` (and ``chat``) sends ``stream: true
 returns the same Completion as the plain call (text, finish_reason, usage from the final chunk, token logprobs;
 ``raw`` is the answer assembled from the chunks). ``stream=True`` streams without a callback. Errors before the
 first piece of text are retried like any request; after it the request is not retried (the caller has shown
-the text): a stream that breaks off (connection lost, an error event, no ``[DONE]``) is a :class:`ServerError`.
+the text): a stream that breaks off (connection lost, an error event, no finish reason) is a :class:`ServerError`.
 
 ``model=`` on complete/chat overrides ClientConfig.model for one request (a LoRA adapter name, say);
 ``extra_body=`` adds server-specific request fields (vLLM's continue_final_message, ...).
@@ -34,6 +34,11 @@ the text): a stream that breaks off (connection lost, an error event, no ``[DONE
 ``usage.prompt_tokens_details.cached_tokens``, which vLLM reports only when started with
 ``--enable-prompt-tokens-details`` (actune's serve module always passes it). Sync helpers for scripts:
 ``complete_sync(cfg, prompt, ...)`` and ``chat_sync(cfg, messages, ...)``.
+
+Underneath, the official ``openai`` client (one ``AsyncOpenAI`` per LLMClient) sends the requests, reads the
+server-sent events and raises its error classes; this module keeps what it cannot do: spreading requests over
+several endpoints, the retry policy above, the error classes callers catch (context length among them), the key
+kept out of every message, and a streamed answer assembled from its chunks.
 """
 
 from __future__ import annotations
@@ -45,11 +50,10 @@ import random
 import re
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from email.utils import parsedate_to_datetime
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any, AsyncIterator, Callable
 
 import httpx
+import openai
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from actune.config import ConfigError, StrictModel
@@ -197,6 +201,11 @@ def is_context_length_message(message: str) -> bool:
     return any(marker in text for marker in _CONTEXT_MARKERS)
 
 
+_NO_KEY = "no-key"
+"""The key openai is given when the endpoint takes none: it refuses to start without one; never sent, as every
+request then omits the Authorization header (:data:`LLMClient._options`)."""
+
+
 class LLMClient:
     """Async client for one or more OpenAI-compatible endpoints (see the module docstring).
 
@@ -214,15 +223,17 @@ class LLMClient:
         self._next = 0
         self._semaphore = asyncio.Semaphore(config.max_concurrency)
         self._key = config.api_key or (read_api_key(config.api_key_env) if config.api_key_env else None)
-        headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
-        self._http = httpx.AsyncClient(
-            headers=headers,
-            timeout=httpx.Timeout(config.timeout_s, connect=min(config.timeout_s, 10.0)),
-            limits=httpx.Limits(
-                max_connections=config.max_concurrency, max_keepalive_connections=config.max_concurrency
-            ),
-            transport=transport,
+        timeout = httpx.Timeout(config.timeout_s, connect=min(config.timeout_s, 10.0))
+        limits = httpx.Limits(max_connections=config.max_concurrency,
+                              max_keepalive_connections=config.max_concurrency)
+        # one openai client for every request and endpoint (a request names its endpoint's full URL); max_retries=0:
+        # the loop in _post retries, as openai's own (0.5 s doubling to 8 s, one endpoint) cannot follow RetryPolicy
+        self._openai = openai.AsyncOpenAI(
+            api_key=self._key or _NO_KEY, base_url=self._endpoints[0], timeout=timeout, max_retries=0,
+            http_client=httpx.AsyncClient(timeout=timeout, limits=limits, transport=transport),
         )
+        # without a key no Authorization header at all: openai sends one unless a request omits it
+        self._options: dict[str, Any] = {} if self._key else {"headers": {"Authorization": openai.Omit()}}
         self.usage = Usage()
         """Token usage summed over every successful request of this client."""
         self.requests = 0
@@ -236,7 +247,7 @@ class LLMClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        await self._openai.close()  # closes the httpx client it was handed
 
     async def complete(
         self,
@@ -305,6 +316,8 @@ class LLMClient:
         self, sampling: Sampling, stop: list[str] | None, model: str | None, extra_body: dict[str, Any] | None,
         stream: bool = False,
     ) -> dict[str, Any]:
+        """The request's JSON body, sent as it is (openai's typed ``create`` would take vLLM's own sampling keys
+        through ``extra_body`` and turn each answer into its models, which the agent loop's many requests pay for)."""
         name = model or self.config.model
         if not name:
             raise ValueError("no model name: set ClientConfig.model or pass model=")
@@ -346,6 +359,7 @@ class LLMClient:
         )
 
     def _pick_endpoint(self) -> str:
+        # kept: openai talks to one base URL; actune spreads requests over several servers
         fewest = min(self._in_flight.values())
         n = len(self._endpoints)
         for i in range(n):
@@ -358,64 +372,77 @@ class LLMClient:
     async def _post(
         self, path: str, body: dict[str, Any], on_delta: Callable[[str], None] | None = None
     ) -> tuple[dict, str, float]:
-        """POST ``body`` with retries: (answer, endpoint, latency). A streamed body (``stream: true``) is read
-        as server-sent events, its text handed to ``on_delta`` as it comes, and assembled into the answer the
-        plain request would have given."""
-        streamed = bool(body.get("stream"))
+        """POST ``body`` with retries: (answer, endpoint, latency). A streamed body (``stream: true``) hands its
+        text to ``on_delta`` as it comes, and is assembled into the answer the plain request would have given.
+        Kept rather than openai's retries: RetryPolicy's pauses (Retry-After waited up to ``max_backoff_s``, which
+        openai caps at two minutes and refuses past), each retry on the least busy endpoint, the last error named."""
         async with self._semaphore:
             last_error = ""
             wait_s: float | None = None  # what a 429 / 408 asked for (Retry-After)
             for attempt in range(self.config.max_retries + 1):
                 if attempt:
                     await self._sleep(self.config.pause_s(attempt, wait_s, 0.1 * random.random()))
-                    wait_s = None
                 endpoint = self._pick_endpoint()
                 self._in_flight[endpoint] += 1
                 started = time.perf_counter()
-                reader = _EventReader(path == "/chat/completions", on_delta)
                 try:
-                    if streamed:
-                        async with self._http.stream("POST", endpoint + path, json=body) as resp:
-                            if resp.status_code >= 400:
-                                await resp.aread()
-                            retry = self._refusal(resp, endpoint)
-                            if retry is None:
-                                data = await reader.read(resp)
-                                return data, endpoint, time.perf_counter() - started
-                    else:
-                        resp = await self._http.post(endpoint + path, json=body)
-                        retry = self._refusal(resp, endpoint)
-                        if retry is None:
-                            try:
-                                return resp.json(), endpoint, time.perf_counter() - started
-                            except ValueError:
-                                retry = self._mask(f"{endpoint}: answer is not JSON: {resp.text[:200]!r}"), None
-                except (httpx.TransportError, _BrokenStream) as e:  # connection refused/reset, timeouts
-                    retry = self._mask(f"{endpoint}: {type(e).__name__}: {e}"), None
-                    if reader.delivered:  # the caller has shown text of this answer: no second answer
-                        raise ServerError(f"the stream broke off after its first text: {retry[0]}") from None
+                    data = await self._send(endpoint, path, body, on_delta)
+                    return data, endpoint, time.perf_counter() - started
+                except _Retry as retry:
+                    last_error, wait_s = retry.args
                 finally:
                     self._in_flight[endpoint] -= 1
-                last_error, wait_s = retry
             raise ServerError(f"request failed after {self.config.max_retries + 1} attempts; last error: {last_error}")
 
-    def _refusal(self, resp: httpx.Response, endpoint: str) -> tuple[str, float | None] | None:
-        """None for a 2xx answer; (error, seconds to wait at least) for one worth retrying; raises the error of
-        one that is not (4xx)."""
-        if resp.status_code >= 500:
-            return f"{endpoint}: HTTP {resp.status_code}: {self._mask(_error_message(resp))}", None
-        if resp.status_code in (408, 429):
+    async def _send(
+        self, endpoint: str, path: str, body: dict[str, Any], on_delta: Callable[[str], None] | None
+    ) -> dict[str, Any]:
+        """One try at ``endpoint``: the answer, or a :class:`_Retry` for a failure worth another try, or the
+        :class:`LLMError` of a refusal. Raised ``from None``: openai's error text may hold what the server echoed
+        of the key."""
+        reader = _ChunkReader(path == "/chat/completions", on_delta)
+        try:
+            if body.get("stream"):
+                stream = await self._openai.post(endpoint + path, body=body, cast_to=object, stream=True,
+                                                 stream_cls=openai.AsyncStream[object], options=self._options)
+                async with stream:
+                    return await reader.read(stream)
+            resp = await self._openai.post(endpoint + path, body=body, cast_to=httpx.Response, options=self._options)
+        except openai.APIStatusError as e:
+            raise self._refusal(e, endpoint) from None
+        # connection refused or reset, timeouts (APITimeoutError is one); openai 2.x lets a stream's httpx error out
+        except (openai.APIConnectionError, httpx.TransportError, _BrokenStream) as e:
+            error = self._mask(f"{endpoint}: {_named(e)}")
+            if reader.delivered:  # the caller has shown text of this answer: no second answer
+                raise ServerError(f"the stream broke off after its first text: {error}") from None
+            raise _Retry(error, None) from None
+        try:
+            return resp.json()
+        except ValueError:
+            raise _Retry(self._mask(f"{endpoint}: answer is not JSON: {resp.text[:200]!r}"), None) from None
+
+    def _refusal(self, e: openai.APIStatusError, endpoint: str) -> Exception:
+        """The error of an answer openai raised for its status: a :class:`_Retry` for one worth retrying (5xx, 429,
+        408), else the LLMError the caller gets (4xx: never retried). Kept: openai's classes know neither the
+        context-length error nor the key's source, and its messages are not masked."""
+        status, message = e.status_code, self._mask(_error_message(e.body))
+        if status in (408, 429):
             # a hosted API's rate limit or request timeout: the request is fine, retry when told
-            return f"{endpoint}: HTTP {resp.status_code}: {self._mask(_error_message(resp))}", _retry_after_s(resp)
-        if resp.status_code in (401, 403):
-            raise AuthError(f"{endpoint}: HTTP {resp.status_code}: the endpoint refused the request "
-                            f"({self._key_source()}): {self._mask(_error_message(resp))}")
-        if resp.status_code >= 400:
-            message = self._mask(_error_message(resp))
-            if resp.status_code == 400 and is_context_length_message(message):
-                raise ContextLengthError(f"{endpoint}: {message}")
-            raise RequestError(f"{endpoint}: HTTP {resp.status_code}: {message}")
-        return None
+            return _Retry(f"{endpoint}: HTTP {status}: {message}", self._retry_after_s(e.response))
+        if status in (401, 403):
+            return AuthError(f"{endpoint}: HTTP {status}: the endpoint refused the request ({self._key_source()}): "
+                             f"{message}")
+        if status == 400 and is_context_length_message(message):
+            return ContextLengthError(f"{endpoint}: {message}")
+        if 400 <= status < 500:
+            return RequestError(f"{endpoint}: HTTP {status}: {message}")
+        return _Retry(f"{endpoint}: HTTP {status}: {message}", None)  # 5xx (or a redirect, not followed)
+
+    def _retry_after_s(self, resp: httpx.Response) -> float | None:
+        """Seconds the server asked to wait (``retry-after-ms``, else ``Retry-After`` as seconds or an HTTP date),
+        read by openai's own parser; a past date waits 0. ``RetryPolicy.pause_s`` cuts it to ``max_backoff_s``."""
+        asked = self._openai._parse_retry_after_header(resp.headers)
+        return None if asked is None else max(asked, 0.0)
 
     def _mask(self, text: str) -> str:
         """``text`` with the key replaced by ``***`` (a server may echo what it was sent)."""
@@ -429,62 +456,68 @@ class LLMClient:
         return "no API key was sent; name the variable holding it in api_key_env"
 
 
+class _Retry(Exception):
+    """One try failed in a way worth another (5xx, 408, 429, connection, timeout, a broken stream); ``args``: the
+    error (masked) and the seconds the server asked to wait (None: it did not ask)."""
+
+
 class _BrokenStream(Exception):
-    """A streamed answer that ended before ``[DONE]``, or carried an error event or a chunk that is not JSON."""
+    """A streamed answer that ended before its finish reason, or carried an error event or a chunk that is not JSON."""
 
 
-class _EventReader:
-    """Reads a streamed answer (server-sent events, ``data: {chunk}`` lines, then ``data: [DONE]``) into the
-    answer the plain request gives: the choice's text (``text``, or ``message.content`` for chat), its
-    finish_reason and logprobs, and the usage of the last chunk."""
+class _ChunkReader:
+    """Assembles a streamed answer's chunks (openai reads the server-sent events into one dict each) into the answer
+    the plain request gives: the choice's text (``text``, or ``message.content`` for chat), its finish_reason and
+    logprobs, and the usage of the last chunk. Kept: openai hands out the chunks, not the answer they add up to."""
 
     def __init__(self, chat: bool, on_delta: Callable[[str], None] | None):
         self.chat = chat
         self.on_delta = on_delta
         self.delivered = False
         """Whether any text reached ``on_delta`` (after that the request cannot be retried)."""
+        self.data: dict[str, Any] = {}
+        self.choice: dict[str, Any] | None = None
+        self.pieces: list[str] = []
 
-    async def read(self, resp: httpx.Response) -> dict[str, Any]:
-        data: dict[str, Any] = {}
-        choice: dict[str, Any] | None = None
-        pieces: list[str] = []
-        async for line in resp.aiter_lines():
-            if not line.startswith("data:"):
-                continue  # blank separators, ": keep-alive" comments, event: lines
-            payload = line[5:].strip()
-            if payload == "[DONE]":
-                break
-            try:
-                chunk = json.loads(payload)
-            except ValueError:
-                raise _BrokenStream(f"a chunk is not JSON: {payload[:200]!r}") from None
-            if not isinstance(chunk, dict) or "error" in chunk:
-                raise _BrokenStream(f"error event: {_error_text(chunk)}")
-            for key in ("id", "object", "created", "model"):
-                data.setdefault(key, chunk.get(key))
-            if chunk.get("usage"):
-                data["usage"] = chunk["usage"]
-            for part in chunk.get("choices") or []:
-                if part.get("index", 0) != 0:
-                    continue
-                choice = choice or {"index": 0, "finish_reason": None}
-                text = ((part.get("delta") or {}).get("content") if self.chat else part.get("text")) or ""
-                if text:
-                    pieces.append(text)
-                    if self.on_delta is not None:
-                        self.delivered = True
-                        self.on_delta(text)
-                if part.get("finish_reason"):
-                    choice["finish_reason"] = part["finish_reason"]
-                _extend_logprobs(choice, part.get("logprobs"))
-        else:
-            raise _BrokenStream("the stream ended without [DONE]")
-        data["choices"] = []
-        if choice is not None:
-            text = "".join(pieces)
-            choice.update({"message": {"role": "assistant", "content": text}} if self.chat else {"text": text})
-            data["choices"] = [choice]
-        return data
+    async def read(self, chunks: AsyncIterator[Any]) -> dict[str, Any]:
+        try:
+            async for chunk in chunks:
+                self._take(chunk)
+        except json.JSONDecodeError as e:
+            raise _BrokenStream(f"a chunk is not JSON: {e}") from None
+        except openai.APIConnectionError:
+            raise
+        except openai.APIError as e:  # an error event (openai raises it for a chunk with an "error")
+            raise _BrokenStream(f"error event: {e.message[:500]}") from None
+        if self.choice is None or not self.choice["finish_reason"]:
+            # openai ends a stream quietly when it stops before [DONE]: an answer without its finish reason is cut
+            raise _BrokenStream("the stream ended before its finish reason")
+        text = "".join(self.pieces)
+        self.choice.update({"message": {"role": "assistant", "content": text}} if self.chat else {"text": text})
+        return {**self.data, "choices": [self.choice]}
+
+    def _take(self, chunk: Any) -> None:
+        if not isinstance(chunk, dict):
+            raise _BrokenStream(f"a chunk is not a JSON object: {str(chunk)[:200]!r}")
+        for key in ("id", "object", "created", "model"):
+            self.data.setdefault(key, chunk.get(key))
+        if chunk.get("usage"):
+            self.data["usage"] = chunk["usage"]
+        for part in chunk.get("choices") or []:
+            if part.get("index", 0) == 0:
+                self._take_part(part)
+
+    def _take_part(self, part: dict[str, Any]) -> None:
+        self.choice = self.choice or {"index": 0, "finish_reason": None}
+        text = ((part.get("delta") or {}).get("content") if self.chat else part.get("text")) or ""
+        if text:
+            self.pieces.append(text)
+            if self.on_delta is not None:
+                self.delivered = True
+                self.on_delta(text)
+        if part.get("finish_reason"):
+            self.choice["finish_reason"] = part["finish_reason"]
+        _extend_logprobs(self.choice, part.get("logprobs"))
 
 
 def _extend_logprobs(choice: dict[str, Any], logprobs: Any) -> None:
@@ -498,33 +531,10 @@ def _extend_logprobs(choice: dict[str, Any], logprobs: Any) -> None:
             mine.setdefault(key, []).extend(value)
 
 
-def _error_text(chunk: Any) -> str:
-    error = chunk.get("error") if isinstance(chunk, dict) else chunk
-    if isinstance(error, dict):
-        return str(error.get("message", error))[:500]
-    return str(error)[:500]
-
-
-def _retry_after_s(resp: httpx.Response, now: datetime | None = None) -> float | None:
-    """How long the server asked to wait, in seconds: ``retry-after-ms`` (OpenAI's), else ``Retry-After`` as
-    seconds or as an HTTP date (from ``now``); None without a readable one. The client cuts it to
-    ``max_backoff_s``."""
-    try:
-        return max(float(resp.headers["retry-after-ms"]) / 1000, 0.0)
-    except (KeyError, ValueError):
-        pass
-    value = resp.headers.get("retry-after", "").strip()
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:  # an HTTP date is in GMT
-        when = when.replace(tzinfo=timezone.utc)
-    return max((when - (now or datetime.now(timezone.utc))).total_seconds(), 0.0)
+def _named(e: BaseException) -> str:
+    """``Type: message`` of a failed try: the httpx error under openai's APIConnectionError ("Connection error.")."""
+    cause = e.__cause__ or e
+    return f"{type(cause).__name__}: {cause}"
 
 
 def _first_choice(data: dict, endpoint: str) -> dict:
@@ -534,17 +544,12 @@ def _first_choice(data: dict, endpoint: str) -> dict:
     return choices[0]
 
 
-def _error_message(resp: httpx.Response) -> str:
-    try:
-        data = resp.json()
-    except ValueError:
-        return resp.text[:500]
-    error = data.get("error") if isinstance(data, dict) else None
-    if isinstance(error, dict) and "message" in error:
-        return str(error["message"])
-    if isinstance(data, dict) and "message" in data:
-        return str(data["message"])
-    return str(data)[:500]
+def _error_message(body: object) -> str:
+    """The message of an error answer, from its body as openai read it (the ``error`` object, else the JSON or
+    text answered)."""
+    if isinstance(body, dict) and "message" in body:
+        return str(body["message"])
+    return str(body)[:500]
 
 
 def complete_sync(

@@ -10,6 +10,7 @@ import asyncio
 import json
 import threading
 import time
+from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
@@ -265,6 +266,66 @@ def test_missing_model_name_is_an_error():
         complete_sync(ClientConfig(endpoints=["http://127.0.0.1:9/v1"]), "x")
 
 
+# --- the wire: what the hand-written httpx client sent, openai's client sends (issue #50) ----------------------
+
+WIRE_MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": 'héllo "x"\n'},
+                 {"role": "assistant", "content": "Thought:"}]
+WIRE_TOOLS = [{"type": "function", "function": {"name": "search", "parameters": {
+    "type": "object", "properties": {"q": {"type": "string"}}}}}]
+BASE = {"model": "m", "temperature": 0.0, "top_p": 1.0, "max_tokens": 256}
+STREAM = {"stream": True, "stream_options": {"include_usage": True}}
+# the JSON bodies the client sent before openai carried them (recorded from it, one per call of wire_calls)
+WIRE_BODIES = [
+    ("/v1/completions", {**BASE, "prompt": "p"}),
+    ("/v1/completions", {"model": "lora-1", "temperature": 0.0, "top_p": 0.95, "max_tokens": 7, "seed": 11,
+                         "stop": ["\nObs", "END"], "top_k": 20, "min_p": 0.05, "repetition_penalty": 1.1,
+                         "include_stop_str_in_output": False, "prompt": "Q: ü\n", "logprobs": 3}),
+    ("/v1/chat/completions", {**BASE, "seed": 0, "continue_final_message": True, "add_generation_prompt": False,
+                              "top_k": -1, "messages": WIRE_MESSAGES, "tools": WIRE_TOOLS, "logprobs": True,
+                              "top_logprobs": 0}),
+    ("/v1/completions", {**BASE, "stop": ["x"], **STREAM, "prompt": "p"}),
+    ("/v1/chat/completions", {**BASE, "max_tokens": 3, "seed": 5, **STREAM, "messages": WIRE_MESSAGES}),
+]
+
+
+def wire_answer(request: httpx.Request) -> httpx.Response:
+    chat = request.url.path.endswith("/chat/completions")
+    if json.loads(request.content).get("stream"):
+        part = {"index": 0, "delta": {"content": "ok"}} if chat else {"index": 0, "text": "ok"}
+        chunk = json.dumps({"choices": [{**part, "finish_reason": "stop"}]}).encode()
+        return httpx.Response(200, headers={"content-type": "text/event-stream"},
+                              content=b"data: " + chunk + b"\n\ndata: [DONE]\n\n")
+    choice = {"index": 0, "message": {"role": "assistant", "content": "ok"}} if chat else {"index": 0, "text": "ok"}
+    return httpx.Response(200, json={"choices": [{**choice, "finish_reason": "stop"}]})
+
+
+async def wire_calls(client: LLMClient) -> None:
+    await client.complete("p")
+    await client.complete("Q: ü\n", Sampling(temperature=0.0, top_p=0.95, max_tokens=7, seed=11, logprobs=3),
+                          ["\nObs", "END"], model="lora-1", extra_body={
+                              "top_k": 20, "min_p": 0.05, "repetition_penalty": 1.1, "include_stop_str_in_output": False})
+    await client.chat(WIRE_MESSAGES, Sampling(logprobs=0, seed=0), [], tools=WIRE_TOOLS,
+                      extra_body={"continue_final_message": True, "add_generation_prompt": False, "top_k": -1})
+    await client.complete("p", stop=["x"], on_delta=lambda text: None)
+    await client.chat(WIRE_MESSAGES, Sampling(max_tokens=3), stream=True, extra_body={"seed": 5})
+
+
+@pytest.mark.parametrize("api_key", [None, KEY])
+def test_the_bodies_and_headers_sent_are_the_hand_written_clients(api_key):
+    sent: list[httpx.Request] = []
+
+    async def go():
+        cfg = ClientConfig(endpoints=["http://a/v1", "http://b/v1/"], model="m", api_key=api_key)
+        async with LLMClient(cfg, transport=httpx.MockTransport(lambda r: sent.append(r) or wire_answer(r))) as client:
+            await wire_calls(client)
+
+    run(go())
+    assert [(r.url.path, json.loads(r.content)) for r in sent] == WIRE_BODIES
+    assert [r.url.host for r in sent] == ["a", "b", "a", "b", "a"]
+    assert {r.headers.get("authorization") for r in sent} == {api_key and f"Bearer {api_key}"}
+    assert {r.headers["content-type"] for r in sent} == {"application/json"}
+
+
 # --- a hosted API: the key from the variable api_key_env names, never shown (issue #8) ----------------------
 
 HOSTED = "https://api.teacher.example/v1"
@@ -360,21 +421,33 @@ def test_the_pause_doubles_up_to_the_cap_and_waits_what_the_server_asks():
 
 
 def test_retry_after_is_read_as_seconds_milliseconds_or_an_http_date():
-    from datetime import datetime, timezone
+    """The pause after a 429 is what its headers ask (openai's parser reads them); no readable header: the backoff
+    (0 here), a past date or a negative value: no wait."""
 
-    from actune.llm import _retry_after_s
+    def asked(**headers: str) -> float:
+        replies = [httpx.Response(429, headers=headers, json={"error": {"message": "slow down"}}),
+                   httpx.Response(200, json=completion_body())]
+        pauses: list[float] = []
 
-    now = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
+        async def record(seconds: float) -> None:
+            pauses.append(seconds)
 
-    def asked(**headers: str) -> float | None:
-        return _retry_after_s(httpx.Response(429, headers=headers), now)
+        async def go():
+            cfg = config("http://fake/v1", backoff_s=0.0, max_backoff_s=1000.0)
+            async with LLMClient(cfg, transport=httpx.MockTransport(lambda r: replies.pop(0))) as client:
+                client._sleep = record
+                await client.complete("x")
+
+        run(go())
+        assert len(pauses) == 1
+        return pauses[0]
 
     assert asked(**{"Retry-After": "7"}) == 7.0
     assert asked(**{"Retry-After": "-3"}) == 0.0
     assert asked(**{"retry-after-ms": "1500", "Retry-After": "9"}) == 1.5  # OpenAI's, more precise, first
-    assert asked(**{"Retry-After": "Mon, 30 Nov 2026 12:02:30 GMT"}) == 150.0
-    assert asked(**{"Retry-After": "Mon, 30 Nov 2026 11:00:00 GMT"}) == 0.0  # already past
-    assert asked(**{"Retry-After": "soon"}) is None and asked() is None
+    assert asked(**{"Retry-After": formatdate(time.time() + 150, usegmt=True)}) == pytest.approx(150.0, abs=2.0)
+    assert asked(**{"Retry-After": "Mon, 30 Nov 2020 11:00:00 GMT"}) == 0.0  # already past
+    assert asked(**{"Retry-After": "soon"}) == 0.0 and asked() == 0.0
 
 
 def rate_limited_pauses(fake: FakeHostedAPI, cfg: ClientConfig) -> tuple[list[float], Completion | Exception]:
@@ -496,6 +569,27 @@ def test_a_stream_that_breaks_off_after_its_first_text_is_a_server_error_not_ret
     with pytest.raises(ServerError, match="broke off after its first text.*RemoteProtocolError"):
         run(go())
     assert pieces == [" Sony", " was"] and len(fake.requests) == 1  # no second answer after shown text
+
+
+def test_a_stream_cut_short_or_carrying_an_error_is_retried_and_named():
+    """openai ends a stream quietly when it stops before [DONE]: without a finish reason the answer is cut short,
+    retried like an error event; the last one names what broke."""
+    def events(*chunks: dict) -> httpx.Response:
+        data = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=data)
+
+    no_text = {"choices": [{"index": 0, "text": "", "finish_reason": None}]}
+    replies = [events(), events(no_text), events({"error": {"message": "engine died"}}),
+               events({"choices": [{"index": 0, "text": "fine", "finish_reason": "stop"}]})]
+
+    async def go(max_retries: int):
+        async with LLMClient(config("http://fake/v1", max_retries=max_retries),
+                             transport=httpx.MockTransport(lambda r: replies.pop(0))) as client:
+            return await client.complete("p", stream=True)
+
+    with pytest.raises(ServerError, match="after 3 attempts; last error: .*_BrokenStream: error event: engine died"):
+        run(go(2))
+    assert run(go(0)).text == "fine"
 
 
 def test_streamed_4xx_keep_their_errors():
