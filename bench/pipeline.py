@@ -18,7 +18,8 @@ training), at one concurrency, on one machine. In order:
      environment, agent code (prompting, parsing), judging, writing and idle (the records' own timings;
      judging and writing timed again on the stored records);
    - **eval, prompted**: the eval stage's collection (``collect`` with eval's greedy settings) on
-     ``--eval-tasks`` test questions;
+     ``--eval-tasks`` test questions, then its requests replayed as the engine's were (the engine on the same
+     work: the ratio that holds whatever the episodes' lengths, for the tuned evals below too);
    each of the four from an empty prefix cache (they send the same prompts: see :func:`reset_prefix_cache`);
 2. the server stopped; the bootstrap store exported; **training**: ``actune train``'s trainer beside a plain
    TRL ``SFTTrainer`` on the same tokenized examples and masks (bench/train_speed.py, in a child process);
@@ -118,9 +119,10 @@ class Results:
 
 class RecordingLLM:
     """Passes each request to the real client and keeps it with the episode that sent it, so the engine can be
-    given the same requests in the same per-episode order."""
+    given the same requests in the same per-episode order. ``episode=None``: tagged with the asyncio task that sent
+    it instead (a stage's worker, which plays its episodes one after another: replayed as one sequence)."""
 
-    def __init__(self, llm: LLMClient, requests: list | None = None, episode: int = 0) -> None:
+    def __init__(self, llm: LLMClient, requests: list | None = None, episode: int | None = 0) -> None:
         self.llm = llm
         self.requests: list[tuple[int, str, Any, Any, Any, dict[str, Any]]] = [] if requests is None else requests
         self.episode = episode
@@ -129,12 +131,15 @@ class RecordingLLM:
         """The same recorder, tagging what it records with ``episode``."""
         return RecordingLLM(self.llm, self.requests, episode)
 
+    def _tag(self) -> int:
+        return self.episode if self.episode is not None else id(asyncio.current_task())
+
     async def complete(self, prompt, sampling=None, stop=None, **kw):
-        self.requests.append((self.episode, "complete", prompt, sampling, stop, kw))
+        self.requests.append((self._tag(), "complete", prompt, sampling, stop, kw))
         return await self.llm.complete(prompt, sampling, stop, **kw)
 
     async def chat(self, messages, sampling=None, stop=None, **kw):
-        self.requests.append((self.episode, "chat", messages, sampling, stop, kw))
+        self.requests.append((self._tag(), "chat", messages, sampling, stop, kw))
         return await self.llm.chat(messages, sampling, stop, **kw)
 
     def __getattr__(self, name: str) -> Any:
@@ -188,9 +193,12 @@ async def replay_episodes(url: str, model: str, requests: list, concurrency: int
 
 
 async def _collect(url: str, model: str, tasks, agent, env_cfg, store_path: Path, concurrency: int) -> dict:
-    """Eval's collection: every task once, greedy, judged and stored; episodes/hour and generated tok/s."""
+    """Eval's collection: every task once, greedy, judged and stored; episodes/hour and generated tok/s, and the
+    engine's generated tok/s on the same requests replayed (``engine_gen_tok_s``): the same work, whatever the
+    episodes' lengths, so a tuned model that takes fewer or shorter steps is compared like for like."""
     with TrajectoryStore.open(store_path) as store:
-        async with _client(url, model, concurrency) as llm:
+        async with _client(url, model, concurrency) as client:
+            llm = RecordingLLM(client, episode=None)
             t0 = time.perf_counter()
             res = await collect([(t, 0) for t in tasks], lambda: make_env(env_cfg), llm, agent, store,
                                 concurrency=concurrency, target_correct=len(tasks) + 1, stage="bench eval",
@@ -198,8 +206,11 @@ async def _collect(url: str, model: str, tasks, agent, env_cfg, store_path: Path
             wall = time.perf_counter() - t0
     trajs = list(read_trajectories(store_path))
     gen = sum(t.usage.completion_tokens for t in trajs)
+    reset_prefix_cache(url.removesuffix("/v1"))
+    tokens, rwall = await replay_episodes(url, model, llm.requests, concurrency)
     return {"episodes": res.written, "solved": res.kept, "wall_s": round(wall, 1),
             "episodes_h": round(res.written / wall * 3600), "gen_tok_s": round(gen / wall, 1),
+            "engine_gen_tok_s": round(tokens / rwall, 1),
             "prompt_tokens_per_episode": round(sum(t.usage.prompt_tokens for t in trajs) / max(len(trajs), 1))}
 
 
@@ -372,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
             with res.stage("training: adapter for the tuned evals"):
                 tcfg = cfg.train.model_copy(update={"dataset": dataset, "output_dir": adapter, "max_steps": 4,
                                                     "eval_fraction": 0.0, "merge": True, "seed": args.seed})
-                _child("import json; from actune.train.config import TrainConfig; from actune.train.run import train; "
+                _child("import json; from actune.train.config import TrainConfig; from actune.train.sft import train; "
                        f"train(TrainConfig.model_validate_json({tcfg.model_dump_json()!r})); print('{{}}')")
 
     # 3-4. the tuned model, as LoRA and merged
@@ -432,10 +443,14 @@ def format_table(f: dict[str, Any], concurrency: int) -> str:
     for key, label in (("eval_prompted", "prompted"), ("eval_lora", "tuned, LoRA"), ("eval_merged", "tuned, merged")):
         e = f.get(key)
         if e:
-            check = "" if key == "eval_prompted" else "vs prompted " + bar(
-                _ratio(e.get("episodes_h"), prompted.get("episodes_h")), 0.9)
-            row(f"eval {label}: episodes/hour (gen tok/s, prompt tok/episode)",
-                f"{e['episodes_h']} ({e['gen_tok_s']}, {e['prompt_tokens_per_episode']})", check)
+            # episodes/hour moves with how many steps a model takes; generated tok/s against the engine replaying
+            # the same requests compares like for like
+            vs = _ratio(e.get("episodes_h"), prompted.get("episodes_h"))
+            row(f"eval {label}: episodes/hour (prompt tok/episode)", f"{e['episodes_h']} ({e['prompt_tokens_per_episode']})",
+                "" if key == "eval_prompted" or vs is None else f"vs prompted {vs:.2f}x (not a target: steps differ)")
+            row(f"eval {label}: generated tok/s (engine on the same requests)",
+                f"{e['gen_tok_s']} ({e.get('engine_gen_tok_s', '–')})",
+                "eval / engine " + bar(_ratio(e.get("gen_tok_s"), e.get("engine_gen_tok_s")), 0.9))
     t = f.get("training")
     if t:
         actune_tok = t.get("actune", {}).get("tokens_s")

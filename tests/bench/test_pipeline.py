@@ -72,13 +72,32 @@ def test_recorded_requests_are_replayed_once_each_an_episodes_in_its_order(monke
     assert calls.index(("start", "xyz")) < calls.index(("end", "abcd"))  # episode 1 ran beside it
 
 
+def test_a_stages_requests_are_tagged_by_the_worker_that_sent_them():
+    rec = pipeline.RecordingLLM(FakeClient(), episode=None)  # as eval's collection records them
+    s = Sampling(max_tokens=3)
+
+    async def worker(prompts):  # one worker's episodes, one after another
+        for p in prompts:
+            await rec.complete(p, s)
+
+    async def stage():
+        await asyncio.gather(worker(["a1", "a2"]), worker(["b1"]))
+
+    asyncio.run(stage())
+    tags = {}
+    for tag, _, prompt, *_ in rec.requests:
+        tags.setdefault(tag, []).append(prompt)
+    assert sorted(tags.values()) == [["a1", "a2"], ["b1"]]
+
+
 def test_table_gives_each_ratio_against_its_target():
     table = pipeline.format_table({
         "machine": "cpu X",
         "engine": {"gen_tok_s": 100.0}, "loop": {"gen_tok_s": 80.0, "episodes_h": 1000},
         "bootstrap": {"episodes_h": 950, "kept_h": 200, "split": {"generation": 0.5, "idle": 0.25}},
         "eval_prompted": {"episodes_h": 2000, "gen_tok_s": 90.0, "prompt_tokens_per_episode": 5000},
-        "eval_merged": {"episodes_h": 3000, "gen_tok_s": 95.0, "prompt_tokens_per_episode": 600},
+        "eval_merged": {"episodes_h": 3000, "gen_tok_s": 95.0, "engine_gen_tok_s": 100.0,
+                        "prompt_tokens_per_episode": 600},
         "training": {"actune": {"tokens_s": 200.0}, "trl": {"tokens_s": 160.0}},
         "peak_memory_mb": {"server A": 3000},
     }, 16)
@@ -86,7 +105,10 @@ def test_table_gives_each_ratio_against_its_target():
     assert lines[0] == "Machine: cpu X"
     assert "loop / engine 0.80 (target >= 0.9: missed by 0.10)" in table
     assert "bootstrap / loop 0.95 (target >= 0.9: met)" in table
-    assert "vs prompted 1.50 (target >= 0.9: met)" in table
+    # a tuned eval against the engine on its own requests; episodes/hour against prompted is no target
+    assert "| eval tuned, merged: generated tok/s (engine on the same requests) | 95.0 (100.0) | eval / engine 0.95 " \
+           "(target >= 0.9: met) |" in lines
+    assert "vs prompted 1.50x (not a target: steps differ)" in table
     assert "actune / TRL 1.25 (target >= 1.5: missed by 0.25)" in table
     assert "generation 50%, idle 25%" in table
     assert "| peak memory, server A (MB) | 3000 |  |" in lines
