@@ -28,6 +28,8 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from actune.agent.method_registry import interactive_methods
+
 REPO = Path(__file__).resolve().parents[1]
 KINDS = ("single", "bridge", "comparison")
 
@@ -140,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--per-kind", type=int, default=10, help="questions per kind")
     p.add_argument("--samples", type=int, default=1, help="episodes per question (attempts)")
     p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--method", default="react", choices=["act", "react", "reflact"])
+    p.add_argument("--method", default="react", choices=interactive_methods())
     p.add_argument("--prompt", default="matched", choices=["matched", "generic"])
     p.add_argument("--max-steps", type=int, default=7)
     p.add_argument("--kinds", default=",".join(KINDS), help="question kinds to run, comma-separated")
