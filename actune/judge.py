@@ -3,41 +3,15 @@
     verdict = judge(traj, require_grounded=True)
     record_verdict(traj, verdict)          # traj.info["verdict"], traj.scores["grounded"/"kept"]
 
-- correct: the task metric's flag (``traj.correct``, set by the agent loop from
-  ``actune.tasks.metrics.score_prediction``).
-- grounded: every ``task.meta["supporting_titles"]`` entry, normalised with
-  :func:`actune.envs.titles.normalize_title`, is among the pages the episode actually read
-  (``traj.info["env_info"]["titles"]``: the ``titles`` of every observation's ``StepResult.info``,
-  collected by the loop). A small model answers comparisons right by chance half the time; grounding
-  keeps only answers that were looked up. Tasks without supporting titles cannot be checked: they
-  count as grounded and the verdict says ``grounding_checked: false``.
-- evidence (the headline's sense of "grounded"): where the task names the sentences that hold its answer
-  (``task.meta["evidence"]``: a list of evidence sets, each a list of sentences; HotpotQA's
-  ``supporting_facts`` resolved against the corpus), grounded means every sentence of one set was SHOWN in the
-  episode's observations (whitespace and case aside), not merely that its page was opened: a search shows a
-  page's first sentences, a lookup one more. ``grounding_level`` is then ``"evidence"`` and ``pages_read``
-  keeps the page-level check beside it. A task marked ``meta["evidence_known"] = False`` (a HotpotQA record
-  with supporting titles but no supporting sentences) is never evidence-grounded by default: its verdict says
-  ``grounding_level: "page"`` and :func:`record_verdict` leaves its ``grounded`` score out, so reports score
-  it apart. Other tasks (a plug-in's, ALFWorld) keep the page-level rule below.
-- FEVER: a claim may have several evidence sets (``task.meta["evidence_sets"]``, from
-  :mod:`actune.tasks.fever`), each enough on its own to verify it. Grounded means ANY ONE set was read
-  in full, not every title of every set (which would ask for pages the claim does not need);
-  ``missing_titles`` then lists what the closest set (fewest unread, first on a tie) lacks.
-- methods that read no pages (their spec's ``reads_pages`` false: ``standard``, ``cot``, ``cot_sc``; not the
-  hybrids, whose ReAct phase reads pages) cannot be
-  grounded, so holding them to it would keep none of them: their verdict says
-  ``grounding_applies: false`` (and ``grounding_checked: false``, ``grounded: false``) and they are kept
-  on correctness and step order alone. Filter on ``grounding_applies`` (or on ``method``) to keep only
-  looked-up answers in a mixed store.
-- kept: correct, grounded (unless grounding is not required or does not apply) and no step-order
-  problems (:func:`actune.agent.validate.step_order_problems`), so the record renders as a clean example.
-- reflection_problems: a ReflAct episode's reflections that lack one of their three parts (current state,
-  latest discovery, goal relation; :func:`actune.agent.reflection_parts.reflection_part_problems`). Noted,
-  not held against ``kept``: a small model often writes only the current state after its first
-  observation (SmolLM2-135M: 64 of 69 kept ReflAct episodes), so requiring every part would keep almost
-  nothing. A ReflAct-format export can leave those episodes out (``export.require_reflection_parts``), and
-  the bootstrap summary counts them, so nobody trains on ReAct in disguise without knowing it.
+A small model answers comparisons right by chance half the time, so an episode is kept only when it is correct
+(the task metric's flag), grounded (it read what holds the answer: every sentence of one evidence set shown in
+its observations where the task names them, else every supporting page opened; for FEVER any one evidence set)
+and well-ordered (:func:`actune.agent.validate.step_order_problems`), so the record renders as a clean example.
+Methods that read no pages (``standard``, ``cot``, ``cot_sc``) cannot be grounded: their verdict says
+``grounding_applies: false`` and they are kept on correctness and step order alone. A ReflAct episode's
+reflections that lack a part are noted (``reflection_problems``), not held against ``kept``.
+
+The rules in full: docs/modules.md, actune.judge.
 """
 
 from __future__ import annotations
@@ -71,8 +45,8 @@ class Verdict:
     the closest set)."""
     order_problems: list[str] = field(default_factory=list)
     grounding_applies: bool = True
-    """False for a method that reads no pages (a spec's ``reads_pages``, :mod:`actune.agent.method_registry`): kept on correctness alone.
-    Defaults to true so verdicts stored before this field existed load unchanged."""
+    """False for a method that reads no pages (a spec's ``reads_pages``, :mod:`actune.agent.method_registry`): kept
+    on correctness alone. Defaults to true so verdicts stored before this field existed load unchanged."""
     reflection_problems: list[str] = field(default_factory=list)
     """ReflAct reflections lacking a part (module docstring); not part of ``kept``."""
     grounding_level: str = "page"

@@ -4,33 +4,15 @@
                                          DistillConfig(diagnoser="rules")))
     # or, as the paper does it, with a model: await distill_errors(stores, out, cfg, llm=client)
 
-The paper's recipe, on the episodes bootstrap already keeps (failed ones included):
+The paper's recipe on the episodes bootstrap already keeps, failed ones included: find the tasks with both a kept
+and a failed episode, diagnose which planning error separated each failed episode from a correct one
+(``diagnoser="llm"``: the model; ``"rules"``: :func:`rule_diagnosis`, offline and exact), and merge the
+diagnoses into categories, keeping the ``max_errors`` most supported. Model answers are data (only their first
+``{...}`` block, read with ``json.loads``), and nothing unreadable is dropped silently. The output is the catalog
+:func:`actune.agent.planning_errors.load_catalog` reads (``agent.preflect_catalog=<out>``), with each entry's
+evidence beside it, written atomically.
 
-1. **Mixed-outcome tasks.** Read every store; a task (its id and question: two stores of different worlds may
-   reuse an id) is mixed when it has both a kept episode (correct, grounded, well-formed: :mod:`actune.judge`)
-   and a failed one. Episodes that ended for the server's sake (``server_error``, ``context_overflow``) are
-   not failures of the plan and are left out (counted).
-2. **Diagnosis.** Each failed episode (at most ``max_pairs_per_task`` per task, in store order) is contrasted
-   with a correct episode of the same task (the first of the same method, else the first): which planning
-   error separated them? ``diagnoser="llm"``: the model compares the two trajectories and answers JSON
-   (:data:`DIAGNOSE_INSTRUCTION`). ``diagnoser="rules"``: read from the trajectories' features, into the
-   paper's three types (:func:`rule_diagnosis`), offline and exact.
-3. **Merge.** ``llm``: an aggregator turn groups similar diagnoses into categories, writes each one's
-   description and failure/success patterns, and discards what is no planning error (:data:`MERGE_INSTRUCTION`).
-   ``rules``: diagnoses of the same type form a category, worded as the default catalog words it. Categories
-   with fewer than ``min_support`` diagnoses are discarded; the ``max_errors`` most supported remain.
-
-Model answers are data: only the first ``{...}`` block is read, with ``json.loads``
-(:func:`actune.agent.critique.extract_json_object`). An unreadable answer is asked for once more; unreadable
-again, a diagnosis is counted and listed in the catalog's ``unparseable`` (never dropped silently), and an
-unreadable merge falls back to grouping diagnoses by the name they gave (the summary says so).
-
-The output is the catalog file :func:`actune.agent.planning_errors.load_catalog` reads (``source`` and
-``errors``, each entry exactly ``name``, ``description``, ``failure_pattern``, ``success_pattern``), so
-``agent.preflect_catalog=<out>`` uses it as it is. The loader ignores the other top-level keys, which hold
-the evidence: ``evidence`` (per entry, in the same order: its diagnosis count, share, and examples, each
-citing the failed and the correct episode of one task by store, line, episode id, method and attempt),
-``discarded``, ``unparseable`` and ``summary``. Written atomically.
+The rules in full: docs/modules.md, actune.bootstrap.distill_errors.
 """
 
 from __future__ import annotations

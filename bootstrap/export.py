@@ -4,43 +4,15 @@
     summary = export_dataset([react_store, cot_store], "runs/dataset", "text",
                              ExportConfig(steps_method="react", method_shares={"react": 0.7, "cot": 0.3}))
 
-The records of all stores (in the order given, each in file order) pass through, FireAct-style:
+The records of all stores pass FireAct-style filters (kept only, converted to one step format, near-duplicates
+dropped, capped per task, drawn in given method or store shares if asked), and each survivor is rendered as the
+zero-shot episode a fine-tuned model will see and write in the loop (``trajectory_prompt_context`` +
+``render_text``/``render_messages``), so training data and evaluation prompts cannot drift apart. Two layouts,
+``text`` (segments) and ``chat`` (messages), each part flagged ``train``: only what the agent wrote is trained.
+The folder is written whole or not at all, with an ``export_summary.json`` (:class:`ExportSummary`) and a
+dataset card, and an export replaces only its own earlier output (:func:`claim_folder`).
 
-1. kept: only records whose verdict says kept;
-2. convert: each into the adapter's step format ``config.steps_method`` (:func:`convert_steps`), or
-   left out as ``unconvertible``; with ``require_reflection_parts``, a ReflAct-format record with a
-   reflection lacking a part is left out as ``incomplete_reflections``;
-3. dedupe: a later episode of a task with the same actions and near-identical thoughts as an earlier
-   one is dropped (``dedupe_similarity``);
-4. cap: at most ``max_per_task`` episodes per task, the first ones;
-5. shares: with ``method_shares``, only the named source methods, in those proportions, drawn with
-   ``seed`` and spread across tasks; with ``store_shares``, the same for the named stores (an imported set
-   against bootstrapped records, say).
-
-Each surviving record is rendered as the zero-shot episode a fine-tuned model will see and write in the
-loop (``trajectory_prompt_context`` + ``render_text``/``render_messages``: instruction, question, steps),
-so training data and evaluation prompts cannot drift apart. Two layouts:
-
-- ``text``: ``segments`` is a list of ``{"text", "train"}`` whose concatenation ``text`` is exactly
-  ``render_text(ctx, traj.steps)``. The prompt head, every observation (format hints included) and
-  every plan critique (PreFlect's reflector wrote it, not the agent) are ``train=false``; plans,
-  thoughts, reflections, actions and answers are ``train=true``, except an action the
-  parser could not read (the loop answered it with a format hint): a tuned model should not learn it.
-  Each step is one segment holding its whole line (label and closing newline); in the loop the
-  ``Thought i:`` label is written by the loop, so training on it only teaches what it will be given.
-- ``chat``: ``messages`` is ``render_messages(ctx, traj.steps)`` (system: instruction; user: question;
-  assistant turns: plan, thought + action lines; user turns: observations, critiques), each message with a ``train``
-  flag: true for assistant turns (false for one that holds an unreadable action).
-
-Both carry ids and metadata columns (``episode_id``, ``task_id``, ``method`` and ``source_method``: the
-method that collected it, ``steps_method``: the step format, the same for every row, ``source_store``,
-``env``, ``wire``...). The dataset folder is written whole or not at all (temp folder + rename), with an
-``export_summary.json`` (:class:`ExportSummary`: what each filter removed, per source method) and a dataset card
-``README.md`` (:mod:`actune.bootstrap.dataset_card`) inside.
-
-An export replaces only its own earlier output (:func:`claim_folder`): the summary file inside marks a folder as
-an export's; an output that is or holds one of the stores is refused, and so is an existing folder without the
-mark unless ``overwrite``; a second export into the same folder is refused while the first holds its lock.
+The rules in full: docs/modules.md, actune.bootstrap.export.
 """
 
 from __future__ import annotations

@@ -2,40 +2,15 @@
 
     summary, trained_anyway = export_file(stores, "runs/dataset.openai.jsonl", "openai", config)
 
-The examples are exactly those :func:`actune.bootstrap.export.export_dataset` keeps (same stores, conversion,
-dedupe, cap and shares) and hold the same text; only the layout changes:
-
-- ``openai``: ``{"messages": [...]}`` as OpenAI chat fine-tuning (and TRL's ``SFTTrainer``) reads it: system
-  (the instruction), user (the question), assistant turns (thought and action lines) with ``weight`` 1, or 0
-  for a turn holding an action the parser could not read, and user turns for observations, as actune's chat
-  loop sends them. ``weight`` is OpenAI's per-turn loss flag; trainers that do not know it ignore it.
-- ``trl``: TRL's prompt-completion form, one line per trained turn, in the run's wire (``train.wire_format``):
-  chat, ``{"prompt": [every message before the turn: system, question, earlier turns, observations],
-  "completion": [the turn]}``; tools, the same with tool calls, ``tool`` messages and a ``tools`` column (TRL
-  renders it with the chat template; for a ChatML model without tools in its template, SmolLM2's, pass actune's
-  ``actune/templates/chatml_tools.jinja`` as ``SFTConfig(chat_template_path=...)``, as actune's own training and
-  server do); text, ``{"prompt": the text before the turn, "completion": the turn}``, a turn being a thought with
-  its action (TRL appends the EOS token to each completion: the model learns to end a turn with it, where a server
-  stops as it stops on ``Observation``). TRL's ``SFTTrainer`` computes the loss on the completion only
-  (``completion_only_loss``, its default for this form), for any model and template: no observation token and no
-  turn actune leaves untrained (``weight`` 0) is ever a label, each trained turn is one exactly once. The
-  ``openai`` form trains a plain TRL run on every token, observations included, and TRL's ``assistant_only_loss``
-  refuses SmolLM2's template: prefer ``trl`` for TRL.
-- ``sharegpt``: ``{"system", "conversations": [{"from": "human" | "gpt", "value"}]}`` (LLaMA-Factory).
-  Observations are ``human`` turns, as the loop sends them: LLaMA-Factory's ``observation`` role renders with
-  a tool template the loop never shows the model. The format has no per-turn flag: every ``gpt`` turn is
-  trained.
-- ``alpaca``: ``{"instruction", "input": "", "output"}`` with the text wire's prompt head (instruction and
-  question) as ``instruction`` and the steps as ``output`` (``instruction + "\\n" + output`` is the text actune
-  trains on). Observations are inside ``output``, so a trainer of this format trains on them (as FireAct's
-  Alpaca data did): prefer ``openai`` where the trainer reads it.
-
+The examples are exactly those :func:`actune.bootstrap.export.export_dataset` keeps and hold the same text; only
+the layout changes, so another trainer learns from what actune's own training would: ``openai`` (chat messages
+with a per-turn ``weight``), ``trl`` (TRL's prompt-completion form in the run's wire, loss on trained turns only:
+prefer it for TRL), ``sharegpt`` (LLaMA-Factory) and ``alpaca`` (observations inside ``output``, so trained on).
 A file is written whole or not at all (temp file + rename), then its dataset card beside it
-(:func:`actune.runtime.hub_push.file_card_path`: ``X.jsonl`` -> ``X.README.md``; :mod:`actune.bootstrap.dataset_card`),
-which ``actune push`` uploads as the repo's ``README.md``. That card marks the file as an export's own: an
-existing file (or card) without actune's card is replaced only with ``overwrite``, a file that is one of the stores
-never, and a second export to the same file is refused while the first holds its lock, as for the folder
-(:func:`actune.bootstrap.export.claim_folder`).
+(:func:`actune.runtime.hub_push.file_card_path`: ``X.jsonl`` -> ``X.README.md``), which marks the file as an
+export's own: any other file is replaced only with ``overwrite``, a store never.
+
+The rules in full: docs/modules.md, actune.bootstrap.export_formats.
 """
 
 from __future__ import annotations

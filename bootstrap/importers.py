@@ -3,35 +3,14 @@
     summary = import_set("fireact/gpt_format/hotpotqa.jsonl", "runs/imported/trajectories.jsonl", "openai")
     print(summary.table())
 
-Three layouts, each a JSONL file, a JSON array, or a Hugging Face dataset (``datasets.load_dataset``, by Hub
-id or local folder):
+Three layouts (``openai``, ``alpaca``, ``sharegpt``), each a JSONL file, a JSON array or a Hugging Face dataset.
+Each record becomes the record the agent loop would have written for the same steps, read by the loop's own step
+parser (:func:`actune.agent.parser.parse_step`) under the same zero-shot prompt head, so export renders it
+exactly like a bootstrapped record. Outside sets come already filtered and hold no gold to check, so a record is
+judged correct by construction and kept when its steps are well-ordered (:func:`actune.judge.judge`); every
+record is imported or rejected with a reason and its ``file:line``, and importing a set again adds nothing.
 
-- ``openai``: ``{"messages": [{"role", "content"}, ...]}`` (FireAct's ``gpt_format``): the first user turn is
-  the question, assistant turns hold ``Thought: ...`` and ``Action: name[arg]``, later user (or ``tool``)
-  turns the observations; an assistant's ``tool_calls`` is its action.
-- ``alpaca``: ``{"instruction", "input", "output"}`` (FireAct's ``alpaca_format``): the question is the
-  instruction (and the input, when there is one); the output holds every step, observations included,
-  split at its ``Thought``/``Action``/``Observation`` labels.
-- ``sharegpt``: ``{"conversations": [{"from", "value"}, ...], "system"?}`` (LLaMA-Factory): ``human`` and
-  ``gpt`` turns, ``observation`` turns for what a tool returned and ``function_call`` turns (JSON ``{"name",
-  "arguments"}``) for actions; a last ``gpt`` turn in prose is the answer when it says one (``Answer: x``).
-
-Each record becomes the record the agent loop would have written for the same steps: a thought (or
-reflection) and an action per assistant turn, read by the loop's own step parser
-(:func:`actune.agent.parser.parse_step`) against the environment's actions, the observation after it, and
-the final ``finish[answer]``. Its ``info["prompt"]`` is the zero-shot head of that step format, so export
-renders it exactly like a bootstrapped record; ``info["import"]`` says where it came from.
-
-Verdict: outside sets are published already filtered (FireAct released the trajectories GPT-4 solved), and
-they hold no gold answers or page titles to check, so a record is judged correct by construction and kept
-when its steps are well-ordered (:func:`actune.judge.judge`, grounding not required). A record whose own
-last observation says it failed (``reward = False``: 40 Reflexion records of FireAct's multi-method sets) is
-rejected. Every record is either imported or
-rejected with a reason and its ``file:line``: nothing is dropped silently.
-
-Keys: the task id is a hash of the question (the same question in two sets is one task); the attempt is the
-next free one for (task, method) in the store; the episode id is a hash of the source record, so importing a
-set again adds nothing (``already_imported``).
+The rules in full: docs/modules.md, actune.bootstrap.importers.
 """
 
 from __future__ import annotations

@@ -5,30 +5,13 @@
 :func:`run_bootstrap` takes the ``bootstrap`` section and the ``serve`` section (how to start a server when
 ``bootstrap.endpoints`` is empty), nothing else. Collection itself is :mod:`actune.collect` (eval's too).
 
-Top to bottom, :func:`run_bootstrap` does:
+It opens the store (a rerun resumes; a store of another producer is refused: :func:`bootstrap_fingerprint`),
+runs attempt 0 of every task, then attempt 1, ... (breadth first, so kept episodes spread over many tasks)
+against ``bootstrap.endpoints`` or a server it starts, judges each episode (:mod:`actune.judge`) and appends it
+as it finishes, stops once ``target_correct`` are kept, and writes ``summary.json`` beside the store. Each
+attempt has its own seed, so a resumed run samples the episodes it would have sampled without the interruption.
 
-1. load the tasks (``bootstrap.tasks``) and open the store (``bootstrap.store``); a rerun resumes:
-   every (task, attempt) already in the store under ``agent.method`` is skipped (the store may hold other
-   methods' episodes too) and the store's kept records count towards the target. The store's records of
-   ``agent.method`` must come from the same model, prompt and task file as this run's
-   (:func:`bootstrap_fingerprint`), else the run is refused before any server starts, unless
-   ``bootstrap.allow_mixed_store``;
-2. list what is left: attempt 0 of every task, then attempt 1, ... (breadth first, so stopping at the
-   target leaves kept episodes spread over many tasks rather than many attempts of a few);
-3. use ``bootstrap.endpoints`` (a hosted teacher's: its key read from the variable ``bootstrap.api_key_env``
-   names, checked before anything runs; 429 answers are retried after their ``Retry-After``, as often and as
-   long as ``bootstrap.retries`` allows), or start a
-   vLLM server from the ``serve`` section for the run;
-4. :func:`actune.collect.collect`: ``concurrency`` episodes in flight, each with its own environment (wiki envs on
-   one corpus share its opened index), judged (:mod:`actune.judge`) and appended to the
-   store as it finishes; once ``target_correct`` are kept the episodes still running are cancelled and
-   not written. A server started here that dies is restarted in place (up to ``serve.max_restarts``
-   times) and the episodes it lost run again; dead ``endpoints`` stop the run (a rerun continues);
-5. summarize the store (per task kind) to the terminal and ``summary.json`` beside the store, with the
-   server restarts of this run (``server_restarts``).
-
-Each attempt has its own seed (derived from ``agent.seed``, the task id and the attempt), so a resumed
-run samples the same episodes it would have sampled without the interruption.
+The rules in full: docs/modules.md, actune.bootstrap.run.
 """
 
 from __future__ import annotations

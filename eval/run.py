@@ -2,38 +2,15 @@
 
     actune eval configs/smollm2-cpu.yaml eval.tasks.limit=100
 
-Top to bottom, :func:`run_eval` does:
+:func:`run_eval` plans each model (prompted, or an adapter or merged model run with the prompt spec it was
+trained in: :func:`plan_models`), refuses to score a model on tasks it was trained on (:func:`check_leakage`),
+opens one resumable store per model (``out_dir/<label>/trajectories.jsonl``), serves the models group by group
+(their own endpoints, ``eval.endpoints``, or one server per base model: :func:`group_by_base`), runs and judges
+every episode through :func:`actune.collect.collect`, and writes ``report.json``, ``report.md`` and
+``scores.png``: scores with bootstrap intervals (``correct_grounded`` first), per-kind scores, cost, failure
+modes and paired tests against the first model. One loop, one task set, one judge: the report compares models.
 
-1. load the tasks (``eval.tasks``) and plan each model (:func:`plan_models`): a prompted model runs
-   ``eval.agent`` with its own ``eval.models[i].agent`` overrides on top (:func:`actune.eval.config.model_agent`)
-   against its base model (or, with ``eval.models[i].endpoints``, against those endpoints under its ``model``
-   name: a hosted teacher); a model with an adapter, or whose base is a merged model folder holding
-   ``actune_prompt.json``, runs that with the prompt spec applied (method, regime, wire format it was trained
-   in); an adapter's requests go to its served name (:func:`adapter_name`: the label and a hash of the
-   weights, so a retrained adapter never reuses a stale server copy);
-2. refuse an eval that would score a model on tasks it was trained on (:func:`check_leakage`: the
-   ``training_tasks.json`` of each adapter or merged model folder);
-3. open one store per model, ``out_dir/<label>/trajectories.jsonl`` (:mod:`actune.records.store`):
-   a rerun resumes, running only the (task, attempt) pairs not yet stored. A store whose records of the
-   model's method another producer wrote (another base model, adapter, prompt or task file: the label now
-   names something else) is refused before any store is written or server started, unless
-   ``eval.allow_mixed_store``;
-4. group the models by base model (:func:`group_by_base`, in order of first appearance; a model with its own
-   endpoints is grouped with those endpoints, whatever its base) and, per group with episodes left, use the
-   models' own endpoints (their keys read from the variables ``api_key_env`` names, all checked before any
-   server starts), else ``eval.endpoints`` (one base only, keyed by ``eval.api_key_env``'s variable when set;
-   adapters they do not serve yet are loaded), else
-   start one server from the ``serve`` section with that base and its adapters loaded, stopped before the
-   next group's starts (restarted in place when it dies, up to ``serve.max_restarts`` times: the episodes it
-   lost run again; the report counts the restarts, ``server_restarts``). A caller that already runs the server
-   of some models (the quickstart's bootstrap rounds) hands it over with ``served`` and names them in
-   ``labels``: they run on it and nothing is started or reported (:func:`run_eval`);
-5. per model, :func:`actune.collect.collect` runs ``concurrency`` episodes at once, each judged (the
-   judge's grounding verdict is kept in the record) and appended to the model's store as it finishes; each
-   record notes what served it (``info["endpoint"]``: :func:`endpoint_note`, never a key);
-6. read the stores back (only this run's tasks, attempts and method), compute scores with bootstrap
-   intervals (``correct_grounded`` first), per-kind scores, cost per episode, failure modes and paired tests
-   against the first model, and write ``report.json``, ``report.md`` and ``scores.png`` into ``out_dir``.
+The rules in full: docs/modules.md, actune.eval.run.
 """
 
 from __future__ import annotations

@@ -3,29 +3,14 @@
     est = metric_estimate(records, "correct", samples=1000, confidence=0.95, seed=0)   # mean, low, high
     cmp = paired_comparison(prompted, tuned, samples=1000, confidence=0.95, seed=0)      # tuned - prompted
 
-Unit of resampling: the task. A task's attempts are averaged first (one value per task), so with
-several sampled attempts per task the interval reflects how many *questions* were asked, not how many
-episodes ran. Intervals are percentile bootstrap intervals from ``numpy.random.default_rng(seed)``: the
-same inputs and seed give the same numbers.
+The task is the unit of resampling (a task's attempts are averaged first), so an interval reflects how many
+questions were asked, not how many episodes ran; the same inputs and seed give the same numbers. The headline
+metric, ``correct_grounded``, counts an episode only when it is correct and the judge found it grounded, so a
+small model's lucky guesses on two-way comparisons do not count; a record without the score is left out, never
+counted as 0. Two models are compared on the tasks both ran: a paired bootstrap of the per-task difference and an
+exact McNemar test. :func:`cost_per_episode` gives tokens and seconds per episode.
 
-The headline metric is ``correct_grounded``: an episode counts when it is correct AND the judge's verdict
-says grounded (``scores["grounded"]``, written by :func:`actune.judge.record_verdict`: the supporting
-sentences were shown in its observations where the task names them, else every supporting page was read). A
-task whose source lacks its supporting sentences (``evidence_known: false``) has no value for it and is scored
-apart; ``correct_pages_read`` (correct, and every supporting page opened) is the page-level figure beside it. A
-small model answers a two-way comparison right half the time by chance;
-this metric does not count those guesses. A record without the grounded score (written before eval
-judged episodes) has no value for it: it is left out of that metric's mean, never counted as 0. Methods
-that read no pages (CoT, Standard) are never grounded, so they score 0 on it by design.
-
-Paired comparison of model B against model A on the tasks both ran: a paired bootstrap of the per-task
-difference (B - A; the same resampled tasks for both) and an exact McNemar test on the episodes' values
-of the metric (read as flags: 1 right, anything less wrong), counting ``b`` = A right and B wrong,
-``c`` = A wrong and B right; the two-sided p-value is ``min(1, 2 * P(X <= min(b, c)))`` for
-``X ~ Binomial(b + c, 1/2)``. Only episodes where both records have the metric are paired.
-
-Cost (:func:`cost_per_episode`): mean prompt tokens, completion tokens and wall seconds per episode, from
-the records' ``usage`` and ``timings``.
+The rules in full: docs/modules.md, actune.eval.stats.
 """
 
 from __future__ import annotations

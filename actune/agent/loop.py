@@ -6,39 +6,13 @@
 Bootstrap and eval both call this, so a fine-tuned model is evaluated in exactly the loop that
 produced its training data.
 
-Events (``Event(type, iteration, data)``; ``iteration`` is the step, 0 outside steps), LLARS' names:
+It yields ``Event(type, iteration, data)`` under LLARS' names: ``starting`` first, one event per recorded step
+(``thought``, ``action``, ``observation``, ``answer``...), ``final_answer`` once there is a prediction, and
+``done`` last, always. With ``AgentConfig.stream_events`` (``actune run``; off for bootstrap and eval) each step's
+text also comes as it is generated (``thought_delta``, ``action_delta``, ``delta``...;
+:mod:`actune.agent.methods.live`); the record is the same with and without them.
 
-- ``starting`` {task_id, goal, method, max_iterations}: first, once.
-- ``iteration`` {goal, max_iterations}: a step begins (act, react, reflact, preflect*).
-- ``thought`` / ``reflection`` / ``action`` / ``observation`` / ``answer`` / ``plan`` / ``critique``
-  {text; action and answer also action_name, action_arg}: a step was recorded (``Episode.add``).
-- ``parse_error`` {error, consecutive}, ``reprompt`` {prefix}, ``repetition`` {action, count},
-  ``adaptive_iteration`` {retrieval_score}, ``max_iterations_reached`` {}, ``sample`` (CoT-SC),
-  ``backoff`` (hybrids), ``re_plan`` / ``critique_retry`` (PreFlect): see :class:`~actune.agent.episode.Event`.
-- ``final_answer`` {answer, correct}: when the episode has a prediction.
-- ``done`` {trajectory, finish_reason, sources, goal, full_response}: last, always; ``full_response`` is
-  the whole answer (the prediction; None when unanswered), ``trajectory`` the finished record.
-
-With ``AgentConfig.stream_events`` (``actune run``; off for bootstrap and eval) the requests that write a
-step (thought, reflection, action, answer; a re-prompted action too) are streamed and these come too
-(:mod:`actune.agent.methods.live`), so a view can show the whole step as it is made. Every delta event is
-{delta}; a step's deltas, joined, equal what the step records, and all come before that step's event (the
-step is recorded once its whole completion is read). The record is the same with and without them.
-
-- ``thinking`` / ``reflecting`` {}: a thought / reflection of step ``iteration`` starts being generated.
-- ``thought_delta`` / ``reflection_delta``: its text as it arrives; joined: the ``thought`` / ``reflection``
-  step's ``text``.
-- ``action_delta``: the action as it arrives (a call once its bracket closes; an inline or bare action once
-  the step is read, a later ``Action:`` line could replace it); joined: the ``action`` step's ``text``
-  (an unusable action's too, before its ``parse_error``).
-- ``observation_delta``: what the environment answered (whole: environments do not stream), or the format
-  hint after an unusable action; joined: the ``observation`` step's ``text``.
-- ``delta``: the answer's text as it arrives (LLARS' answer tokens); joined they equal the ``answer`` step's
-  ``action_arg`` and ``done``'s ``full_response``.
-- ``adaptive_response`` {response, retrieval_score}: the adaptive early exit answered (after its ``answer``).
-
-PreFlect's plans and critiques are not streamed (LLARS has no such steps). Deltas of a request that fails
-mid-stream have no step: the episode ends ``server_error`` without it.
+Every event and its payload: docs/modules.md, actune.agent.loop.
 """
 
 from __future__ import annotations

@@ -5,35 +5,14 @@ judged, one per line.
         if not store.has("task-7", "react", 2):
             store.append(traj)            # one line, flushed and fsynced before it returns
 
-Each line is a :class:`actune.records.trajectory.Trajectory` (``Trajectory.to_json``) whose
-``info["verdict"]`` holds the judge's verdict (:mod:`actune.judge`); kept or not, every
-finished episode is written, so a resumed run knows what was tried.
+Every finished episode is written, kept or not, keyed by ``(task id, method, attempt)``, so a resumed run knows
+what was tried and several methods can share one store. A record counts once its closing newline is on disk: a
+torn last line is cut off on open, nothing else is ever rewritten, no key is written twice, and an exclusive
+``flock`` keeps a second process out. Only a store is opened (:class:`NotAStoreError`), and a stage about to
+append checks that the store's records of its method came from the same producer
+(:meth:`StoreState.check_producer`, :class:`StoreMixError`).
 
-An episode is identified by ``(task id, method, attempt)``: ReAct, ReflAct, CoT and CoT-SC episodes of
-the same task can share one store (a training set mixing methods), and attempt 0 of a task under ReAct
-is not attempt 0 under CoT. Every record has always carried its ``method``, so stores written when the
-key was ``(task id, attempt)`` read unchanged.
-
-Resuming: opening the store reads it and remembers every ``(task id, method, attempt)`` already done and
-how many records were kept. A record counts once its closing newline is on disk: a last line without one
-(the process died mid-write, or Ctrl-C) is cut off, and nothing else is ever rewritten (readers that do not
-open the store skip that line when it does not parse: :func:`actune.records.jsonl.iter_appended`). A bad line
-anywhere else is corruption, not a torn write: opening fails naming ``file:line``. No episode is ever
-written twice: ``append`` refuses a key the store already holds, and an exclusive ``flock`` on the
-file stops a second process from appending to the same store at the same time.
-
-Only a store is opened: a new or empty file, or one whose first line is a store record (or the start of
-one, torn). Any other file (notes, the import's own source) is :class:`NotAStoreError`, and neither cut nor
-appended to. :func:`remove_if_empty` removes a store a command created and kept nothing in (an import that
-rejected every record), unless another process holds it.
-
-Producers: a store keys episodes by what was attempted, not by who attempted it, so each record also carries
-the fingerprint of what produced it in ``info["fingerprint"]`` (a flat dict the stage builds, see
-:func:`actune.collect.producer_fingerprint`: model, adapter, prompt, task file). A stage about to append
-asks :meth:`StoreState.check_producer` first: the store's records of the same method must have the same
-fingerprint, else it refuses (unless told to mix, :class:`StoreMixError`). Other methods are never compared,
-since mixing methods in one store is the point of the method key. A record written before fingerprints still
-tells its model name and adapter (``Trajectory.model``); only those are compared for it.
+The rules in full: docs/modules.md, actune.records.store.
 """
 
 from __future__ import annotations

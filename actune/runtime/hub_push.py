@@ -2,32 +2,14 @@
 
     result = push("runs/adapter", "org/name", private=True)        # ``actune push runs/adapter --repo org/name``
 
-What is pushed, told from the files (:func:`detect_kind`):
+What is pushed is told from the files (:func:`detect_kind`): an export folder or file goes to a dataset repo, an
+adapter or model folder to a model repo, whose uploaded config names the card's Hub ``base_model`` instead of the
+local folder it was loaded from, so the repo loads from the Hub. Each must carry its card (``README.md`` with YAML
+metadata; ``actune card PATH`` writes one), else it is refused. The repo is created if missing and the files go
+up in one commit. The token is ``huggingface_hub``'s own (``HF_TOKEN`` or the stored login), never an argument,
+and is masked in every error; ``api_factory`` lets tests run the same code against a fake.
 
-- an export folder (``export_summary.json``, from ``actune export``): a dataset repo;
-- an export file (``actune export --format openai|sharegpt|alpaca``: ``X.jsonl`` with its card
-  ``X.README.md`` beside it, :func:`file_card_path`): a dataset repo holding ``X.jsonl`` and the card as
-  ``README.md``;
-- an adapter folder (``adapter_config.json``, from ``actune train``): a model repo, without its ``merged/``
-  (push that folder on its own: ``actune push runs/adapter/merged --repo org/name-merged``). Its
-  ``adapter_config.json`` names the local folder the base model was loaded from; the repo gets a copy naming the
-  card's ``base_model`` (the Hub id the card code maps the base to) instead, so
-  ``AutoPeftModelForCausalLM.from_pretrained("org/name")`` finds the base on the Hub. The local folder is not
-  changed;
-- a model folder (``config.json`` and weights, e.g. ``merged/``): a model repo. A ``config.json`` holding
-  ``_name_or_path`` (older transformers versions saved there the folder the model was loaded from: the local
-  base) is uploaded naming the card's ``base_model`` instead, the same way; transformers 5 leaves the key out,
-  and such a config goes up as it is.
-
-Each must carry its card, ``README.md`` with YAML metadata (written by ``actune export`` and ``actune train``);
-a folder without one is refused, and so is a model card naming a local folder as its base model (the template
-card PEFT wrote before actune wrote its own): ``actune card PATH`` writes an adapter's or model folder's card.
-The repo is created if missing (``create_repo(exist_ok=True)``), a ``revision`` other than ``main`` is created as
-a branch, then ``upload_folder`` sends the files in one commit.
-
-The token is ``huggingface_hub``'s own: ``HF_TOKEN`` or the stored login (``hf auth login``), never an argument;
-it is masked in every error. The Hub client is made by ``api_factory`` (default :func:`make_api`), so tests
-run the same code against a fake.
+The rules in full: docs/modules.md, actune.runtime.hub_push.
 """
 
 from __future__ import annotations

@@ -1,31 +1,15 @@
 """LLARS' live event stream: the step being generated, as its tokens arrive, and what the environment answers.
 
-With ``AgentConfig.stream_events`` the loop wraps the model client in a :class:`LiveLLM` and runs the method
-with it. A method *opens* a step before asking for it (:func:`open_step`: the ``thinking`` / ``reflecting``
-event); that one request is then streamed, and each piece of text is read the way the method will read the
-whole completion (its own ``read`` function), so a ``thought_delta`` / ``reflection_delta`` carries only text
-of the thought or reflection, an ``action_delta`` only text of the action and a ``delta`` only text of the
-answer (LLARS' name for the answer's tokens).
-Text that may still change its meaning is held back: a line that may become a label (``Action 1:``,
-``FINAL ANSWER:``, ``Observation``...), an action call not closed yet (``search[Wal``), trailing spaces, and
-an action a later line could still replace (one written inline or as a bare call: a later ``Action:`` line
-wins; in LLARS' format any action: a later ``FINAL ANSWER:`` wins), so it is sent when the step is read.
-When the completion is read, the method records each step with :func:`record_step`, which sends the rest of
-its deltas first, so the deltas of a step, joined, are exactly the recorded text (the thought or reflection
-step's ``text``, the action step's ``text``, the answer step's ``action_arg``, which is the prediction). An
-action asked for again (the re-prompt) streams too. The environment answers whole: its observation comes as
-one ``observation_delta`` before the ``observation`` step, and so does a format hint recorded as one.
-PreFlect's plans and critiques are not streamed (LLARS has no such steps).
+With ``AgentConfig.stream_events`` the loop wraps the model client in a :class:`LiveLLM`: a method opens a step
+before asking for it (:func:`open_step`), that request is streamed, and each piece of text is read the way the
+method will read the whole completion, so each delta event carries only text of its own step. Text that may
+still change its meaning (a possible label, an action call not closed yet) is held back; :func:`record_step`
+sends the rest when the step is recorded, so a step's deltas, joined, are exactly its recorded text. A request
+that fails mid-stream ends the episode ``server_error`` without that step. Without ``stream_events`` none of this
+runs. :func:`llars_keys`, :func:`iteration_event`, :func:`adaptive_iteration_event` and
+:func:`adaptive_response_event` put LLARS' payload keys beside actune's, streamed or not.
 
-A request fails mid-stream (the server drops it): the client raises, the episode ends ``server_error`` as
-for any failed request, and the step whose deltas were sent is not recorded. Without ``stream_events``
-none of this runs: :func:`open_step` returns no events, :func:`record_step` only the step's, and requests are
-not streamed.
-
-Payloads carry LLARS' keys beside actune's, streamed or not: :func:`record_step` adds them to a recorded step's
-event (:func:`llars_keys`: ``thought`` / ``reflection``, ``action`` and ``param``, ``result_preview``), and
-:func:`iteration_event`, :func:`adaptive_iteration_event` and :func:`adaptive_response_event` build the events
-of those names with both sets of keys.
+The rules in full: docs/modules.md, actune.agent.methods.live.
 """
 
 from __future__ import annotations
