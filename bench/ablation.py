@@ -56,7 +56,7 @@ def arm_label(cfg: QuickstartConfig, flip: str, method: str) -> str:
 
 def other_arm(cfg: QuickstartConfig, run: Path, flip: str, method: str, r: int, out: Path) -> Path:
     """The adapter of the arm the run did not train (trained under ``out`` unless already there)."""
-    from actune.train.run import train
+    from actune.train.sft import train
 
     other = flipped(cfg, flip, method)
     arm = out / arm_label(other, flip, method)

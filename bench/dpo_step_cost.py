@@ -51,7 +51,7 @@ def _one(objective: str, config_json: str) -> dict[str, Any]:
 
     from actune.runtime import cpu_features
     from actune.train.config import TrainConfig
-    from actune.train.start_and_save import open_start
+    from actune.train.common import open_start
 
     cfg = TrainConfig.model_validate_json(config_json)
     start = open_start(cfg)
@@ -59,7 +59,7 @@ def _one(objective: str, config_json: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         if objective == "sft":
-            from actune.train.run import make_trainer, sft_args, tokenize_dataset
+            from actune.train.sft import make_trainer, sft_args, tokenize_dataset
 
             tokenized = tokenize_dataset(load_from_disk(str(cfg.dataset)), start.tokenizer, cfg)
             train_ds = tokenized.select_columns(["input_ids", "labels"])

@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     from actune.tasks.loading import load_tasks
     from actune.train.config import GrpoSettings, TrainConfig
     from actune.train.rollouts import RolloutSetup, make_rollout_func
-    from actune.train.start_and_save import open_start
+    from actune.train.common import open_start
     from actune.world import write_world
 
     cfg = load_quickstart("full", [f"seed={args.seed}"])

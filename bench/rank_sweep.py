@@ -37,7 +37,7 @@ def load_run_config(run: Path) -> QuickstartConfig:
 
 def trained_adapter(cfg: QuickstartConfig, dataset: Path, out: Path, rank: int) -> Path:
     """The adapter of ``rank`` under ``out`` (trained here unless already there)."""
-    from actune.train.run import train
+    from actune.train.sft import train
 
     adapter = out / f"r{rank}" / "adapter"
     if (adapter / "adapter_config.json").is_file():

@@ -13,8 +13,8 @@ dtype, with the same LoRA, batch size, learning rate and seed, so they see the s
 order (the train config's; default: ``TrainConfig()``, the recipe's defaults). No dev slice, no
 checkpoints, no packing.
 
-- **actune**: the trainer ``actune train`` builds (:func:`actune.train.run.make_trainer` with
-  :func:`actune.train.run.sft_args`, torch threads as ``actune train`` sets them): padding-free batches,
+- **actune**: the trainer ``actune train`` builds (:func:`actune.train.sft.make_trainer` with
+  :func:`actune.train.sft.sft_args`, torch threads as ``actune train`` sets them): padding-free batches,
   the loss on the trained positions only, LoRA dropout masks from geometric gaps on CPU (the same dropout
   in distribution, another random stream: the first-step losses differ in the last digits).
 - **TRL**: ``SFTTrainer`` with TRL's defaults (padded batches, its fused LM head with its entropy and
@@ -131,7 +131,7 @@ def _one(path: str, config_json: str) -> dict[str, Any]:
     from actune.runtime.model_files import prepare_model
     from actune.train.common import resolve_dtype
     from actune.train.config import TrainConfig
-    from actune.train.run import make_trainer, sft_args, tokenize_dataset
+    from actune.train.sft import make_trainer, sft_args, tokenize_dataset
     from actune.train.speed import set_torch_threads
 
     cfg = TrainConfig.model_validate_json(config_json)

@@ -293,7 +293,7 @@ def test_the_workflow_is_small_modules() -> None:
 
 def test_every_stage_folder_is_walked() -> None:
     names = modules(package_dirs(REPO))
-    assert {"actune.bootstrap.run", "actune.eval.run", "actune.train.run", "actune.serve.server",
+    assert {"actune.bootstrap.run", "actune.eval.run", "actune.train.sft", "actune.serve.server",
             "actune.quickstart.pipeline", "actune.collect", "actune.cli.run_config", "actune.records.store",
             "actune.sources.hotpotqa", "actune.runtime.progress"} <= set(names)
 

@@ -1,6 +1,12 @@
-"""What every training objective shares (SFT in :mod:`actune.train.run`, DPO in :mod:`actune.train.dpo`, GRPO
-in :mod:`actune.train.grpo`): the error a stage reports, the dtype, the dev slice by task, the step count, the
-merge and the names of the files an adapter folder holds.
+"""What every training objective shares (SFT in :mod:`actune.train.sft`, DPO in :mod:`actune.train.dpo`, GRPO
+in :mod:`actune.train.grpo`): the error a stage reports, the dtype, where a run starts (the start model, its
+tokenizer, the output and checkpoint folders), the model loading, the trainer settings taken from the recipe keys,
+the dev slice by task, the step count, the merge and the names of the files an adapter folder holds. How each
+objective ends, the one save path, is :mod:`actune.train.saving`.
+
+    start = open_start(cfg)                 # dtype, output and checkpoint folders, start model and tokenizer
+    args = trl_args(DPOConfig, recipe_args(cfg, start.dtype, start.ckpt_dir), cfg.dpo.trl_settings(), "train.dpo")
+    model = load_model(start.model_dir, start.dtype)
 
 Light on purpose: importing it loads no torch or TRL (the functions that need them import them when called), so
 the CLI, the cards and the quickstart name these without the training stack.
@@ -10,13 +16,18 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from actune.records.atomic_write import recover_folder
 from actune.runtime import cpu_features
+from actune.runtime.model_files import prepare_model
+from actune.train.config import TrainConfig
 
-__all__ = ["MERGED_DIR", "TRAINING_META_FILE", "TrainError", "dev_task_ids", "hardware_line", "merge_adapter",
-           "resolve_dtype", "split_by_task", "steps_per_epoch"]
+__all__ = ["MERGED_DIR", "TRAINING_META_FILE", "Start", "TrainError", "checkpoints_dir", "dev_task_ids",
+           "hardware_line", "load_model", "logged_losses", "merge_adapter", "open_start", "recipe_args",
+           "resolve_dtype", "split_by_task", "steps_per_epoch", "trl_args"]
 
 MERGED_DIR = "merged"
 """The adapter folder's sub-folder holding base + adapter as one plain model (``train.merge``)."""
@@ -77,6 +88,77 @@ def steps_per_epoch(n_examples: int, args: Any) -> int:
     # As the Trainer counts them (set_initial_training_values): batches per process, then updates.
     batches = math.ceil(n_examples / (args.per_device_train_batch_size * max(1, args.world_size)))
     return max(1, math.ceil(batches / args.gradient_accumulation_steps))
+
+
+def checkpoints_dir(out: Path) -> Path:
+    """``<output_dir>.checkpoints``: where TRL writes checkpoints while training runs (and the adapter folder is
+    assembled before it becomes ``output_dir``)."""
+    return out.parent / f"{out.name}.checkpoints"
+
+
+@dataclass
+class Start:
+    """Where a run starts and writes: the dtype, the folders, the start model and its tokenizer."""
+
+    dtype: str
+    out: Path
+    ckpt_dir: Path
+    """:func:`checkpoints_dir` of ``out``."""
+    model_dir: Path
+    """The start model's local folder."""
+    tokenizer: Any
+
+
+def open_start(cfg: TrainConfig) -> Start:
+    """Resolve the dtype and folders, finish an interrupted swap of the output folder, fetch the start model (DPO
+    and GRPO: a model that may itself be tuned, the SFT model's merged folder)."""
+    from transformers import AutoTokenizer
+
+    out = Path(cfg.output_dir)
+    recover_folder(out)
+    model_dir = prepare_model(cfg.base_model)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return Start(resolve_dtype(cfg.dtype), out, checkpoints_dir(out), Path(model_dir), tokenizer)
+
+
+def load_model(model_dir: Path, dtype: str, **kwargs: Any) -> Any:
+    """The causal LM of ``model_dir`` in ``dtype`` (``from_pretrained`` with ``kwargs``): the model an objective
+    puts its LoRA on."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype), **kwargs)
+
+
+def recipe_args(cfg: TrainConfig, dtype: str, ckpt_dir: Path) -> dict[str, Any]:
+    """The TRL trainer settings every objective takes from actune's recipe keys."""
+    import torch
+
+    return dict(
+        output_dir=str(ckpt_dir), learning_rate=cfg.learning_rate, lr_scheduler_type="cosine",
+        warmup_steps=float(cfg.warmup_ratio), num_train_epochs=cfg.num_train_epochs, max_steps=cfg.max_steps,
+        per_device_train_batch_size=cfg.per_device_train_batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+        gradient_checkpointing=cfg.gradient_checkpointing, bf16=dtype == "bfloat16", seed=cfg.seed,
+        data_seed=cfg.seed, logging_steps=cfg.logging_steps, save_total_limit=2, report_to="none",
+        use_cpu=not torch.cuda.is_available(),
+    )
+
+
+def trl_args(config_class: type, ours: dict[str, Any], theirs: dict[str, Any], key: str) -> Any:
+    """``config_class(**ours)`` with the user's ``key`` settings on top, checked by TRL itself."""
+    try:
+        return config_class(**{**ours, **theirs})
+    except (TypeError, ValueError) as e:
+        raise TrainError(f"trl.{config_class.__name__} refused the trainer settings ({key} on top of actune's): "
+                         f"{e}") from e
+
+
+def logged_losses(trainer: Any) -> list[float]:
+    """The training loss of each logged step (the meta file's ``losses``; bench/faults.py counts steps by them)."""
+    return [float(h["loss"]) for h in trainer.state.log_history if "loss" in h]
 
 
 def merge_adapter(model_dir: Path, adapter_dir: Path, out_dir: Path, dtype: str) -> str:

@@ -1,4 +1,6 @@
-"""TrainConfig: TRL SFT + PEFT LoRA on exported interleaved trajectories."""
+"""TrainConfig: the recipe every objective shares (LoRA, learning rate, batches, dev slice...) and one typed section
+per objective (``sft``, ``dpo``, ``grpo``) on a shared base, as TRL's SFTConfig, DPOConfig and GRPOConfig share
+TrainingArguments (:class:`ObjectiveSettings`)."""
 
 from __future__ import annotations
 
@@ -6,9 +8,9 @@ import dataclasses
 import typing
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from actune.agent.config import Wire
@@ -50,11 +52,87 @@ class GrpoReward(StrictModel):
     """Subtracted for each action the parser could not read."""
 
 
-class GrpoSettings(StrictModel):
+class ObjectiveSettings(StrictModel):
+    """What the objectives' sections share, as TRL's SFTConfig, DPOConfig and GRPOConfig share TrainingArguments:
+    the settings actune reads are typed fields, and any other field of the objective's TRL config
+    (:attr:`TRL_CONFIG`) is passed to TRL as written, on top of what actune sets (:meth:`trl_settings`), checked
+    against the installed TRL when the config is read: an unknown key is an error naming it. ``sft`` and ``dpo``
+    hold such keys beside their typed fields (``train.sft.optim``, ``train.dpo.loss_type``); ``grpo``, whose own
+    fields are the rollouts', in its ``trl`` mapping (``train.grpo.trl.epsilon``)."""
+
+    model_config = ConfigDict(extra="allow")
+    TRL_CONFIG: ClassVar[str] = ""
+    """The ``trl`` config class (``SFTConfig``...) the section's keys belong to."""
+
+    def trl_keys(self) -> tuple[tuple[str, ...], dict[str, Any]]:
+        """(where in the section, the keys passed to TRL as written): here, those beside the typed fields."""
+        return (), dict(self.model_extra or {})
+
+    @model_validator(mode="after")
+    def _check_trl_keys(self) -> ObjectiveSettings:
+        where, keys = self.trl_keys()
+        errors = [InitErrorDetails(type=PydanticCustomError("trl_field", msg), loc=(*where, *loc), input=value)
+                  for loc, msg, value in self.key_errors(keys)]
+        if errors:
+            # a ValidationError keeps its own locations, so the message names train.<section>.<key>
+            raise ValidationError.from_exception_data(type(self).__name__, errors)
+        return self
+
+    @classmethod
+    def key_errors(cls, keys: dict[str, Any]) -> list[tuple[list[str], str, Any]]:
+        """``(location, message, value)`` for each of the section's TRL ``keys`` that cannot be passed to TRL."""
+        fields = trl_config_fields(cls.TRL_CONFIG) if keys else frozenset()
+        return [([key], f"not a field of trl.{cls.TRL_CONFIG}", value) for key, value in keys.items()
+                if key not in fields]
+
+    def trl_settings(self) -> dict[str, Any]:
+        """What goes to TRL on top of actune's settings: the typed fields that TRL's config has under the same
+        name, then the TRL keys, as written."""
+        fields = trl_config_fields(self.TRL_CONFIG)
+        typed = {name: getattr(self, name) for name in type(self).model_fields if name in fields}
+        return {**typed, **self.trl_keys()[1]}
+
+
+class SftSettings(ObjectiveSettings):
+    """``objective: sft`` (``train.sft``): the tracker, and any other ``trl.SFTConfig`` field, each checked by name
+    and type; one that ``train`` has a key for (learning_rate, max_steps, bf16...) is refused, naming that key."""
+
+    TRL_CONFIG: ClassVar[str] = "SFTConfig"
+    report_to: str | list[str] | None = "none"
+    """Where training's losses go as it runs: tensorboard, trackio, wandb, mlflow (a list for several); none.
+    TensorBoard event files are written to ``<output_dir>.checkpoints/runs/`` while training and kept in
+    ``<output_dir>/runs/``."""
+
+    @classmethod
+    def key_errors(cls, keys: dict[str, Any]) -> list[tuple[list[str], str, Any]]:
+        return sft_errors(keys)
+
+    def init_kwargs(self) -> dict[str, Any]:
+        """``model_init_kwargs``: the base model's ``from_pretrained`` arguments (actune loads the model itself)."""
+        return dict((self.model_extra or {}).get("model_init_kwargs") or {})
+
+    def trl_settings(self) -> dict[str, Any]:
+        # model_init_kwargs is TRL's for a model it loads itself; actune loads the model (init_kwargs)
+        return {k: v for k, v in super().trl_settings().items() if k != "model_init_kwargs"}
+
+
+class DpoSettings(ObjectiveSettings):
+    """``objective: dpo`` (``train.dpo``): beta, and any other ``trl.DPOConfig`` field, checked by name (TRL checks
+    the values when training starts)."""
+
+    TRL_CONFIG: ClassVar[str] = "DPOConfig"
+    beta: float = 0.1
+    """How far the policy may move from the reference model (the start model): the weight of DPO's implicit KL
+    penalty; higher keeps it closer."""
+
+
+class GrpoSettings(ObjectiveSettings):
     """GRPO over the agent loop (``objective: grpo``): each step, ``tasks_per_step`` training tasks, each played
     ``num_generations`` times by the current adapter on the vLLM server, the episodes judged and rewarded, and
     the loss on the model's own tokens, advantages taken within each task's group."""
 
+    model_config = ConfigDict(extra="forbid")
+    TRL_CONFIG: ClassVar[str] = "GRPOConfig"
     num_generations: int = Field(4, ge=2)
     """Episodes per task per step: the group whose rewards are compared."""
     tasks_per_step: int = Field(2, ge=1)
@@ -67,7 +145,10 @@ class GrpoSettings(StrictModel):
     reward: GrpoReward = Field(default_factory=GrpoReward)
     trl: dict[str, Any] = Field(default_factory=dict)
     """Any ``trl.GRPOConfig`` field on top of what actune sets (``beta``, ``loss_type``, ``epsilon``...), checked
-    by TRL."""
+    against the installed TRL by name (TRL checks the values when training starts)."""
+
+    def trl_keys(self) -> tuple[tuple[str, ...], dict[str, Any]]:
+        return ("trl",), dict(self.trl)
 
 
 class TrainConfig(StrictModel):
@@ -163,22 +244,24 @@ class TrainConfig(StrictModel):
     bitsandbytes and train the LoRA on top of it, as ``trl sft --load_in_4bit`` does. Needs bitsandbytes
     (``pip install bitsandbytes``) and, in practice, a CUDA GPU. ``merge`` still merges into the unquantised
     base weights."""
-    sft: dict[str, Any] = Field(default_factory=lambda: {"report_to": "none"})
-    """Any other ``trl.SFTConfig`` field, passed to TRL as it is and applied on top of what actune sets:
-    ``report_to`` (tensorboard, trackio, wandb; default none), ``optim``, ``weight_decay``,
-    ``lr_scheduler_type``, ``max_grad_norm``, ``gradient_checkpointing_kwargs``, ``fsdp_config``,
-    ``deepspeed``, ``ddp_timeout``, ``push_to_hub``, ``model_init_kwargs`` (passed to the base model's
-    ``from_pretrained``, e.g. ``attn_implementation``)... Keys are checked against the installed TRL; a
-    setting that has a key above (learning_rate, max_steps, bf16...) must be set there. TensorBoard event
-    files are written to ``<output_dir>.checkpoints/runs/`` while training and kept in ``<output_dir>/runs/``."""
+    sft: SftSettings = Field(default_factory=SftSettings)
+    """``report_to`` (tensorboard, trackio, wandb; default none) and any other ``trl.SFTConfig`` field, passed to
+    TRL as it is and applied on top of what actune sets: ``optim``, ``weight_decay``, ``lr_scheduler_type``,
+    ``max_grad_norm``, ``gradient_checkpointing_kwargs``, ``fsdp_config``, ``deepspeed``, ``ddp_timeout``,
+    ``push_to_hub``, ``model_init_kwargs`` (passed to the base model's ``from_pretrained``, e.g.
+    ``attn_implementation``)... Keys are checked against the installed TRL; a setting that has a key above
+    (learning_rate, max_steps, bf16...) must be set there. TensorBoard event files are written to
+    ``<output_dir>.checkpoints/runs/`` while training and kept in ``<output_dir>/runs/``. Read with
+    ``objective: sft`` only."""
     objective: Literal["sft", "dpo", "grpo"] = "sft"
     """``sft``: imitate the kept episodes of an export (the default). ``dpo``: prefer each pair's chosen side over
     its rejected one (:mod:`actune.train.dpo`; ``dataset`` a preference-pairs folder, ``base_model`` where DPO
     starts, the SFT model's merged folder for SFT -> DPO). ``grpo``: reward the model's own episodes on the
     bootstrap section's tasks (:mod:`actune.train.grpo`; ``dataset`` unused, ``base_model`` where GRPO starts)."""
-    dpo: dict[str, Any] = Field(default_factory=lambda: {"beta": 0.1})
-    """Any ``trl.DPOConfig`` field on top of what actune sets (``beta``, ``loss_type``, ``label_smoothing``...),
-    checked against the installed TRL; read with ``objective: dpo`` only."""
+    dpo: DpoSettings = Field(default_factory=DpoSettings)
+    """``beta`` (default 0.1) and any other ``trl.DPOConfig`` field on top of what actune sets (``loss_type``,
+    ``label_smoothing``, ``precompute_ref_log_probs``...), checked against the installed TRL; read with
+    ``objective: dpo`` only."""
     grpo: GrpoSettings = Field(default_factory=GrpoSettings)
     """Read with ``objective: grpo`` only."""
     merge: bool = False
@@ -208,16 +291,6 @@ class TrainConfig(StrictModel):
                              f"multiple of per_device_train_batch_size x gradient_accumulation_steps ({step})")
         return self
 
-    @field_validator("sft")
-    @classmethod
-    def _sft_fields(cls, sft: dict[str, Any]) -> dict[str, Any]:
-        errors = [InitErrorDetails(type=PydanticCustomError("sft_field", msg), loc=tuple(loc), input=value)
-                  for loc, msg, value in sft_errors(sft)]
-        if errors:
-            # a ValidationError keeps its own locations, so the message names train.sft.<key>
-            raise ValidationError.from_exception_data("sft", errors)
-        return {"report_to": "none", **sft}
-
 
 # SFTConfig fields that actune sets from a key of its own (one place for each setting): the fields of
 # the same name, plus these.
@@ -236,11 +309,16 @@ _OTHER_TRL_NAMES = {"load_in_4bit": "train.load_in_4bit", "model_name_or_path": 
 
 
 @cache
-def sft_config_fields() -> frozenset[str]:
-    """The field names of the installed ``trl.SFTConfig`` (TRL is imported only when a config names some)."""
-    from trl import SFTConfig
+def trl_config_fields(name: str) -> frozenset[str]:
+    """The field names of the installed ``trl.<name>`` (TRL is imported only when a config names some)."""
+    import trl
 
-    return frozenset(f.name for f in dataclasses.fields(SFTConfig))
+    return frozenset(f.name for f in dataclasses.fields(getattr(trl, name)))
+
+
+def sft_config_fields() -> frozenset[str]:
+    """The field names of the installed ``trl.SFTConfig``."""
+    return trl_config_fields("SFTConfig")
 
 
 def owned_sft_fields() -> dict[str, str]:

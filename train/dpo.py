@@ -8,8 +8,9 @@ second copy in memory), and observation tokens kept out of the loss on both side
 starts: the SFT model (its merged folder) for ETO's SFT -> DPO, or the base. TRL tokenises ``prompt`` + ``chosen``
 strings and puts every completion token in the loss, observations included; actune tokenises the pairs' segments
 itself (:func:`tokenize_pair`, by :func:`actune.train.masking.tokenize_segments`, as SFT does) and hands TRL the
-token ids with a loss flag per token (:class:`MaskedPreferenceCollator`). ``train.dpo`` holds any ``DPOConfig``
-field (``beta``, ``loss_type``...) on top of actune's. The dev slice (``eval_fraction``, by task) picks the
+token ids with a loss flag per token (:class:`MaskedPreferenceCollator`). ``train.dpo``
+(:class:`actune.train.config.DpoSettings`) holds ``beta`` and any other ``DPOConfig`` field (``loss_type``...) on top
+of actune's. The dev slice (``eval_fraction``, by task) picks the
 checkpoint of the lowest dev loss; a rerun resumes from the last complete checkpoint. On a CPU, TRL's fused LM head
 projects only the completion tokens (:func:`actune.train.speed.fused_head_on_trained_positions`); with
 ``train.padding_free`` (the default) a batch's sequences run as one padding-free row
@@ -23,18 +24,22 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from actune.runtime.provenance import provenance
 from actune.train.checkpoints import durable_checkpoints, train_resuming
-from actune.train.common import TrainError, split_by_task, steps_per_epoch
-from actune.train.config import TrainConfig
-from actune.train.masking import tokenize_segments
-from actune.train.start_and_save import (
+from actune.train.common import (
     Start,
+    TrainError,
+    load_model,
+    logged_losses,
     open_start,
     recipe_args,
-    save_adapter_folder,
-    start_prompt_spec,
+    split_by_task,
+    steps_per_epoch,
     trl_args,
 )
+from actune.train.config import TrainConfig
+from actune.train.masking import tokenize_segments
+from actune.train.saving import save_weights, start_prompt_spec, write_adapter_folder
 
 __all__ = ["LOSS_COLUMNS", "dpo_args", "make_dpo_trainer", "tokenize_pair", "tokenized_pairs", "train_dpo"]
 
@@ -103,7 +108,7 @@ def dpo_args(cfg: TrainConfig, dtype: str, ckpt_dir: Path) -> Any:
             "save_steps": 1 if has_dev else cfg.save_steps, "eval_strategy": "steps" if has_dev else "no",
             "eval_steps": 1 if has_dev else None, "load_best_model_at_end": has_dev,
             "metric_for_best_model": "eval_loss" if has_dev else None, "greater_is_better": False if has_dev else None}
-    return trl_args(DPOConfig, ours, cfg.dpo, "train.dpo")
+    return trl_args(DPOConfig, ours, cfg.dpo.trl_settings(), "train.dpo")
 
 
 def _split(ds: Any, cfg: TrainConfig) -> tuple[Any, Any]:
@@ -132,9 +137,6 @@ def tokenized_pairs(pairs: Any, tokenizer: Any, max_length: int | None, say: Cal
 
 def make_dpo_trainer(cfg: TrainConfig, args: Any, start: Start, train_ds: Any, dev_ds: Any = None) -> Any:
     """The DPO trainer on tokenised pairs (``LOSS_COLUMNS``), a fresh LoRA on the start model."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
     from actune.train.packed_rows import pack_fused_forward  # lazy: imports torch
 
     # lazy: train.speed imports torch, transformers and trl
@@ -143,7 +145,7 @@ def make_dpo_trainer(cfg: TrainConfig, args: Any, start: Start, train_ds: Any, d
     fused_head_on_trained_positions(cfg.loss_head != "trl")
     packed = cfg.padding_free
     kwargs = {"attn_implementation": register_varlen_sdpa()} if packed else {}
-    model = AutoModelForCausalLM.from_pretrained(start.model_dir, dtype=getattr(torch, start.dtype), **kwargs)
+    model = load_model(start.model_dir, start.dtype, **kwargs)
     # as SFT does: a model that fails the check keeps its attention, which attends padded batches as SDPA does
     packed = packed and padding_free_matches_padded(model)
     tokenizer = start.tokenizer
@@ -183,7 +185,11 @@ def train_dpo(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> 
             "loss_type": list(args.loss_type),
             "steps": int(trainer.state.global_step), "final_loss": float(result.training_loss),
             "dev_losses": dev, "best_checkpoint": trainer.state.best_model_checkpoint,
-            "minutes": round((time.perf_counter() - t0) / 60, 2)}
-    save_adapter_folder(trainer, start, start_prompt_spec(start.model_dir, cfg.wire_format), meta, merge=cfg.merge)
+            "minutes": round((time.perf_counter() - t0) / 60, 2), "losses": logged_losses(trainer),
+            "provenance": provenance(start.dtype)}
+    final = save_weights(trainer, start)
+    if final is not None:
+        write_adapter_folder(final, start, start_prompt_spec(start.model_dir, cfg.wire_format), lambda merged: meta,
+                             merge=cfg.merge)
     say(f"train dpo: {meta['steps']} steps, loss {meta['final_loss']:.4f}; adapter in {start.out}")
     return meta

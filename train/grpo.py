@@ -27,13 +27,14 @@ from actune.agent.config import AgentConfig
 from actune.agent.prompt_spec import find_prompt_spec, load_prompt_spec
 from actune.collect import load_unique_tasks
 from actune.envs.config import EnvConfig
+from actune.runtime.provenance import provenance
 from actune.serve.server import serving
 from actune.tasks.config import TaskConfig
 from actune.train.checkpoints import durable_checkpoints, train_resuming
-from actune.train.common import TrainError
+from actune.train.common import TrainError, load_model, logged_losses, open_start, recipe_args, trl_args
 from actune.train.config import TrainConfig
 from actune.train.rollouts import RolloutSetup, make_rollout_func, rollout_reward
-from actune.train.start_and_save import open_start, recipe_args, save_adapter_folder, start_prompt_spec, trl_args
+from actune.train.saving import save_weights, start_prompt_spec, write_adapter_folder
 
 if TYPE_CHECKING:
     from actune.serve.config import ServeConfig
@@ -59,7 +60,7 @@ def grpo_args(cfg: TrainConfig, dtype: str, ckpt_dir: Path) -> Any:
     ours = {**recipe_args(cfg, dtype, ckpt_dir), "generation_batch_size": g.tasks_per_step * g.num_generations,
             "num_generations": g.num_generations, "temperature": g.temperature,
             "max_completion_length": cfg.max_length, "use_vllm": False, "save_steps": cfg.save_steps}
-    return trl_args(GRPOConfig, ours, g.trl, "train.grpo.trl")
+    return trl_args(GRPOConfig, ours, g.trl_settings(), "train.grpo.trl")
 
 
 @contextlib.contextmanager
@@ -81,9 +82,7 @@ def _rollout_agent(spec: RolloutSpec, model_dir: Path) -> AgentConfig:
 def train_grpo(cfg: TrainConfig, spec: RolloutSpec, serve: ServeConfig, *, served: Serving | None = None,
                log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Train the GRPO adapter into ``cfg.output_dir`` (module docstring); returns what it did."""
-    import torch
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM
 
     # lazy: train.speed imports torch, transformers and trl
     from actune.train.speed import fused_head_on_trained_positions
@@ -106,7 +105,7 @@ def train_grpo(cfg: TrainConfig, spec: RolloutSpec, serve: ServeConfig, *, serve
                              store_dir=out.parent / f"{out.name}.rollouts", api_key=serve.api_key,
                              max_length=cfg.max_length)
         fused_head_on_trained_positions(cfg.loss_head != "trl")
-        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype))
+        model = load_model(model_dir, dtype)
         prompts = Dataset.from_dict({"prompt": [t.id for t in tasks]})
         trainer = _trainer(model, args, prompts, tokenizer, cfg.lora.peft_config(),
                            make_rollout_func(setup, cfg.grpo, say), rollout_reward)
@@ -117,9 +116,13 @@ def train_grpo(cfg: TrainConfig, spec: RolloutSpec, serve: ServeConfig, *, serve
             "tasks_per_step": cfg.grpo.tasks_per_step, "num_generations": cfg.grpo.num_generations,
             "temperature": cfg.grpo.temperature, "reward": cfg.grpo.reward.model_dump(), "beta": args.beta,
             "steps": int(trainer.state.global_step), "final_loss": float(result.training_loss),
-            "rewards": rewards, "rollouts": str(setup.store_dir), "minutes": round((time.perf_counter() - t0) / 60, 2)}
+            "rewards": rewards, "rollouts": str(setup.store_dir), "minutes": round((time.perf_counter() - t0) / 60, 2),
+            "losses": logged_losses(trainer), "provenance": provenance(dtype)}
     del model  # the trainer's copy is the one saved; merging loads the start model again
-    save_adapter_folder(trainer, start, start_prompt_spec(model_dir, "text", agent.method), meta, merge=cfg.merge)
+    final = save_weights(trainer, start)
+    if final is not None:
+        write_adapter_folder(final, start, start_prompt_spec(model_dir, "text", agent.method), lambda merged: meta,
+                             merge=cfg.merge)
     say(f"train grpo: {meta['steps']} steps, last reward {rewards[-1][1] if rewards else float('nan'):.3f}; "
         f"adapter in {out}")
     return meta

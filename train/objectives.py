@@ -14,7 +14,7 @@ from actune.train.common import TrainError
 from actune.train.config import TrainConfig
 from actune.train.dpo import train_dpo
 from actune.train.grpo import train_grpo
-from actune.train.run import train
+from actune.train.sft import train
 
 if TYPE_CHECKING:
     from actune.serve.config import ServeConfig

@@ -1,4 +1,5 @@
-"""The train stage: LoRA-fine-tune a base model on an exported dataset with TRL's SFTTrainer.
+"""SFT (``train.objective: sft``, the default): LoRA-fine-tune a base model on an exported dataset with TRL's
+SFTTrainer.
 
     result = train(TrainConfig(dataset=Path("runs/dataset"), output_dir=Path("runs/adapter")))
 
@@ -6,9 +7,10 @@ The recipe runs in three steps, as torchtune's recipes do: :func:`prepare` (1-4:
 dataset checked against ``cfg.wire_format``, every example tokenised and masked by :mod:`actune.train.masking`, a
 dev slice held out by task), :func:`fit` (5: SFTTrainer with LoRA; it takes our tokenised examples as they are, so
 the loss masks are exactly ours; the lowest-dev-loss checkpoint is loaded back) and :func:`save` (6: the adapter
-folder with the files eval needs, swapped in whole for ``cfg.output_dir``: complete or absent). Every check that
-can fail runs in :func:`prepare`, before the model loads; a rerun resumes from the last complete checkpoint. Each
-step in full, and runs on several GPUs: docs/architecture.md, "The SFT recipe, step by step".
+folder with the files eval needs, by the save path every objective shares, :mod:`actune.train.saving`: swapped in
+whole for ``cfg.output_dir``, complete or absent). Every check that can fail runs in :func:`prepare`, before the
+model loads; a rerun resumes from the last complete checkpoint. Each step in full, and runs on several GPUs:
+docs/architecture.md, "The SFT recipe, step by step".
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from actune.agent.prompt_spec import PromptSpec, save_prompt_spec
+from actune.agent.prompt_spec import PromptSpec
 from actune.config import ConfigError, public_dump
-from actune.records.atomic_write import atomic_write_text, recover_folder, replace_folder
+from actune.records.atomic_write import recover_folder
 from actune.records.training_tasks import TRAINING_TASKS_FILE, read_training_tasks
 from actune.runtime import cpu_features
 from actune.runtime.chat_templates import tools_template
@@ -35,26 +37,27 @@ from actune.runtime.provenance import provenance
 from actune.train.checkpoints import durable_checkpoints, train_resuming
 from actune.train.common import (
     MERGED_DIR,
-    TRAINING_META_FILE,
+    Start,
     TrainError,
+    checkpoints_dir,
     dev_task_ids,
     hardware_line,
-    merge_adapter,
+    load_model,
+    recipe_args,
     resolve_dtype,
     split_by_task,
     steps_per_epoch,
+    trl_args,
 )
 from actune.train.config import TrainConfig
 from actune.train.masking import tokenize_messages, tokenize_segments
-from actune.train.model_card import write_model_card
+from actune.train.saving import save_weights, write_adapter_folder
 
 __all__ = ["TrainResult", "train", "prepare", "fit", "save", "training_meta", "Prepared", "Fitted",
            "tokenize_dataset", "sft_args", "make_trainer", "speed_line", "TRAINING_TASKS_FILE", "LOSS_PLOT_FILE"]
 
 TENSORBOARD_DIR = "runs"
 """Where the Trainer's TensorBoard callback writes under its output_dir (and actune keeps them)."""
-FINAL_DIR = "final"
-"""The folder of ``<output_dir>.checkpoints`` where the adapter is assembled before it becomes ``output_dir``."""
 TRACKER_PACKAGES = {"tensorboard": "tensorboard", "trackio": "trackio", "wandb": "wandb", "mlflow": "mlflow"}
 """``report_to`` trackers checked before training starts -> the package that provides each."""
 LOSS_PLOT_FILE = "loss.png"
@@ -198,8 +201,7 @@ def _check_optional_packages(cfg: TrainConfig) -> None:
     if cfg.load_in_4bit and importlib.util.find_spec("bitsandbytes") is None:
         raise TrainError("train.load_in_4bit needs bitsandbytes, which is not installed: pip install bitsandbytes "
                          "(4-bit training runs on a CUDA GPU), or set train.load_in_4bit=false")
-    init = cfg.sft.get("model_init_kwargs") or {}
-    if cfg.load_in_4bit and "quantization_config" in init:
+    if cfg.load_in_4bit and "quantization_config" in cfg.sft.init_kwargs():
         raise TrainError("train.load_in_4bit and train.sft.model_init_kwargs.quantization_config both quantise the "
                          "base model: keep one")
 
@@ -216,7 +218,6 @@ def _check_trackers(report_to: list[str]) -> None:
 
 def sft_args(cfg: TrainConfig, dtype: str, ckpt_dir: Path) -> Any:
     """The ``SFTConfig``: what actune sets, then ``cfg.sft`` on top (checked by TRL itself)."""
-    import torch
     from trl import SFTConfig
 
     # A dev slice exists exactly when eval_fraction > 0 (dev_task_ids never returns an empty one).
@@ -227,28 +228,16 @@ def sft_args(cfg: TrainConfig, dtype: str, ckpt_dir: Path) -> Any:
     # Padding-free batches are exact (actune.train.speed); TRL refuses max_length with them unless it packs:
     # the examples are already cut to cfg.max_length by tokenize_dataset.
     padding_free = cfg.padding_free and cfg.per_device_train_batch_size > 1
-    ours = dict(
-        output_dir=str(ckpt_dir), learning_rate=cfg.learning_rate, lr_scheduler_type="cosine",
-        warmup_steps=float(cfg.warmup_ratio), num_train_epochs=cfg.num_train_epochs, max_steps=cfg.max_steps,
-        per_device_train_batch_size=cfg.per_device_train_batch_size,
-        per_device_eval_batch_size=cfg.per_device_train_batch_size,
-        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
-        max_length=None if padding_free and not cfg.packing else cfg.max_length, padding_free=padding_free,
-        packing=cfg.packing, gradient_checkpointing=cfg.gradient_checkpointing, bf16=dtype == "bfloat16",
-        seed=cfg.seed, data_seed=cfg.seed,
-        logging_steps=cfg.logging_steps, save_steps=1 if has_dev else cfg.save_steps, save_total_limit=2,
-        eval_strategy="steps" if has_dev else "no", eval_steps=1 if has_dev else None,
-        load_best_model_at_end=has_dev, metric_for_best_model="eval_loss" if has_dev else None,
-        greater_is_better=False if has_dev else None,
-        prediction_loss_only=True,  # the dev loss only: never gather vocabulary-sized logits
-        dataset_num_proc=None, use_cpu=not torch.cuda.is_available(),
-    )
-    # model_init_kwargs is TRL's for a model it loads itself; actune loads the model (_load_model).
-    sft = {k: v for k, v in cfg.sft.items() if k != "model_init_kwargs"}
-    try:
-        return SFTConfig(**{**ours, **sft})
-    except (TypeError, ValueError) as e:
-        raise TrainError(f"trl.SFTConfig refused the trainer settings (train.sft on top of actune's): {e}") from e
+    ours = {**recipe_args(cfg, dtype, ckpt_dir),
+            "per_device_eval_batch_size": cfg.per_device_train_batch_size,
+            "max_length": None if padding_free and not cfg.packing else cfg.max_length, "padding_free": padding_free,
+            "packing": cfg.packing, "save_steps": 1 if has_dev else cfg.save_steps,
+            "eval_strategy": "steps" if has_dev else "no", "eval_steps": 1 if has_dev else None,
+            "load_best_model_at_end": has_dev, "metric_for_best_model": "eval_loss" if has_dev else None,
+            "greater_is_better": False if has_dev else None,
+            "prediction_loss_only": True,  # the dev loss only: never gather vocabulary-sized logits
+            "dataset_num_proc": None}
+    return trl_args(SFTConfig, ours, cfg.sft.trl_settings(), "train.sft")
 
 
 def _padding_free(args: Any) -> bool:
@@ -259,11 +248,10 @@ def _padding_free(args: Any) -> bool:
 def _load_model(model_dir: Path, cfg: TrainConfig, dtype: str, args: Any) -> Any:
     import torch
     from accelerate import DistributedType
-    from transformers import AutoModelForCausalLM
 
     from actune.train.speed import register_varlen_sdpa  # lazy: train.speed imports torch, transformers and trl
 
-    kwargs = {"trust_remote_code": args.trust_remote_code, **(cfg.sft.get("model_init_kwargs") or {})}
+    kwargs = {"trust_remote_code": args.trust_remote_code, **cfg.sft.init_kwargs()}
     if _padding_free(args):
         # padding-free rows attended example by example, unless train.sft names an attention (flash-attention
         # has its own varlen kernel; transformers' sdpa and eager mask the row block by block: exact, slower)
@@ -279,7 +267,7 @@ def _load_model(model_dir: Path, cfg: TrainConfig, dtype: str, args: Any) -> Any
         if args.distributed_state.distributed_type not in (DistributedType.FSDP, DistributedType.DEEPSPEED):
             # bitsandbytes quantises while loading onto the device: each process onto its own GPU
             kwargs.setdefault("device_map", {"": str(args.device)})
-    return AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype), **kwargs)
+    return load_model(model_dir, dtype, **kwargs)
 
 
 def make_trainer(cfg: TrainConfig, args: Any, dtype: str, model_dir: Path, tokenizer: Any, train_ds: Any,
@@ -379,12 +367,17 @@ class Prepared:
 
     @property
     def ckpt_dir(self) -> Path:
-        return self.out.parent / f"{self.out.name}.checkpoints"
+        return checkpoints_dir(self.out)
 
     @property
     def writer(self) -> bool:
         # one process writes the output folder, by the rule the Trainer saves its checkpoints by
         return bool(self.args.should_save)
+
+    @property
+    def start(self) -> Start:
+        """Where the run started and writes, as the save path takes it."""
+        return Start(self.dtype, self.out, self.ckpt_dir, self.model_dir, self.tokenizer)
 
 
 @dataclass
@@ -403,7 +396,7 @@ class Fitted:
 def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> TrainResult:
     """Run the recipe (module docstring) and return what it did; the adapter lands in ``cfg.output_dir``.
 
-    ``log`` gets the progress lines (default: the ``actune.train.run`` logger); only the main process of
+    ``log`` gets the progress lines (default: the ``actune.train.sft`` logger); only the main process of
     each node says them. Under a distributed launcher every process calls this and returns once the
     adapter is in place."""
     run = prepare(cfg, log)
@@ -451,7 +444,7 @@ def _start_processes(cfg: TrainConfig, dtype: str, log: Callable[[str], None] | 
     # Built first: it sets up the processes (rank, barrier) that the rest relies on, TRL checks the
     # settings before anything slow, and a ZeRO-3 config must exist before the model is loaded (the
     # weights are then partitioned as they load).
-    args = sft_args(cfg, dtype, out.parent / f"{out.name}.checkpoints")
+    args = sft_args(cfg, dtype, checkpoints_dir(out))
     _check_trackers(args.report_to)
     say = (log or _say_to_logger) if args.should_log else (lambda message: None)
     if not args.should_log:
@@ -569,64 +562,32 @@ def _fit_result(run: Prepared, state: Any, training_loss: float,
 
 
 def save(run: Prepared, fitted: Fitted) -> None:
-    """Step 6 of the recipe: save the adapter with its files into ``<output_dir>.checkpoints/final``, swap
-    that folder in as ``cfg.output_dir`` and delete the checkpoints. Every process enters (``save_model``
-    needs all of them under FSDP and ZeRO-3); one writes."""
-    # The adapter is assembled in a folder of the checkpoints folder: a sibling of the output (so the swap
-    # is a rename) whose path every process knows, as save_model needs all of them (under FSDP and ZeRO-3
-    # the weights are gathered from every process; one writes them).
-    final = run.ckpt_dir / FINAL_DIR
-    state = run.args.distributed_state
-    if run.writer:
-        shutil.rmtree(final, ignore_errors=True)  # what a run killed while saving left
-    state.wait_for_everyone()
-    try:
-        fitted.trainer.save_model(str(final))
-        # every process is past save_model (ZeRO-3 writes a file per process) and done with the
-        # checkpoints before one process moves the folder and deletes them
-        state.wait_for_everyone()
-        if run.writer:
-            _write_adapter_folder(run, fitted, final)
-            replace_folder(final, run.out)
-    except BaseException:
-        if run.writer:
-            shutil.rmtree(final, ignore_errors=True)
-        raise
-    if run.writer:
-        shutil.rmtree(run.ckpt_dir, ignore_errors=True)
-
-
-def _write_adapter_folder(run: Prepared, fitted: Fitted, final: Path) -> None:
-    """Add to the saved adapter in ``final`` what the module docstring lists (and ``merged/``)."""
-    cfg = run.cfg
-    # a pickle of the trainer settings (it can hold train.sft.hub_token); training_meta.json records the config
-    (final / "training_args.bin").unlink(missing_ok=True)
-    spec = PromptSpec(method=run.method, regime="zero_shot", wire=cfg.wire_format)
-    save_prompt_spec(spec, final)
-    merged_dtype = None
-    if cfg.merge:
-        fitted.trainer = None  # free the training copy before loading the base again
-        merged_dtype = merge_adapter(run.model_dir, final, final / MERGED_DIR, run.dtype)
-        run.tokenizer.save_pretrained(str(final / MERGED_DIR))
-        save_prompt_spec(spec, final / MERGED_DIR)
-    meta_text = json.dumps(training_meta(run, fitted, merged_dtype), indent=2) + "\n"
+    """Step 6 of the recipe: the adapter with its files, by the save path every objective shares
+    (:mod:`actune.train.saving`), and SFT's own: the training tasks beside the meta file, the model cards, the loss
+    plot and the TensorBoard logs. Every process enters (``save_model`` needs all of them under FSDP and ZeRO-3);
+    one writes."""
+    final = save_weights(fitted.trainer, run.start)
+    fitted.trainer = None  # free the training copy before the merge loads the base again
+    if final is None:
+        return
     tasks_text = json.dumps(_training_tasks(run.dataset, run.model_dir), indent=2, ensure_ascii=False) + "\n"
-    for folder in (final, final / MERGED_DIR) if cfg.merge else (final,):
-        atomic_write_text(folder / TRAINING_META_FILE, meta_text)
-        atomic_write_text(folder / TRAINING_TASKS_FILE, tasks_text)
-        # replaces PEFT's template card (whose base_model is the local folder)
-        write_model_card(folder, merged=folder != final)
+    spec = PromptSpec(method=run.method, regime="zero_shot", wire=run.cfg.wire_format)
+    write_adapter_folder(final, run.start, spec, lambda merged_dtype: training_meta(run, fitted, merged_dtype),
+                         merge=run.cfg.merge, records={TRAINING_TASKS_FILE: tasks_text}, card=True,
+                         extras=lambda folder: _add_loss_records(run, fitted, folder))
+
+
+def _add_loss_records(run: Prepared, fitted: Fitted, final: Path) -> None:
+    """The loss plot and, when the Trainer wrote them, the TensorBoard logs, into the adapter folder ``final``."""
     res = fitted.result
-    title = (f"{run.model_dir.name} + LoRA r={cfg.lora.r}, {run.dtype}: {res.train_examples} train / "
+    title = (f"{run.model_dir.name} + LoRA r={run.cfg.lora.r}, {run.dtype}: {res.train_examples} train / "
              f"{res.dev_examples} dev examples")
     _plot_losses(final / LOSS_PLOT_FILE, fitted.train_points, [(e["step"], e["loss"]) for e in res.eval_losses],
                  res.best_step, title)
     if (run.ckpt_dir / TENSORBOARD_DIR).is_dir():
-        # the Trainer's TensorBoard logs live in its output_dir, the checkpoints folder deleted by save();
+        # the Trainer's TensorBoard logs live in its output_dir, the checkpoints folder deleted once saved;
         # copied, not moved, so a failed swap still leaves them there for the rerun
         shutil.copytree(run.ckpt_dir / TENSORBOARD_DIR, final / TENSORBOARD_DIR)
-
-
 
 
 def training_meta(run: Prepared, fitted: Fitted, merged_dtype: str | None) -> dict[str, Any]:

@@ -56,7 +56,7 @@ def test_no_secret_reaches_a_file_of_the_run_or_its_log(smoke_run) -> None:
     """The server key and the Hub token of the run's config, looked for in every byte the run wrote (state,
     report, stores, datasets, adapters, cards, training metadata, the servers' logs) and in what it logged."""
     cfg, layout, _, logs = smoke_run
-    assert cfg.serve.api_key == SERVER_KEY and cfg.train.sft["hub_token"] == HUB_TOKEN  # the run had both
+    assert cfg.serve.api_key == SERVER_KEY and cfg.train.sft.hub_token == HUB_TOKEN  # the run had both
     files = [p for p in layout.out.rglob("*") if p.is_file()]
     assert any(p.parent.name == "server-logs" for p in files) and any(p.name == "training_meta.json" for p in files)
     for secret in (SERVER_KEY, HUB_TOKEN):

@@ -46,7 +46,7 @@ def tools_server(embedded_model, tmp_path_factory):
 def tools_adapter(embedded_model, tmp_path_factory):
     """A LoRA overfit on the four training records in the tools wire: it has learnt to answer with a call."""
     from actune.bootstrap.export import export_dataset
-    from actune.train.run import train
+    from actune.train.sft import train
 
     tmp = tmp_path_factory.mktemp("tools-adapter")
     export_dataset(write_store(tmp / "store.jsonl"), tmp / "ds", "tools")
@@ -60,7 +60,7 @@ def test_the_server_renders_a_tools_episode_as_training_does(tools_server, embed
 
     from actune.bootstrap.export import tools_example
     from actune.train.masking import tokenize_messages
-    from actune.train.run import use_tools_template
+    from actune.train.sft import use_tools_template
 
     ex = tools_example(records()[2])  # unicode in the call's argument and in the tool result
     tools = json.loads(ex["tools"])

@@ -15,7 +15,7 @@ from training_records import tiny_config, write_store
 
 from actune.bootstrap.export import export_dataset
 from actune.train import speed
-from actune.train.run import sft_args, speed_line, train
+from actune.train.sft import sft_args, speed_line, train
 
 VOCAB = 256
 

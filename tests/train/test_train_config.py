@@ -45,11 +45,11 @@ def test_dtype_and_eval_fraction_are_checked():
 # -- train.sft: the rest of trl.SFTConfig -----------------------------------------------------------------
 
 def test_sft_defaults_to_no_tracker_and_keeps_that_under_other_keys():
-    assert TrainConfig().sft == {"report_to": "none"}
+    assert TrainConfig().sft.model_dump() == {"report_to": "none"}
     assert TrainConfig().load_in_4bit is False
     run = load_config(RunConfig, None, ["train.sft.optim=adamw_torch", "train.sft.weight_decay=0.1"])
-    assert run.train.sft == {"report_to": "none", "optim": "adamw_torch", "weight_decay": 0.1}
-    assert load_config(RunConfig, None, ["train.sft.report_to=tensorboard"]).train.sft == {"report_to": "tensorboard"}
+    assert run.train.sft.model_dump() == {"report_to": "none", "optim": "adamw_torch", "weight_decay": 0.1}
+    assert load_config(RunConfig, None, ["train.sft.report_to=tensorboard"]).train.sft.model_dump() == {"report_to": "tensorboard"}
 
 
 def test_an_unknown_sft_key_fails_naming_it(tmp_path):
@@ -90,7 +90,7 @@ def test_what_trl_users_write_elsewhere_points_to_actunes_key():
     assert "  train.sft.load_in_4bit: not a field of trl.SFTConfig (actune's key for it is train.load_in_4bit)" in msg
     assert "  train.sft.model_init_kwargs.dtype: actune sets it from its own key: write train.dtype instead" in msg
     run = load_config(RunConfig, None, ["train.sft.model_init_kwargs={attn_implementation: sdpa}"])
-    assert run.train.sft["model_init_kwargs"] == {"attn_implementation": "sdpa"}
+    assert run.train.sft.init_kwargs() == {"attn_implementation": "sdpa"}
     with pytest.raises(ValidationError, match="sft.model_init_kwargs"):
         TrainConfig(sft={"model_init_kwargs": "sdpa"})
 
@@ -101,3 +101,19 @@ def test_the_keys_actune_owns_follow_the_installed_trl():
     assert set(owned) <= sft_config_fields()
     assert {"learning_rate", "num_train_epochs", "max_length", "packing", "seed", "bf16"} <= set(owned)
     assert "report_to" not in owned and "optim" not in owned
+
+
+# -- the objectives' sections on one base: typed fields, and any other field of the objective's TRL config ----------
+
+def test_each_objectives_section_passes_its_other_keys_to_trl_and_names_an_unknown_one():
+    cfg = TrainConfig(sft={"optim": "sgd", "model_init_kwargs": {"attn_implementation": "sdpa"}},
+                      dpo={"loss_type": "ipo"}, grpo={"trl": {"epsilon": 0.3}, "tasks_per_step": 3})
+    assert cfg.sft.trl_settings() == {"report_to": "none", "optim": "sgd"}  # actune loads the model itself
+    assert (cfg.dpo.beta, cfg.dpo.trl_settings()) == (0.1, {"beta": 0.1, "loss_type": "ipo"})
+    assert cfg.grpo.trl_settings() == {"num_generations": 4, "temperature": 1.0, "epsilon": 0.3}
+    with pytest.raises(ConfigError) as e:
+        load_config(RunConfig, None, ["train.dpo.betta=0.2", "train.grpo.trl.no_such_key=1"])
+    assert "  train.dpo.betta: not a field of trl.DPOConfig (got 0.2)" in str(e.value)
+    assert "  train.grpo.trl.no_such_key: not a field of trl.GRPOConfig" in str(e.value)
+    with pytest.raises(ConfigError, match="train.grpo.beta: unknown key"):  # grpo's own keys are the rollouts'
+        load_config(RunConfig, None, ["train.grpo.beta=0"])

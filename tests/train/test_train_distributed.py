@@ -27,7 +27,7 @@ from pathlib import Path
 from transformers import Trainer
 
 from actune.cli import main
-from actune.train import run
+from actune.train import saving as run  # replace_folder: the save path's
 
 log = Path(os.environ["EVENTS_DIR"]) / f"rank{os.environ['RANK']}.jsonl"
 

@@ -17,9 +17,9 @@ from training_records import ADAPTER_FILES, FACTS, base_plus_adapter, tiny_confi
 from actune.agent.prompt_spec import load_prompt_spec
 from actune.bootstrap.export import export_dataset
 from actune.runtime import cpu_features
-from actune.train import run as train_run
+from actune.train import saving as train_run  # replace_folder: the save path's
 from actune.train.common import TrainError, dev_task_ids, resolve_dtype, split_by_task
-from actune.train.run import tokenize_dataset, train
+from actune.train.sft import tokenize_dataset, train
 
 
 @pytest.fixture(scope="module")
@@ -241,7 +241,7 @@ def test_tools_run_from_an_exported_dataset(tmp_path, embedded_model):
     from datasets import load_from_disk
     from transformers import AutoTokenizer
 
-    from actune.train.run import use_tools_template
+    from actune.train.sft import use_tools_template
 
     export_dataset(write_store(tmp_path / "store.jsonl"), tmp_path / "ds", "tools")
     cfg = tiny_config(tmp_path, embedded_model, wire_format="tools", eval_fraction=0, max_steps=2, max_length=512)
@@ -324,7 +324,7 @@ def test_training_tasks_include_those_of_a_base_model_that_recorded_its_own(tmp_
     # a later expert-iteration round trained on the previous round's merged model: eval's leakage check must
     # see the earlier rounds' tasks too (a plain dict stands in for the dataset's two columns)
     from actune.train.common import TrainError
-    from actune.train.run import _training_tasks
+    from actune.train.sft import _training_tasks
 
     ds = {"task_id": ["t3", "t1", "t3"], "question": ["Q3?", "Q1 again?", "Q3 again?"]}
     assert _training_tasks(ds, tmp_path) == [{"id": "t1", "question": "Q1 again?"}, {"id": "t3", "question": "Q3?"}]

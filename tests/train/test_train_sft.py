@@ -11,9 +11,9 @@ import pytest
 from training_records import ADAPTER_FILES, tiny_config, write_store
 
 from actune.bootstrap.export import export_dataset
-from actune.train import run as train_run
+from actune.train import sft as train_run
 from actune.train.common import TrainError
-from actune.train.run import train
+from actune.train.sft import train
 
 
 def test_sft_settings_go_on_top_of_actunes(tmp_path, embedded_model):
@@ -65,8 +65,8 @@ def test_tensorboard_writes_event_files_into_the_adapter_folder(tmp_path, embedd
 
     export_dataset(write_store(tmp_path / "store.jsonl"), tmp_path / "ds", "text")
     cfg = tiny_config(tmp_path, embedded_model, eval_fraction=0, max_steps=2, sft={"report_to": "tensorboard"})
-    caplog.set_level(logging.INFO, logger="actune.train.run")
-    res = train(cfg)  # the default log: the actune.train.run logger
+    caplog.set_level(logging.INFO, logger="actune.train.sft")
+    res = train(cfg)  # the default log: the actune.train.sft logger
     out = tmp_path / "adapter"
     assert sorted(p.name for p in out.iterdir()) == sorted(ADAPTER_FILES + ["runs"])
     events = list((out / "runs").rglob("events.out.tfevents.*"))
