@@ -17,14 +17,23 @@ from typing import Any
 from actune.cli.exit_codes import FAILED, OK, USAGE
 from actune.runtime.stop_signals import stop_signals_as_interrupt
 
-__all__ = ["register_stage", "stage_errors", "section_qualifier", "exit_status", "COLLECT_ERRORS", "EXPORT_ERRORS",
-           "REFUSALS", "TRAIN_ERRORS"]
+__all__ = ["register_stage", "stage_errors", "section_qualifier", "exit_status", "ErrorNames", "COLLECT_ERRORS",
+           "EXPORT_ERRORS", "REFUSALS", "TRAIN_ERRORS"]
 
 COLLECT_ERRORS = ("actune.records.store:StoreError", "actune.serve.errors:ServeError",
                   "actune.tasks.loading:TaskFileError", "actune.collect:CollectError")
 """What the stages that collect episodes (bootstrap, eval) report as one line."""
 EXPORT_ERRORS = ("actune.bootstrap.export:ExportError", "actune.records.trajectory:TrajectoryFormatError")
-TRAIN_ERRORS = ("actune.train.common:TrainError",)
+
+
+def _train_error() -> type[BaseException]:
+    from actune.train.common import TrainError  # a stage: imported when a command runs, never by the core
+
+    return TrainError
+
+
+TRAIN_ERRORS = (_train_error,)
+"""What the training stage reports as one line: its error class, imported when the command runs."""
 REFUSALS = ("actune.bootstrap.export:OutputRefused", "actune.records.store:NotAStoreError")
 """Of those, the errors that mean the command points at the wrong path: found before anything was written."""
 
@@ -42,10 +51,17 @@ def section_qualifier(section: str) -> Callable[[list[str]], list[str]]:
     return qualify
 
 
-def stage_errors(names: Sequence[str]) -> tuple[type[BaseException], ...]:
-    """``"module:Class"`` names -> the classes (imported when the command runs, so ``--help`` stays fast)."""
+ErrorNames = Sequence[str | Callable[[], type[BaseException]]]
+"""A stage's errors: ``"module:Class"`` names, or functions that import the class and return it."""
+
+
+def stage_errors(names: ErrorNames) -> tuple[type[BaseException], ...]:
+    """``names`` -> the classes (imported when the command runs, so ``--help`` stays fast)."""
     out = []
     for name in names:
+        if callable(name):
+            out.append(name())
+            continue
         module, cls = name.split(":")
         out.append(getattr(importlib.import_module(module), cls))
     return tuple(out)
@@ -58,11 +74,11 @@ def exit_status(error: BaseException) -> int:
 
 def register_stage(sub: argparse._SubParsersAction, name: str, *, doc: str, help: str, config_help: str,
                    example: str, run: Callable[[Any, argparse.Namespace], object],
-                   qualify: Callable[[list[str]], list[str]], errors: Sequence[str],
+                   qualify: Callable[[list[str]], list[str]], errors: ErrorNames,
                    progress: bool = False,
                    flags: Callable[[argparse.Namespace], list[str]] | None = None) -> argparse.ArgumentParser:
     """Add the stage command ``name``: ``run(run_config, args)`` does the work; ``qualify`` expands the
-    stage's short override keys; ``errors`` (``"module:Class"``) are reported as one line, exit status 1
+    stage's short override keys; ``errors`` (:data:`ErrorNames`) are reported as one line, exit status 1
     (:mod:`actune.cli.exit_codes`). ``flags``: the overrides the command's own flags stand for, applied before
     the command line's (which win); with it the config may be left out (every default)."""
     p = sub.add_parser(name, help=help, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
