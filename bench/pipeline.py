@@ -391,12 +391,12 @@ def main(argv: list[str] | None = None) -> int:
         tuned_agent = load_prompt_spec(adapter).apply(eval_agent)
         if "lora" not in args.skip:
             lora = {"enable_lora": True, "adapters": {"bench-lora": str(adapter)}}
-            with res.stage("server B: eval LoRA"), _serve(cfg, **lora) as server:
+            with res.stage("server B: eval LoRA"), dev_mode(), _serve(cfg, **lora) as server:
                 res.figures["eval_lora"] = asyncio.run(_collect(
                     server.base_url, "bench-lora", test_tasks, tuned_agent, env_cfg, out / "eval" / "lora.jsonl", c))
         if "merged" not in args.skip and (adapter / "merged").is_dir():
-            with res.stage("server C: eval merged"), _serve(cfg, model=str(adapter / "merged"),
-                                                            served_model_name="bench-merged") as server:
+            with res.stage("server C: eval merged"), dev_mode(), _serve(cfg, model=str(adapter / "merged"),
+                                                                        served_model_name="bench-merged") as server:
                 res.figures["eval_merged"] = asyncio.run(_collect(
                     server.base_url, server.model, test_tasks, tuned_agent, env_cfg, out / "eval" / "merged.jsonl", c))
 
