@@ -50,8 +50,8 @@ def _one(objective: str, config_json: str) -> dict[str, Any]:
     from datasets import load_from_disk
 
     from actune.runtime import cpu_features
-    from actune.train.config import TrainConfig
     from actune.train.common import open_start
+    from actune.train.config import TrainConfig
 
     cfg = TrainConfig.model_validate_json(config_json)
     start = open_start(cfg)

@@ -77,9 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     from actune.serve.server import vllm_server
     from actune.tasks.config import TaskConfig
     from actune.tasks.loading import load_tasks
+    from actune.train.common import open_start
     from actune.train.config import GrpoSettings, TrainConfig
     from actune.train.rollouts import RolloutSetup, make_rollout_func
-    from actune.train.common import open_start
     from actune.world import write_world
 
     cfg = load_quickstart("full", [f"seed={args.seed}"])

@@ -446,7 +446,8 @@ def format_table(f: dict[str, Any], concurrency: int) -> str:
             # episodes/hour moves with how many steps a model takes; generated tok/s against the engine replaying
             # the same requests compares like for like
             vs = _ratio(e.get("episodes_h"), prompted.get("episodes_h"))
-            row(f"eval {label}: episodes/hour (prompt tok/episode)", f"{e['episodes_h']} ({e['prompt_tokens_per_episode']})",
+            row(f"eval {label}: episodes/hour (prompt tok/episode)",
+                f"{e['episodes_h']} ({e['prompt_tokens_per_episode']})",
                 "" if key == "eval_prompted" or vs is None else f"vs prompted {vs:.2f}x (not a target: steps differ)")
             row(f"eval {label}: generated tok/s (engine on the same requests)",
                 f"{e['gen_tok_s']} ({e.get('engine_gen_tok_s', '–')})",

@@ -14,6 +14,7 @@ from actune.llm import EnvVarName, RetryPolicy
 from actune.runtime.trackers import Tracker
 from actune.tasks.config import TaskConfig
 
+
 def never_convertible(method: str, steps_method: str) -> bool:
     """Whether no record of ``method`` can be exported in ``steps_method`` (Act has no thoughts, PreFlect plans
     and re-plans); a hybrid's records can when one of its phases' formats can (decided per record)."""

@@ -24,8 +24,8 @@ from typing import Any
 
 from huggingface_hub import ModelCardData
 
-from actune.agent.prompt_spec import PROMPT_SPEC_FILE, PromptSpec, load_prompt_spec
 from actune.agent.method_registry import step_format
+from actune.agent.prompt_spec import PROMPT_SPEC_FILE, PromptSpec, load_prompt_spec
 from actune.records.atomic_write import atomic_write_text
 from actune.records.jsonl import read_json
 from actune.runtime.model_files import KNOWN_MODELS, MANIFEST

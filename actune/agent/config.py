@@ -7,8 +7,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, Field, model_validator
 
-from actune.agent.method_registry import (interactive_methods, known_method, paper_methods, plans_first,
-                                          trainable_format)
+from actune.agent.method_registry import interactive_methods, known_method, paper_methods, plans_first, trainable_format
 from actune.config import StrictModel
 
 __all__ = ["AgentConfig", "Method", "StepsMethod", "DEFAULT_MAX_STEPS", "Wire", "WIRES"]
@@ -93,8 +92,9 @@ class AgentConfig(StrictModel):
     game's type; the paper's stop strings only; its budgets (``PAPER_STEPS``: wiki 7, FEVER 5, ALFWorld 50, unless
     ``episode_steps`` is set) and its endings only: the budget or the answer, no repetition or parse-error ending.
     The exemplar settings do not apply. The zero-shot regime (a tuned model) keeps actune's prompt, the one it
-    was trained on, with the paper's stops, budgets and endings. For the paper's methods (:func:`~actune.agent.method_registry.paper_methods`)
-    on the text wire, without multihop, early exit or extra stop strings, which the paper does not have."""
+    was trained on, with the paper's stops, budgets and endings. For the paper's methods
+    (:func:`~actune.agent.method_registry.paper_methods`) on the text wire, without multihop, early exit or extra
+    stop strings, which the paper does not have."""
     episode_steps: int | None = Field(None, ge=1)
     """Step budget of one episode; None: the environment's default (wiki 7, fever 5, docqa 7, alfworld 50).
     (Was ``max_steps``, which in the train section counts optimiser steps.)"""

@@ -18,8 +18,9 @@ from typing import Any
 
 from pydantic_core import PydanticCustomError
 
-__all__ = ["METHODS_GROUP", "Cost", "MethodSpec", "StepFormat", "UnknownMethod", "convertible", "interactive_methods", "is_reflective",
-           "known_method", "method_names", "paper_methods", "plans_first", "reads_no_pages", "method_spec", "reason_type", "reflection_formats", "register_method", "registered_method",
+__all__ = ["METHODS_GROUP", "Cost", "MethodSpec", "StepFormat", "UnknownMethod", "convertible", "interactive_methods",
+           "is_reflective", "known_method", "method_names", "method_spec", "paper_methods", "plans_first",
+           "reads_no_pages", "reason_type", "reflection_formats", "register_method", "registered_method",
            "step_format", "step_formats", "step_label", "trainable_format", "unregister_method"]
 
 Instruction = Callable[[str, str, str, str], str]

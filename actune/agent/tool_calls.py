@@ -21,8 +21,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from actune.agent.parser import ParsedStep
 from actune.agent.method_registry import is_reflective
+from actune.agent.parser import ParsedStep
 from actune.agent.render import USER_STEP_TYPES, PromptContext, assistant_turns_trained
 from actune.envs.actions import ActionSpec, tool_schema
 from actune.envs.base import Action

@@ -8,10 +8,23 @@ import pytest
 from pydantic import ValidationError
 
 from actune.agent.config import AgentConfig
-from actune.agent.method_registry import (MethodSpec, StepFormat, convertible, interactive_methods, is_reflective,
-                                          method_names, method_spec, paper_methods, reads_no_pages, reason_type,
-                                          reflection_formats, registered_method, step_format, step_formats,
-                                          step_label)
+from actune.agent.method_registry import (
+    MethodSpec,
+    StepFormat,
+    convertible,
+    interactive_methods,
+    is_reflective,
+    method_names,
+    method_spec,
+    paper_methods,
+    reads_no_pages,
+    reason_type,
+    reflection_formats,
+    registered_method,
+    step_format,
+    step_formats,
+    step_label,
+)
 from actune.agent.methods.react import SPEC as REACT
 from actune.agent.prompt_spec import PromptSpec
 from actune.bootstrap.config import ExportConfig, never_convertible

@@ -13,8 +13,8 @@ from actune.agent.episode import Episode, EpisodeEnd, Event
 from actune.agent.method_registry import MethodSpec
 from actune.agent.methods.cot_sc import run_cot_sc
 from actune.agent.methods.direct import COT_STEPS
-from actune.agent.methods.react import STEPS as REACT_STEPS
 from actune.agent.methods.interactive import run_interactive
+from actune.agent.methods.react import STEPS as REACT_STEPS
 
 __all__ = ["COTSC_REACT", "REACT_COTSC", "run_react_cotsc", "run_cotsc_react"]
 

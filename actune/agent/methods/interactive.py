@@ -14,6 +14,7 @@ from typing import AsyncIterator, Callable
 
 from actune.agent.episode import Episode, Event, approx_tokens, truncate_observation
 from actune.agent.exemplars import SPARSE_THINK
+from actune.agent.method_registry import is_reflective, reason_type, step_label
 from actune.agent.methods.live import (
     adaptive_iteration_event,
     adaptive_response_event,
@@ -22,7 +23,6 @@ from actune.agent.methods.live import (
     record_step,
 )
 from actune.agent.parser import ParsedStep, parse_step
-from actune.agent.method_registry import is_reflective, reason_type, step_label
 from actune.envs.base import Action
 from actune.records.trajectory import Step
 

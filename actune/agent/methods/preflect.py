@@ -43,12 +43,12 @@ from actune.agent.critique import (
     revision_request,
 )
 from actune.agent.episode import Episode, Event
+from actune.agent.method_registry import MethodSpec, StepFormat, is_reflective, step_label
 from actune.agent.methods.interactive import ActingState, dispatch_step, observe
 from actune.agent.methods.live import iteration_event, open_step, record_step
+from actune.agent.methods.reflact import REFLECTION_ANSWER_DOC, REFLECTION_PARTS_DOC
 from actune.agent.parser import ParsedStep, parse_step
 from actune.agent.planning_errors import PlanningErrorCatalog, load_catalog
-from actune.agent.method_registry import MethodSpec, StepFormat, is_reflective, step_label
-from actune.agent.methods.reflact import REFLECTION_ANSWER_DOC, REFLECTION_PARTS_DOC
 from actune.agent.render import REPLAN_ACTION, REPLAN_ACTION_DOC, PromptContext
 from actune.llm import Completion
 from actune.records.trajectory import Step

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import AsyncIterator, Callable
 
 from actune.agent.episode import Episode, Event
+from actune.agent.method_registry import reason_type
 from actune.agent.methods.interactive import ActingState, act_on, run_interactive
 from actune.agent.methods.live import iteration_event, record_step
-from actune.agent.method_registry import reason_type
 from actune.agent.tool_calls import read_tool_call, render_tool_messages, tool_hint, tools_for
 from actune.envs.actions import action_specs
 from actune.records.trajectory import Step
