@@ -7,38 +7,11 @@ PUBLIC API (other modules code against exactly this):
     c: Completion = await client.chat(messages, sampling=Sampling(...), stop=[...])
     await client.aclose()    # or: async with LLMClient(cfg) as client: ...
 
-Errors: LLMError (base), ContextLengthError (the prompt does not fit the model's context; callers
-end the episode with finish reason ``context_overflow``. When only prompt + max_tokens overflow, vLLM 0.32
-shortens max_tokens instead and the completion ends with finish_reason "length"),
-ServerError (5xx / connection after retries),
-RequestError (4xx other than context length; never retried), AuthError (401 / 403: the key was refused or
-missing; a RequestError).
+Callers catch its error classes (:class:`LLMError`: context length, server, request, auth), not the transport's.
+The official ``openai`` client sends the requests; this module keeps what it cannot do: several endpoints, the
+retry policy, the error classes, a hosted teacher's key kept out of every message, a stream assembled into one answer.
 
-A hosted teacher (any OpenAI-compatible API): ``ClientConfig(endpoints=["https://api.example.com/v1"],
-model="teacher", api_key_env="TEACHER_API_KEY")`` sends ``Authorization: Bearer <$TEACHER_API_KEY>``. The config
-names the environment variable, never the key; :func:`read_api_key` reads it (a missing variable is a
-:class:`actune.config.ConfigError` naming the option and the variable), and no error message, log line or repr
-shows the key. 429 and 408 are retried, waiting at least what ``Retry-After`` asks (up to ``max_backoff_s``);
-how often and how long is :class:`RetryPolicy` (``max_retries``, ``backoff_s``, ``max_backoff_s``).
-
-Streaming: ``complete(..., on_delta=print)`` (and ``chat``) sends ``stream: true`` with ``stream_options:
-{include_usage: true}`` and calls ``on_delta(text)`` with each piece of text as the server-sent events arrive; it
-returns the same Completion as the plain call (text, finish_reason, usage from the final chunk, token logprobs;
-``raw`` is the answer assembled from the chunks). ``stream=True`` streams without a callback. Errors before the
-first piece of text are retried like any request; after it the request is not retried (the caller has shown
-the text): a stream that breaks off (connection lost, an error event, no finish reason) is a :class:`ServerError`.
-
-``model=`` on complete/chat overrides ClientConfig.model for one request (a LoRA adapter name, say);
-``extra_body=`` adds server-specific request fields (vLLM's continue_final_message, ...).
-``client.usage`` sums token usage over the client's life; ``Usage.cached_prompt_tokens`` comes from
-``usage.prompt_tokens_details.cached_tokens``, which vLLM reports only when started with
-``--enable-prompt-tokens-details`` (actune's serve module always passes it). Sync helpers for scripts:
-``complete_sync(cfg, prompt, ...)`` and ``chat_sync(cfg, messages, ...)``.
-
-Underneath, the official ``openai`` client (one ``AsyncOpenAI`` per LLMClient) sends the requests, reads the
-server-sent events and raises its error classes; this module keeps what it cannot do: spreading requests over
-several endpoints, the retry policy above, the error classes callers catch (context length among them), the key
-kept out of every message, and a streamed answer assembled from its chunks.
+The rules in full: docs/modules.md, actune.llm.
 """
 
 from __future__ import annotations

@@ -3,27 +3,13 @@ environment and answers with the gold answer.
 
     summary = write_gold_paths(tasks, "gold_paths/trajectories.jsonl", env_config)
 
-Where the model's own episodes keep almost nothing (SmolLM2-135M on real HotpotQA: 0 of 48) and a teacher's
-released trajectories saw another search engine (FireAct's Google snippets open no page of a local corpus),
-the training questions still name their supporting pages. Each gold path searches them in order (the pages the
-question names first, as a reader would), with every observation the environment's own, so the tuned model
-trains on exactly what it will see; a short thought links each step to the text it read, and the last quotes
-the sentence that holds the answer. A question whose answer no page shows (beyond the sentences a search
-returns) gets no path rather than an answer the episode never read. Every path is judged like the model's own
-episodes (correct and grounded), and the store skips tasks it holds, so a stopped run resumes.
+Where a small model's own episodes keep almost nothing and a teacher's released trajectories saw another search
+engine, the training questions still name their supporting pages: each path reads them, showing the evidence
+sentences, with every observation the environment's own, so the tuned model trains on exactly what it will see.
+Every path is judged like the model's own episodes; one that cannot show its evidence is left out. Training
+split only: it reads ``meta.supporting_titles`` and ``meta.evidence_sets``, which eval never sees.
 
-Reading, not only opening (issue #48): where the task names its evidence sentences (``meta.evidence``), the path
-shows every one of them. A sentence past the first five a search shows is brought up with ``lookup[keyword]``, the
-keyword a word of the question that the sentence holds (the one whose hits reach it soonest), as a reader would;
-a comparison's last thought quotes both pages' facts, not the winner's alone. A path that cannot show its
-evidence is judged not grounded and left out (``skipped["not_kept"]``).
-
-A FEVER claim's label is no sentence of a page: its path searches the first evidence set's pages and quotes the
-sentence that shares most words with the claim before the verdict; a NOT ENOUGH INFO claim (no evidence) searches
-the page its first words name and says the page does not settle it.
-
-This is a data source for the training split only: it reads ``meta.supporting_titles`` and ``meta.evidence_sets``,
-which eval never sees.
+The rules in full: docs/modules.md, actune.bootstrap.gold_paths.
 """
 
 from __future__ import annotations

@@ -4,24 +4,12 @@
     report = build_report(results, samples=1000, confidence=0.95, seed=0, title="smollm2-cpu")
     paths = write_report(report, "runs/eval")
 
-The headline metric is ``correct_grounded`` (:data:`actune.eval.stats.HEADLINE`: correct and grounded by
-the judge's verdict); it comes first in every table, the plot and the paired tests, ``correct`` second.
+The headline metric, ``correct_grounded``, comes first in every table, the plot and the paired tests. Each
+model's block in ``report.json`` says what was evaluated (base model, adapter, prompt, endpoint: the key's
+variable, never the key), its scores with intervals (overall, per task kind, per phrasing), cost and failures,
+and its paired comparison against the first model (and against its ``compare_to`` model).
 
-``report.json``: ``{"title", "confidence", "bootstrap_samples", "seed", "headline", "metrics",
-"paired_metrics", "total_episodes", ..., "models": [...]}``; each model: ``label``, ``model`` (its own
-base model), ``adapter`` (folder), ``adapter_name`` (served name), ``prompt_spec`` (the
-``actune_prompt.json`` applied: an adapter's or a merged model's; None for a prompted model),
-``agent_overrides`` (its ``eval.models[i].agent``), ``endpoint`` (what served it: ``{"kind", "endpoints",
-"api_key_env"}``, kind ``started_server``, ``eval_endpoints`` or ``model_endpoints``, the model's own, e.g. a
-hosted teacher's; the name of the key's variable, never the key; None when not known), ``store``, ``episodes``,
-``tasks``, ``metrics`` (name -> ``{mean, low, high, n}``), ``by_kind`` (kind -> the same block),
-``by_phrasing`` (a world task's phrasing group -> the same block with its own ``vs_first``; empty for other
-tasks: :func:`phrasing_breakdown`), ``cost``
-(``episodes`` and the mean ``prompt_tokens``, ``completion_tokens``, ``wall_s`` per episode,
-:func:`actune.eval.stats.cost_per_episode`), ``failures`` (mode -> count, :mod:`actune.eval.failures`) and
-``vs_reference`` (None, or for a model with ``compare_to``: ``{"label"}`` and the same comparisons against that
-model), ``vs_first`` (metric of ``paired_metrics`` -> the paired comparison against the first model,
-:func:`actune.eval.stats.paired_comparison`; None for the first).
+The rules in full: docs/modules.md, actune.eval.report.
 """
 
 from __future__ import annotations

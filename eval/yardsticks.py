@@ -2,23 +2,12 @@
 
     results = run_yardsticks(tasks, train_tasks, env_config)      # one ModelResult per policy
 
-A tuned model's gain means something only beside what needs no reading. Each policy here decides its answer
-from the question text and the training answers alone, never from a page: it may open the pages the question
-names (so it can be "grounded" exactly as far as opening them shows the evidence), but what they say never
-changes its answer. Policies (each only where it applies; "training" is the training split, never the test):
+A tuned model's gain means something only beside what needs no reading. Each policy (``constant``,
+``kind-majority``, ``question-only``, ``question-only+search``) decides its answer from the question text and
+the training answers alone, never from a page, and every episode is scored and judged
+(:func:`actune.judge.judge`) like a model's, so a yardstick's ``correct_grounded`` means what a model's does.
 
-- ``constant``: the most frequent training answer, no action. With a small label set (FEVER's three labels,
-  yes/no-only tasks), one ``constant-<label>`` policy per label instead.
-- ``kind-majority``: the most frequent training answer of the task's relation (``meta.relation``, ``family``
-  or ``template``, else its ``kind``), falling back to ``constant``.
-- ``question-only``: read off the question: a yes/no question gets the training majority of yes/no; an
-  "A or B" question the option in the position training answers most often; any other the question's last
-  named entity (a capitalised span).
-- ``question-only+search``: the same answers, after searching each entity the question names (wiki-like
-  environments with a ``search`` action).
-
-Every episode is scored by the task metric and judged by :func:`actune.judge.judge`, so a yardstick's
-``correct_grounded`` means what a model's does.
+The rules in full: docs/modules.md, actune.eval.yardsticks.
 """
 
 from __future__ import annotations

@@ -3,28 +3,13 @@
     enc = tokenize_segments(tokenizer, example["segments"], max_length=1024)
     enc = tokenize_messages(tokenizer, example["messages"], max_length=1024)
 
-Token-exact masking: the whole text is tokenised once (as the server will tokenise the prompt) and
-each token is labelled by the characters it covers (the fast tokenizer's offsets mapping). Tokenising
-segments one by one would not do: BPE merges differ at the seams, so the trained tokens would not be
-the ones the model sees.
+The whole text is tokenised once, as the server will tokenise the prompt, and each token is labelled by the
+characters it covers: tokenising segments one by one would change BPE merges at the seams. A token is trained
+only when it lies wholly inside trained text (one straddling a seam is untrained and counted in ``straddling``).
+Chat examples are rendered by the tokenizer's own chat template: an assistant turn's content and end-of-turn
+token are trained, so the model learns to stop; the template's opening is not.
 
-The rule, precisely: a token is trained iff its character span ``[start, end)`` is non-empty and lies
-wholly inside one run of adjacent trained segments. Tokens that straddle a trained/untrained seam are
-untrained (never learn observation characters) and are counted in ``straddling``; special tokens added
-by the tokenizer (empty spans) are untrained. So the trained tokens, decoded run by run, give exactly
-the trained text minus the characters of straddling tokens; when ``straddling == 0`` (the usual case:
-every segment starts at a line start, and these tokenizers never merge a newline with the next line's
-first word) they give the trained text exactly.
-
-Chat examples go through the same path: the tokenizer's own chat template renders the messages, and
-each message's characters are found as the difference between renders of growing prefixes (chat
-templates render a prefix of the conversation as a prefix of the text). In a trained assistant turn the
-template's opening (``<|im_start|>assistant\\n``: what ``add_generation_prompt`` adds, i.e. what the
-server writes before the model starts) is untrained; the content and the end-of-turn token are trained,
-so the model learns to stop; whitespace the template adds after the end-of-turn token is untrained.
-This works with any template that renders prefixes stably, without ``{% generation %}`` markers. The tools
-wire is rendered the same way, with the tools list and the calls (an assistant turn's calls are trained with its
-content; a tool turn, like a user turn, is not).
+The rules in full: docs/modules.md, actune.train.masking.
 """
 
 from __future__ import annotations

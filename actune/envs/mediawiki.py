@@ -1,24 +1,12 @@
 """Live Wikipedia (any MediaWiki ``api.php``), like the ReAct paper's environment, with an on-disk cache.
 
-Two requests, both standard MediaWiki API:
+A page is its TextExtracts plain text (missing and disambiguation pages count as "not found", as in the paper);
+similar titles come from MediaWiki's search, and a same-titled result stands in for Wikipedia's "Go" near-match.
+Every response is cached on disk, so reruns and evaluations repeat exactly and need no network.
+``find_page``/``search`` block the calling thread; ``afind_page``/``asearch`` do the same work from an event
+loop without stalling it.
 
-- a page: ``action=query&prop=extracts|pageprops&explaintext=1&redirects=1&titles=...`` (the
-  TextExtracts extension gives the plain text of the whole page, so ``lookup`` sees all of it);
-  missing pages and disambiguation pages count as "not found", as in the paper (it re-searched
-  "may refer to:" pages).
-- similar titles: ``action=query&list=search&srsearch=...&srlimit=k``. When the exact title is
-  missing but a search result has the same normalised title (case, underscores...), that page is
-  opened: this stands in for Wikipedia's "Go" near-match the paper's search box relied on.
-
-Every response is cached as JSON under ``cache_dir`` (keyed by URL and parameters, written to a temp
-file and renamed), so reruns and evaluations repeat exactly and need no network.
-MediaWiki's search returns no comparable score: similar titles get score 0.0.
-
-``find_page``/``search`` block the calling thread (the env's synchronous backend interface).
-``afind_page``/``asearch`` do the same work from an event loop without stalling it: each request runs in
-one of the client's worker threads (at most ``parallel_requests`` at once, which also keeps within the
-API's etiquette) and retries wait with ``asyncio.sleep``, so one slow page holds up only the episode
-that asked for it. Both run one implementation (see ``_Blocking``).
+The rules in full: docs/modules.md, actune.envs.mediawiki.
 """
 
 from __future__ import annotations

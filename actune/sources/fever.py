@@ -3,27 +3,13 @@ and no page (a claim's evidence page, or the page a NOT ENOUGH INFO claim is abo
 
     write_fever_tasks(FeverSource(data_dir="data/fever"), out_dir)
 
-writes ``corpus.jsonl`` (the pages the ReAct paper's FEVER runs read, from their observation cache: 346 pages),
-``train/dev/test.jsonl`` (custom task lines with ``env: fever``, so the FEVER actions, label accuracy and the
-judge's any-one-evidence-set grounding apply) and ``tasks.json``. A SUPPORTS or REFUTES claim is used when one
-of its evidence sets lies wholly in the corpus (only those sets are kept: a claim is grounded when one was
-read); NOT ENOUGH INFO claims have no evidence and make up ``nei_share`` of each split, as the labels are
-mixed in FEVER. A claim's pages are its evidence pages, or for a NOT ENOUGH INFO claim the page its first words
-name (:func:`actune.tasks.fever.claim_subject`, the page its gold path opens); claims that share a page are
-grouped and a group goes whole to one split, so no page one split's claims are about is another split's, and no
-claim text is asked in two splits. Accuracy is the paper's metric. The judge counts a NOT ENOUGH INFO claim
-grounded with no page read (there is none to read), so correct & grounded is inflated by them: answering NOT
-ENOUGH INFO to every claim scores their share. Read accuracy, or correct & grounded on the SUPPORTS and REFUTES
-claims (``meta.label`` in the eval stores); ``meta.kind`` is ``claim`` for all, so no type-matched prompt can be
-chosen by label.
+writes ``corpus.jsonl``, ``train/dev/test.jsonl`` (task lines with ``env: fever``, so the FEVER actions, label
+accuracy and the judge's any-one-evidence-set grounding apply) and ``tasks.json``. A claim is used when one of
+its evidence sets lies wholly in the corpus; NOT ENOUGH INFO claims make up ``nei_share`` of each split. They
+count as grounded with no page read, so read accuracy (the paper's metric), or correct & grounded on the
+SUPPORTS and REFUTES claims alone.
 
-Data (a user fetches them once; our machines have them in ``../shared/data/fever``): ``paper_dev.jsonl``, the
-FEVER claims the ReAct paper used (github.com/ysymyth/ReAct, ``data/paper_dev.jsonl``), and the pages: either
-``wiki_pages.jsonl`` (``{"title", "sentences"}`` a line), which ``actune data prepare fever`` writes with the claims
-from FEVER's official release (:mod:`actune.sources.fever_prepare`), or ``observation_cache.json``, search/lookup
-results recorded from Wikipedia during the ReAct runs (``{"search::Title": observation}``;
-:func:`actune.tasks.fever.write_wiki_from_observation_cache` reads it). ``wiki_pages.jsonl`` is read when both are
-there.
+The rules in full: docs/modules.md, actune.sources.fever.
 """
 
 from __future__ import annotations

@@ -3,27 +3,13 @@
 
     write_hotpotqa_tasks(HotpotQASource(data_dir="data/hotpotqa"), out_dir)
 
-writes the files a synthetic world writes (``corpus.jsonl``, ``train/dev/test.jsonl`` as custom task lines,
-and a manifest, ``tasks.json``), so every later stage runs on them unchanged. Only answerable questions are
-used: every supporting page is in the corpus. The test split is drawn first, from the dev questions, with
-``split_seed`` (not the run's seed: every seed of a preset is tested on the same questions); dev comes next,
-then train takes what is left of both files. No question text and no supporting page is shared between the
-splits' questions: a question whose gold page another split's question rests on is dropped, so no training
-question is answered from a test question's pages (an episode may still search any page of the corpus).
-Each task line carries its evidence (``meta.evidence``: one set, the supporting sentences' text, looked up in
-the corpus by HotpotQA's ``supporting_facts``), which the judge's evidence-level grounding checks against what
-the episode's observations showed; a record with supporting titles but no supporting sentences (349 of the
-1,388 dev records of ``../shared``'s copy), or whose sentence index the corpus page lacks, gets
-``meta.evidence_known: false`` instead and is scored apart. ``corpus.jsonl`` is a link to the source corpus,
-not a copy: a Wikipedia-abstracts corpus is gigabytes, and
-the search index built for it (keyed by its resolved path) serves every run.
+writes the files a synthetic world writes (``corpus.jsonl``, ``train/dev/test.jsonl``, ``tasks.json``), so every
+later stage runs on them unchanged. Only answerable questions are used, every seed is tested on the same
+questions (``split_seed``), and no question or supporting page is shared between splits, so no training
+question is answered from a test question's pages. Each task carries its evidence sentences for the judge.
+The data: HotpotQA's distractor-setting files and a pages file (``actune data prepare hotpotqa`` writes them).
 
-Where the data come from (a user fetches them once; our machines have them in ``../shared/data/hotpotqa``):
-``train_with_context.jsonl`` and ``dev_with_context.jsonl`` are HotpotQA's distractor-setting files as JSONL
-(``_id, question, answer, type, level, supporting_facts``: https://hotpotqa.github.io), and
-``wiki_paragraphs.jsonl`` is one ``{"title", "sentences"}`` line a page: the union of their context
-paragraphs, or any larger dump of Wikipedia abstracts in that shape. ``actune data prepare hotpotqa`` writes all
-three from the official files (:mod:`actune.tasks.prepare`).
+The rules in full: docs/modules.md, actune.sources.hotpotqa.
 """
 
 from __future__ import annotations

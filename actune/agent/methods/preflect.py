@@ -1,30 +1,12 @@
 """PreFlect (prospective reflection): check the plan before acting, not after a failure.
 
-1. The agent writes a plan (``Plan i:``) for the task given the tools.
-2. A reflector (same backbone, its own prompt; :mod:`actune.agent.critique`) diagnoses the plan
-   against a catalog of planning errors (each entry with its failure and success patterns and examples)
-   and answers JSON (analysis, PASS/FAIL, at most two errors), recorded as a ``critique`` step
-   (``Critique i:``; on FAIL each named error with its failure and success patterns). An unreadable answer
-   is asked for once more (event ``critique_retry``); unreadable again, it counts as PASS, and the step's
-   meta keeps both answers.
-3. On FAIL the reflector writes the revised plan in a second turn of its conversation (the paper's; with
-   ``preflect_reviser: agent`` the agent writes it after the critique), and the revision is checked again
-   as in 2, up to ``preflect_max_revisions`` revisions; the last plan stands whatever its verdict.
-4. Then ReAct steps with the plan in context, within PreFlect's own budget (``preflect_episode_steps``,
-   the paper's 20; ``null`` gives it the other methods' budget, for comparisons at equal steps).
-   ``re_plan[reason]`` is an action that writes a new plan (checked the same way) instead of stepping the
-   environment; when no re-plan happened in steps 1..N (N+1..2N, ...), one is forced at step N (2N, ...),
-   N = ``preflect_force_replan_every``, for the first ``preflect_force_replan_windows`` windows (the
-   paper: 6 and 12).
+The agent writes a plan; a reflector (same backbone, its own prompt: :mod:`actune.agent.critique`) checks it
+against a catalog of planning errors, and a plan that fails is revised and checked again, up to
+``preflect_max_revisions`` times. Then ReAct steps run with the plan in context, within PreFlect's own budget,
+re-planning on ``re_plan[reason]`` or when forced every ``preflect_force_replan_every`` steps.
+``preflect_reflact`` is the same loop with ReflAct's reflection in place of ReAct's thought.
 
-Record order: plan, critique, [plan, critique]..., then per step: [the same when forced], thought, action,
-then observation (the same after ``re_plan``), or answer. A thought's (reflection's) ``GOAL:`` is kept in
-its step's meta.
-
-``preflect_reflact`` is the same loop with ReflAct's step in place of ReAct's thought: a ``Reflection i:``
-on where the agent stands relative to the goal (current state, latest discovery, goal relation), recorded
-as a ``reflection`` step, and ``FINAL ANSWER: ...`` (LLARS' labels) as well as ``finish[...]`` to answer.
-Plans, critiques, revisions, re-plans and the budget are PreFlect's, from the same ``preflect_*`` settings.
+The rules in full: docs/modules.md, actune.agent.methods.preflect.
 """
 
 from __future__ import annotations
