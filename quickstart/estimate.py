@@ -69,7 +69,7 @@ def concurrency_speedup(concurrency: int) -> float:
 
 
 def serving_seconds(units: float, kind: str, concurrency: int) -> float:
-    """Wall seconds of ``units`` episodes (in round-1 ReAct bootstrap episodes: :data:`EPISODE_COST`) served on
+    """Wall seconds of ``units`` episodes (in round-1 ReAct bootstrap episodes: :func:`episode_cost`) served on
     ``kind`` with ``concurrency`` requests at once; server starts not included."""
     return units / (RATES[kind]["episodes_h"] * concurrency_speedup(concurrency)) * 3600
 
