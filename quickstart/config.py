@@ -19,6 +19,7 @@ from pydantic import AfterValidator, Field, PositiveFloat, model_validator
 import actune.presets
 from actune.agent.method_registry import MethodSpec, method_names, method_spec
 from actune.bootstrap.config import BootstrapConfig
+from actune.bootstrap.importers import import_methods
 from actune.config import ConfigError, RunName, StrictModel, fill_model, load_config
 from actune.eval.config import EvalConfig
 from actune.runtime import cpu_features
@@ -54,7 +55,7 @@ def _quickstart_method(name: str) -> str:
 
 
 def _import_format(name: str) -> str:
-    formats = {s.imports_as for s in map(method_spec, method_names()) if s.imports_as}
+    formats = set(import_methods().values())
     if name not in formats:
         raise ValueError(f"{name!r}: imported records are read as one of {', '.join(sorted(formats))}")
     return name

@@ -18,10 +18,10 @@ from typing import Any
 
 from pydantic_core import PydanticCustomError
 
-__all__ = ["METHODS_GROUP", "Cost", "MethodSpec", "StepFormat", "UnknownMethod", "convertible", "interactive_methods",
-           "is_reflective", "known_method", "method_names", "method_spec", "paper_methods", "plans_first",
-           "reads_no_pages", "reason_type", "reflection_formats", "register_method", "registered_method",
-           "step_format", "step_formats", "step_label", "trainable_format", "unregister_method"]
+__all__ = ["METHODS_GROUP", "Cost", "MethodSpec", "StepFormat", "UnknownMethod", "convertible", "find_method",
+           "interactive_methods", "is_reflective", "known_method", "method_names", "method_spec", "paper_methods",
+           "plans_first", "reads_no_pages", "reason_type", "reflection_formats", "register_method",
+           "registered_method", "step_format", "step_formats", "step_label", "trainable_format", "unregister_method"]
 
 Instruction = Callable[[str, str, str, str], str]
 """(task phrase, the environment's actions, the exemplar set's style, a label hint) -> the prompt's instruction."""
@@ -167,10 +167,15 @@ def registered_method(spec: MethodSpec) -> Iterator[MethodSpec]:
 
 def method_spec(name: str) -> MethodSpec:
     """The spec of method ``name`` (:class:`UnknownMethod` when there is none)."""
-    specs = _registry()
-    if name not in specs:
-        raise UnknownMethod(f"unknown method {name!r} (known: {', '.join(map(repr, specs))})")
-    return specs[name]
+    spec = find_method(name)
+    if spec is None:
+        raise UnknownMethod(f"unknown method {name!r} (known: {', '.join(map(repr, method_names()))})")
+    return spec
+
+
+def find_method(name: str) -> MethodSpec | None:
+    """The spec of method ``name``, None when there is none (a record's method may be one no longer registered)."""
+    return _registry().get(name)
 
 
 def method_names(where: Callable[[MethodSpec], bool] | None = None) -> tuple[str, ...]:
@@ -198,13 +203,13 @@ def paper_methods() -> tuple[str, ...]:
 
 def reads_no_pages(name: str) -> bool:
     """Method ``name`` answers from the model alone (an unknown name: False, it is held to grounding)."""
-    spec = _registry().get(name)
+    spec = find_method(name)
     return spec is not None and not spec.reads_pages
 
 
 def plans_first(name: str) -> bool:
     """Method ``name`` opens its episodes with a plan and its critique (PreFlect)."""
-    spec = _registry().get(name)
+    spec = find_method(name)
     return spec is not None and spec.steps.plans
 
 
@@ -215,8 +220,9 @@ def step_formats() -> dict[str, StepFormat]:
 
 
 def step_format(name: str) -> StepFormat | None:
-    """The step format ``name`` (None: no method writes it)."""
-    return step_formats().get(name)
+    """The step format ``name`` (None: no method writes it). Read for every step a prompt renders: no copy."""
+    _registry()
+    return _FORMATS.get(name)
 
 
 def trainable_format(name: Any) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from actune.agent.exemplars import SPARSE_THINK
-from actune.agent.method_registry import method_names, method_spec, step_format
+from actune.agent.method_registry import find_method, step_format
 from actune.records.trajectory import Trajectory
 
 __all__ = ["step_order_problems", "steps_method"]
@@ -14,14 +14,14 @@ REPLAN_ACTION = "re_plan"  # actune.agent.render.REPLAN_ACTION, kept import-free
 def steps_method(traj: Trajectory) -> str:
     """The step format ``traj.steps`` are in (hybrids: the phase that answered; before phases were recorded, the
     first)."""
-    spec = method_spec(traj.method) if traj.method in method_names() else None
+    spec = find_method(traj.method)
     if spec is not None and not spec.phases:
         return spec.steps.name
     phases = traj.info.get("phases") or []
     if not phases:
         return spec.phases[0] if spec is not None else "react"
-    last = phases[-1]["method"]
-    return method_spec(last).steps.name if last in method_names() else "react"
+    last = find_method(phases[-1]["method"])
+    return last.steps.name if last is not None else "react"
 
 
 def step_order_problems(traj: Trajectory) -> list[str]:
