@@ -19,6 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from itertools import permutations
 
 from actune.agent.method_registry import reason_type, reflection_formats, step_format
 from actune.agent.render import instruction_for, question_line
@@ -35,7 +36,7 @@ from actune.tasks.metrics import score_prediction
 from actune.text import split_sentences
 
 __all__ = ["GOLD_PATH_MODEL", "GoldPathSummary", "as_reflections", "gold_path", "question_mention", "search_order",
-           "write_gold_paths"]
+           "searches_seen", "write_gold_paths"]
 
 GOLD_PATH_MODEL = "gold paths (scripted from supporting pages)"
 _YES_NO = {"yes", "no"}
@@ -48,7 +49,7 @@ class GoldPathSummary:
     already: int = 0
     """Tasks the store held already (a resumed run)."""
     skipped: Counter = field(default_factory=Counter)
-    """Why a task got no path: ``no_pages``, ``page_not_found``, ``answer_not_shown``."""
+    """Why a task got no path: ``no_pages``, ``page_not_found``, ``unseen_name``, ``answer_not_shown``."""
 
 
 def _in_question(title: str, question: str) -> int:
@@ -293,21 +294,50 @@ def _finished(task: Task, env: Environment, read: _Read, final: str) -> Trajecto
     return _record(task, env, steps, list(dict.fromkeys(read.titles)), task.answer)
 
 
+def searches_seen(question: str, steps: Iterable[Step]) -> bool:
+    """Whether every search of ``steps`` names what the question or an earlier observation shows (its base form,
+    normalised: "Utopia (Björk album)" once "Utopia" was shown), so a model trained on the path copies names
+    rather than recalling them."""
+    seen = normalize_title(question)
+    for step in steps:
+        if step.type == "action" and step.action_name == "search" and base_title(step.action_arg or "") not in seen:
+            return False
+        if step.type == "observation":
+            seen += " " + normalize_title(step.text)
+    return True
+
+
+def _read_in_order(task: Task, env: Environment, titles: list[str], misses: bool, mentions: bool,
+                   seen_names: bool) -> tuple[_Read | None, str | None]:
+    """(the searches of ``titles`` run, None) or (None, why not). With ``seen_names`` each order of the titles is
+    tried, the question's first, until every search names what was shown before it (:func:`searches_seen`): a
+    bridge whose first page names the second is read that way round, and a path whose pages no order reaches
+    from the question is left out (``unseen_name``) rather than teach a guess."""
+    orders = list(permutations(titles)) if seen_names and len(titles) <= 3 else [tuple(titles)]
+    why = "page_not_found"
+    for order in orders:
+        env.reset(task)
+        read = _search_all(task, env, [_search_term(t, task.question, env, misses, mentions) for t in order])
+        if read is not None and (not seen_names or searches_seen(task.question, read.steps)):
+            return read, None
+        why = why if read is None else "unseen_name"
+    return None, why
+
+
 def gold_path(task: Task, env: Environment, misses: bool = False, lookups: bool = False,
-              mentions: bool = False) -> tuple[Trajectory | None, str | None]:
+              mentions: bool = False, seen_names: bool = False) -> tuple[Trajectory | None, str | None]:
     """(the gold-path episode of ``task``, None) or (None, why it has none; a key of
     :attr:`GoldPathSummary.skipped`). ``misses``, ``mentions``: see :func:`_search_term`; ``lookups``: an answer
-    that is no comparison's is looked up on the last page before it is given (:func:`_look_up_answer`). A FEVER
-    claim takes :func:`_fever_path`."""
+    that is no comparison's is looked up on the last page before it is given (:func:`_look_up_answer`);
+    ``seen_names``: see :func:`_read_in_order`. A FEVER claim takes :func:`_fever_path`."""
     if task.env == "fever":
         return _fever_path(task, env, misses)
     order = search_order(task.meta.get("supporting_titles") or [], task.question)
     if not order or not task.answer:
         return None, "no_pages"
-    env.reset(task)
-    read = _search_all(task, env, [_search_term(t, task.question, env, misses, mentions) for t in order])
+    read, why = _read_in_order(task, env, order, misses, mentions, seen_names)
     if read is None:
-        return None, "page_not_found"
+        return None, why
     looked_up = _look_up_answer(task, env, read) if lookups and not _comparison(task.answer, task) else None
     final = (f"{_quoted([looked_up])} So the answer is {task.answer}." if looked_up
              else _answer_thought(read.observations, task.answer, task))
@@ -426,9 +456,10 @@ def _fever_path(task: Task, env: Environment, misses: bool = False) -> tuple[Tra
 
 
 def write_gold_paths(tasks: Iterable[Task], store: str, env: EnvConfig, misses: bool = False,
-                     lookups: bool = False, method: str = "react", mentions: bool = False) -> GoldPathSummary:
-    """Append the gold path of every task ``store`` does not hold yet (``misses``, ``lookups``, ``mentions``:
-    :func:`gold_path`),
+                     lookups: bool = False, method: str = "react", mentions: bool = False,
+                     seen_names: bool = False) -> GoldPathSummary:
+    """Append the gold path of every task ``store`` does not hold yet (``misses``, ``lookups``, ``mentions``,
+    ``seen_names``: :func:`gold_path`),
     in ReAct's form or a trained reflective format's, ReflAct's (:func:`as_reflections`); a path the judge does not
     keep (a metric that disagrees with the gold answer's own form) is counted under ``skipped["not_kept"]``."""
     if method != "react" and method not in reflective_formats():
@@ -442,7 +473,7 @@ def write_gold_paths(tasks: Iterable[Task], store: str, env: EnvConfig, misses: 
             if out.state.has(task.id, method, 0):
                 summary.already += 1
                 continue
-            traj, why = gold_path(task, environment, misses, lookups, mentions)
+            traj, why = gold_path(task, environment, misses, lookups, mentions, seen_names)
             if traj is not None and method != "react":
                 traj = as_reflections(traj, environment, method)
             if traj is None or not traj.scores.get("kept"):

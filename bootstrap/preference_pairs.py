@@ -34,7 +34,8 @@ from actune.records.atomic_write import replace_folder, temp_folder_beside
 from actune.records.trajectory import Step, Trajectory
 from actune.runtime.provenance import provenance
 
-__all__ = ["PAIRS_SUMMARY_FILE", "PairSummary", "export_pairs", "pair_example", "pair_rows", "shared_steps"]
+__all__ = ["PAIRS_SUMMARY_FILE", "PairSummary", "export_pairs", "pair_example", "pair_rows", "shared_steps",
+           "sometimes_solved"]
 
 PAIRS_SUMMARY_FILE = "pairs_summary.json"
 NOT_THE_MODELS_FAULT = ("server_error", "context_overflow")
@@ -93,6 +94,12 @@ def _groups(stores: Sequence[Path]) -> dict[tuple, tuple[list[Trajectory], list[
             kept, failed = groups.setdefault(key, ([], []))
             (kept if verdict.kept else failed).append(t)
     return groups
+
+
+def sometimes_solved(stores: Sequence[str | Path]) -> set[str]:
+    """The task ids the stores hold both a kept and a failed episode of (the same grouping as the pairs): where
+    GRPO's group of rollouts can differ in reward, so its advantages are not all zero."""
+    return {key[0] for key, (kept, failed) in _groups([Path(p) for p in stores]).items() if kept and failed}
 
 
 def pair_rows(stores: str | Path | Sequence[str | Path],

@@ -99,7 +99,8 @@ def write_gold_paths(run: RunContext) -> None:
     for method in dict.fromkeys(gold_form(m) for m in run.cfg.methods):
         s = gold_paths.write_gold_paths(tasks, str(run.layout.gold_paths_of(method)), run.env(run.cfg.bootstrap.env),
                                         misses=run.cfg.gold_path_misses, lookups=run.cfg.gold_path_lookups,
-                                        method=method, mentions=run.cfg.gold_path_mentions)
+                                        method=method, mentions=run.cfg.gold_path_mentions,
+                                        seen_names=run.cfg.gold_path_seen_names)
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(s.skipped.items())) or "none"
         run.log(f"gold paths ({method}): {s.written} written, {s.already} written before, of {s.total} training "
                 f"questions (left out: {skipped})")

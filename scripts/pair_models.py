@@ -1,6 +1,8 @@
 """Two models' eval episodes paired question by question: correct & grounded at the evidence level over the
-questions whose supporting sentences are known, overall and per kind, with the exact McNemar test; and, after a
-search that found no page, how often the next search opens a page that search listed under ``Similar:``.
+questions whose supporting sentences are known, overall and per kind, with the exact McNemar test; after a
+search that found no page, how often the next search opens a page that search listed under ``Similar:``; and how
+many bridge episodes search only names the question or an earlier observation showed, and open every supporting
+page.
 
     .venv/bin/python scripts/pair_models.py runs/X/eval/react/tuned-r1 runs/X/eval/react/tuned-r2
 
@@ -16,7 +18,9 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from actune.bootstrap.gold_paths import searches_seen
 from actune.eval.stats import mcnemar_exact
+from actune.records.trajectory import Step
 
 _SIMILAR = re.compile(r"Similar: \[(.*)\]")
 
@@ -53,6 +57,18 @@ def _recoveries(rec: dict) -> tuple[int, int]:
     return misses, picks
 
 
+def _bridge_reading(eps: dict[str, dict]) -> str:
+    """Bridge episodes: how many search only names shown before (:func:`searches_seen`), how many open every
+    supporting page."""
+    bridges = [r for r in eps.values() if r["task"]["meta"].get("kind") == "bridge"]
+    seen = sum(searches_seen(r["task"]["question"], [Step(s["type"], s["text"], s.get("iteration", 0),
+                                                          s.get("action_name"), s.get("action_arg"))
+                                                     for s in r["steps"]]) for r in bridges)
+    both = sum(set(r["task"]["meta"].get("supporting_titles") or []) <= set(r["info"].get("env_info", {})
+                                                                              .get("titles") or []) for r in bridges)
+    return f"bridges {len(bridges)}: every search a name shown before {seen}, every supporting page opened {both}"
+
+
 def main(a: str, b: str) -> None:
     first, second = _episodes(Path(a)), _episodes(Path(b))
     ids = [t for t in first if t in second and first[t]["task"]["meta"].get("evidence_known", True)]
@@ -68,7 +84,8 @@ def main(a: str, b: str) -> None:
               f"({sum(y) / len(group):.3f}); b / c {only_a} / {only_b}; McNemar p {mcnemar_exact(only_a, only_b):.3g}")
     for name, eps in ((a, first), (b, second)):
         misses, picks = map(sum, zip(*(_recoveries(r) for r in eps.values())))
-        print(f"{name}: searches that missed with a Similar: list {misses}, next search a listed page {picks}")
+        print(f"{name}: searches that missed with a Similar: list {misses}, next search a listed page {picks}; "
+              f"{_bridge_reading(eps)}")
 
 
 if __name__ == "__main__":

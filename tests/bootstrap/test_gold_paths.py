@@ -11,12 +11,13 @@ from actune.bootstrap.gold_paths import (
     gold_path,
     question_mention,
     search_order,
+    searches_seen,
     write_gold_paths,
 )
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.records.task_record import Task
-from actune.records.trajectory import read_trajectories
+from actune.records.trajectory import Step, read_trajectories
 
 PAGES = {
     "Big Stone Gap (film)": ["Big Stone Gap is a 2014 American romantic comedy film.",
@@ -288,3 +289,40 @@ def test_with_mentions_a_page_the_question_names_in_part_is_missed_then_picked_f
                          ("thought", "2011–12 Minnesota Timberwolves season is among the similar pages. I need to "
                                      "search 2011–12 Minnesota Timberwolves season.")]
     assert steps[2][1].startswith("Could not find Timberwolves. Similar: [") and traj.info["verdict"]["kept"]
+
+
+def test_searches_seen_asks_every_search_to_name_what_the_question_or_an_earlier_observation_showed() -> None:
+    steps = [Step("action", "search[Big Stone Gap (film)]", 1, "search", "Big Stone Gap (film)"),
+             Step("observation", "It was directed by Adriana Trigiani.", 1),
+             Step("action", "search[adriana  TRIGIANI]", 2, "search", "adriana  TRIGIANI")]
+    assert searches_seen("Who directed Big Stone Gap?", steps)  # a disambiguation and the case are not asked for
+    assert not searches_seen("Who directed it?", steps)  # the first search names what nothing showed
+    assert not searches_seen("Who directed Big Stone Gap?", [steps[0], steps[2], steps[1]])  # shown only after
+
+
+def test_with_seen_names_a_path_reads_its_pages_in_the_order_that_shows_each_name_or_is_left_out(
+        tmp_path: Path) -> None:
+    corpus = tmp_path / "nba.jsonl"
+    pages = {"Ricky Rubio": ["Ricky Rubio (born 1990) is a Spanish basketball player."],
+             "2011–12 Minnesota Timberwolves season": ["The 2011–12 Minnesota Timberwolves season was the team's "
+                                                       "23rd season.", "Ricky Rubio was a rookie that season."]}
+    corpus.write_text("".join(json.dumps({"title": t, "sentences": s}) + "\n" for t, s in pages.items()))
+    env = make_env(EnvConfig(name="wiki", corpus=str(corpus), index_dir=str(tmp_path / "nidx")))
+    # neither page is named whole, so the given order stands: the answer's page first, a name recalled, not read
+    task = _task(9, "Which Spanish signee was a rookie when he played for the Timberwolves?", "Ricky Rubio",
+                 ["Ricky Rubio", "2011–12 Minnesota Timberwolves season"])
+    guess, _ = gold_path(task, env, misses=True, mentions=True)
+    assert [s.text for s in guess.steps if s.type == "action"][0] == "search[Ricky Rubio]"
+    assert not searches_seen(task.question, guess.steps)
+    traj, why = gold_path(task, env, misses=True, mentions=True, seen_names=True)
+    assert why is None and searches_seen(task.question, traj.steps) and traj.info["verdict"]["kept"]
+    assert [s.text for s in traj.steps if s.type == "action"] == [
+        "search[Timberwolves]", "search[2011–12 Minnesota Timberwolves season]", "search[Ricky Rubio]"]
+    assert traj.steps[6].text == "Ricky Rubio was a rookie that season. I need to search Ricky Rubio."
+    # no order reaches a page the question does not name: left out rather than taught as a guess
+    blind = _task(10, "Where does the director of the 2014 romantic comedy live?", "Greenwich Village",
+                  ["Big Stone Gap (film)", "Adriana Trigiani"])
+    assert gold_path(blind, make_env(_env(tmp_path)), seen_names=False)[1] is None
+    assert gold_path(blind, make_env(_env(tmp_path)), seen_names=True) == (None, "unseen_name")
+    summary = write_gold_paths([BRIDGE, blind], str(tmp_path / "seen.jsonl"), _env(tmp_path), seen_names=True)
+    assert (summary.written, dict(summary.skipped)) == (1, {"unseen_name": 1})

@@ -10,7 +10,7 @@ from agent.fake_episodes import scripted_store as _store
 
 from actune.agent.render import render_steps_text, trajectory_prompt_context
 from actune.bootstrap.export import ExportError, OutputRefused, text_example
-from actune.bootstrap.preference_pairs import export_pairs, pair_rows, shared_steps
+from actune.bootstrap.preference_pairs import export_pairs, pair_rows, shared_steps, sometimes_solved
 
 
 def test_a_pair_starts_where_the_two_episodes_part(tmp_path: Path) -> None:
@@ -53,6 +53,15 @@ def test_tasks_without_both_outcomes_and_the_cap(tmp_path: Path) -> None:
     assert summary.unpaired == {"no_failed": 1, "no_kept": 1}
     with pytest.raises(ExportError, match=r"b.jsonl: no preference pair .*'no_failed': 1, 'no_kept': 1"):
         export_pairs(tmp_path / "b.jsonl", tmp_path / "pairs")
+
+
+def test_the_tasks_solved_sometimes_are_those_with_a_kept_and_a_failed_episode(tmp_path: Path) -> None:
+    right, _ = _store(tmp_path / "a.jsonl", [(WALKMAN, RIGHT), (WALKMAN, WRONG_LATE)])
+    danube, nile = _store(tmp_path / "b.jsonl", [(DANUBE, [" It is long.\nAction 1: finish[2,850 km]"]),
+                                                 (NILE, [" Guess.\nAction 1: finish[100 km]"])])
+    assert sometimes_solved([tmp_path / "a.jsonl", tmp_path / "b.jsonl"]) == {right.task.id}
+    assert sometimes_solved([tmp_path / "b.jsonl"]) == set()  # one always kept, one never: no advantage in either
+    assert danube.task.id != nile.task.id
 
 
 def test_export_pairs_writes_a_dataset_with_its_summary(tmp_path: Path) -> None:
