@@ -141,23 +141,45 @@ def _comparison(answer: str, task: Task | None) -> bool:
     return answer.strip().lower() in _YES_NO or (task is not None and task.meta.get("kind") == "comparison")
 
 
-def _answer_thought(observations: list[str], answer: str, task: Task | None = None) -> str | None:
+def _cue(question: str, sentence: str, observations: list[str], answer: str) -> str | None:
+    """The question's word that singles ``sentence`` out of the observation showing it: a word of four letters or
+    more, no stop word and none of the answer's, that the sentence holds and no other sentence of that observation
+    does; the longest (the question's first on a tie), as the question writes it; None when there is none."""
+    def words(text: str) -> set[str]:
+        return {w.lower() for w in re.findall(r"[A-Za-z0-9][\w'-]*", text)}
+
+    obs = next((o for o in reversed(observations) if sentence in o), None)
+    if obs is None:
+        return None
+    others = set().union(*(words(x) for x in split_sentences(_LOOKUP_PREFIX.sub("", obs)) if x.strip() != sentence))
+    held, barred = words(sentence), words(answer) | others
+    found = [w for w in re.findall(r"[A-Za-z0-9][\w'-]*", question)
+             if len(w) >= 4 and w.lower() not in _STOP and w.lower() in held and w.lower() not in barred]
+    return max(found, key=len) if found else None
+
+
+def _answer_thought(observations: list[str], answer: str, task: Task | None = None,
+                    cues: bool = False) -> str | None:
     """The last thought: a comparison (a yes/no answer, or ``meta.kind == "comparison"``) quotes both facts (its
     evidence sentences where known, else each page's first sentence); any other answer quotes the sentence that
-    shows it (None when no page shows it)."""
+    shows it (None when no page shows it), with ``cues`` after the question's word that singles it out
+    (:func:`_cue`): "directed: Written by Matt Roller and directed by Wes Archer, ..." for "... directed by whom?"."""
     evidence = (evidence_sets(task.meta) or [[]])[0] if task is not None else []
     if _comparison(answer, task):
         facts = _quoted(evidence or [_first_sentence(o) for o in observations])
         return f"{facts} So the answer is {answer}."
     shown = shown_text(observations)
-    for sentence in reversed(evidence):  # the evidence sentence that shows the answer, where the path showed it
-        if answer.strip().lower() in sentence.lower() and is_shown(sentence, shown):
-            return f"{_quoted([sentence])} So the answer is {answer}."
-    for obs in reversed(observations):
-        sentence = _sentence_with(_LOOKUP_PREFIX.sub("", obs), answer.strip())
-        if sentence:
-            return f"{sentence} So the answer is {answer}."
-    return None
+    found = next((x for x in reversed(evidence)  # the evidence sentence that shows the answer, where the path showed it
+                  if answer.strip().lower() in x.lower() and is_shown(x, shown)), None)
+    quote = None if found is None else _quoted([found])
+    for obs in reversed(observations) if found is None else []:
+        found = quote = _sentence_with(_LOOKUP_PREFIX.sub("", obs), answer.strip())
+        if found:
+            break
+    if found is None:
+        return None
+    cue = _cue(task.question, found, observations, answer) if cues and task is not None else None
+    return f"{cue + ': ' if cue else ''}{quote} So the answer is {answer}."
 
 
 _LOOKUP_PREFIX = re.compile(r"^\(Result \d+ / \d+\) ")
@@ -325,11 +347,13 @@ def _read_in_order(task: Task, env: Environment, titles: list[str], misses: bool
 
 
 def gold_path(task: Task, env: Environment, misses: bool = False, lookups: bool = False,
-              mentions: bool = False, seen_names: bool = False) -> tuple[Trajectory | None, str | None]:
+              mentions: bool = False, seen_names: bool = False,
+              cues: bool = False) -> tuple[Trajectory | None, str | None]:
     """(the gold-path episode of ``task``, None) or (None, why it has none; a key of
     :attr:`GoldPathSummary.skipped`). ``misses``, ``mentions``: see :func:`_search_term`; ``lookups``: an answer
     that is no comparison's is looked up on the last page before it is given (:func:`_look_up_answer`);
-    ``seen_names``: see :func:`_read_in_order`. A FEVER claim takes :func:`_fever_path`."""
+    ``seen_names``: see :func:`_read_in_order`; ``cues``: see :func:`_answer_thought`. A FEVER claim takes
+    :func:`_fever_path`."""
     if task.env == "fever":
         return _fever_path(task, env, misses)
     order = search_order(task.meta.get("supporting_titles") or [], task.question)
@@ -340,7 +364,7 @@ def gold_path(task: Task, env: Environment, misses: bool = False, lookups: bool 
         return None, why
     looked_up = _look_up_answer(task, env, read) if lookups and not _comparison(task.answer, task) else None
     final = (f"{_quoted([looked_up])} So the answer is {task.answer}." if looked_up
-             else _answer_thought(read.observations, task.answer, task))
+             else _answer_thought(read.observations, task.answer, task, cues))
     if final is None:
         return None, "answer_not_shown"
     return _finished(task, env, read, final), None
@@ -457,9 +481,9 @@ def _fever_path(task: Task, env: Environment, misses: bool = False) -> tuple[Tra
 
 def write_gold_paths(tasks: Iterable[Task], store: str, env: EnvConfig, misses: bool = False,
                      lookups: bool = False, method: str = "react", mentions: bool = False,
-                     seen_names: bool = False) -> GoldPathSummary:
+                     seen_names: bool = False, cues: bool = False) -> GoldPathSummary:
     """Append the gold path of every task ``store`` does not hold yet (``misses``, ``lookups``, ``mentions``,
-    ``seen_names``: :func:`gold_path`),
+    ``seen_names``, ``cues``: :func:`gold_path`),
     in ReAct's form or a trained reflective format's, ReflAct's (:func:`as_reflections`); a path the judge does not
     keep (a metric that disagrees with the gold answer's own form) is counted under ``skipped["not_kept"]``."""
     if method != "react" and method not in reflective_formats():
@@ -473,7 +497,7 @@ def write_gold_paths(tasks: Iterable[Task], store: str, env: EnvConfig, misses: 
             if out.state.has(task.id, method, 0):
                 summary.already += 1
                 continue
-            traj, why = gold_path(task, environment, misses, lookups, mentions, seen_names)
+            traj, why = gold_path(task, environment, misses, lookups, mentions, seen_names, cues)
             if traj is not None and method != "react":
                 traj = as_reflections(traj, environment, method)
             if traj is None or not traj.scores.get("kept"):

@@ -100,7 +100,7 @@ def write_gold_paths(run: RunContext) -> None:
         s = gold_paths.write_gold_paths(tasks, str(run.layout.gold_paths_of(method)), run.env(run.cfg.bootstrap.env),
                                         misses=run.cfg.gold_path_misses, lookups=run.cfg.gold_path_lookups,
                                         method=method, mentions=run.cfg.gold_path_mentions,
-                                        seen_names=run.cfg.gold_path_seen_names)
+                                        seen_names=run.cfg.gold_path_seen_names, cues=run.cfg.gold_path_cues)
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(s.skipped.items())) or "none"
         run.log(f"gold paths ({method}): {s.written} written, {s.already} written before, of {s.total} training "
                 f"questions (left out: {skipped})")

@@ -21,6 +21,7 @@ from pathlib import Path
 from actune.bootstrap.gold_paths import searches_seen
 from actune.eval.stats import mcnemar_exact
 from actune.records.trajectory import Step
+from actune.tasks.metrics import normalize_answer
 
 _SIMILAR = re.compile(r"Similar: \[(.*)\]")
 
@@ -58,15 +59,19 @@ def _recoveries(rec: dict) -> tuple[int, int]:
 
 
 def _bridge_reading(eps: dict[str, dict]) -> str:
-    """Bridge episodes: how many search only names shown before (:func:`searches_seen`), how many open every
-    supporting page."""
+    """Bridge episodes: how many search only names shown before (:func:`searches_seen`), open every supporting
+    page, show the answer's text in an observation, and of those answer right."""
     bridges = [r for r in eps.values() if r["task"]["meta"].get("kind") == "bridge"]
     seen = sum(searches_seen(r["task"]["question"], [Step(s["type"], s["text"], s.get("iteration", 0),
                                                           s.get("action_name"), s.get("action_arg"))
                                                      for s in r["steps"]]) for r in bridges)
-    both = sum(set(r["task"]["meta"].get("supporting_titles") or []) <= set(r["info"].get("env_info", {})
-                                                                              .get("titles") or []) for r in bridges)
-    return f"bridges {len(bridges)}: every search a name shown before {seen}, every supporting page opened {both}"
+    both = [r for r in bridges if set(r["task"]["meta"].get("supporting_titles") or [])
+            <= set(r["info"].get("env_info", {}).get("titles") or [])]
+    shown = [r for r in bridges if normalize_answer(r["task"]["answer"]) in normalize_answer(
+        " ".join(s["text"] for s in r["steps"] if s["type"] == "observation"))]
+    return (f"bridges {len(bridges)}: every search a name shown before {seen}; every supporting page opened "
+            f"{len(both)} (answer shown in {sum(r in shown for r in both)}, right {sum(r['correct'] for r in both)}); "
+            f"answer shown {len(shown)}, right {sum(r['correct'] for r in shown)}")
 
 
 def main(a: str, b: str) -> None:

@@ -326,3 +326,17 @@ def test_with_seen_names_a_path_reads_its_pages_in_the_order_that_shows_each_nam
     assert gold_path(blind, make_env(_env(tmp_path)), seen_names=True) == (None, "unseen_name")
     summary = write_gold_paths([BRIDGE, blind], str(tmp_path / "seen.jsonl"), _env(tmp_path), seen_names=True)
     assert (summary.written, dict(summary.skipped)) == (1, {"unseen_name": 1})
+
+
+def test_with_cues_the_last_thought_starts_with_the_question_word_that_singles_out_the_answers_sentence(
+        tmp_path: Path) -> None:
+    env = make_env(_env(tmp_path))
+    traj, why = gold_path(BRIDGE, env, cues=True)
+    assert why is None and traj.info["verdict"]["kept"]
+    # "lives" is in the answer's sentence and in no other sentence of that page ("director" is in none of them)
+    assert traj.steps[-2].text == "lives: She lives in Greenwich Village. So the answer is Greenwich Village."
+    plain, _ = gold_path(BRIDGE, env)
+    assert [s.text for s in plain.steps[:-2]] == [s.text for s in traj.steps[:-2]]
+    # no question word singles the sentence out: the thought is the plain one
+    task = _task(11, "What is LXF the abbreviation of?", "Linux Format", ["Linux Format"])
+    assert gold_path(task, env, cues=True)[0].steps[-2].text == gold_path(task, env)[0].steps[-2].text

@@ -1,0 +1,94 @@
+"""A quickstart run's round-r tuned model, k sampled episodes a question on its eval split, and the majority vote
+over their answers (CoT-SC's vote, over whole episodes) against its greedy eval, on the same questions:
+
+    .venv/bin/python scripts/sampled_vote.py hotpotqa runs/hq48-dev-s7103-mentions runs/sc-dev-s7103-mentions-k5 \\
+        --k 5 --temperature 0.7 --round 1
+
+Prints correct (all questions) and correct & grounded (those with their evidence known) for greedy, one sampled
+episode (the mean), the vote (its first episode with the winning answer) and any of the k (an oracle). Measured
+before building a voting method into the loop (docs/results, "It reads: four levers").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from actune.agent.methods.cot_sc import majority_vote
+from actune.eval.config import EvalModel
+from actune.eval.run import run_eval
+from actune.quickstart.config import hardware_kind, load_quickstart
+from actune.quickstart.context import RunContext
+from actune.quickstart.evaluation import eval_config
+from actune.quickstart.layout import Layout
+
+
+def _grounded(rec: dict) -> bool:
+    v = rec["info"]["verdict"]
+    return bool(v["correct"] and v["grounded"])
+
+
+def sample(preset: str, run_dir: Path, out: Path, k: int, temperature: float, rnd: int) -> Path:
+    """Run the round's tuned model k times a question at ``temperature``; the store's folder."""
+    state = json.loads((run_dir / "quickstart-state.json").read_text())
+    words = state["command"].split()
+    overrides = [w for w in words[2:] if "=" in w and not w.startswith("--")]
+    seed = words[words.index("--seed") + 1] if "--seed" in words else None
+    cfg = load_quickstart(preset, overrides + ([f"seed={seed}"] if seed else []), hardware=hardware_kind())
+    run = RunContext(cfg, Layout(run_dir, cfg.source), False, print)
+    ec = eval_config(run, cfg.methods[0])
+    tuned = next(m for m in ec.models if m.label == f"tuned-r{rnd}")
+    ec = ec.model_copy(update={
+        "out_dir": out, "models": [EvalModel(label="sampled", model=tuned.model, adapter=tuned.adapter)],
+        "attempts": k, "yardsticks": False, "agent": ec.agent.model_copy(update={"temperature": temperature})})
+    run_eval(ec, cfg.serve, name="sampled", show_progress=False)
+    return out / "sampled"
+
+
+def compare(sampled: Path, greedy: Path) -> dict[str, float]:
+    by: dict[str, list[dict]] = defaultdict(list)
+    for line in (sampled / "trajectories.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        by[rec["task"]["id"]].append(rec)
+    greedy_eps = {}
+    for line in (greedy / "trajectories.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        greedy_eps.setdefault(rec["task"]["id"], rec)
+    c: dict[str, float] = defaultdict(float)
+    for tid, eps in by.items():
+        eps.sort(key=lambda r: r["attempt"])
+        w, _ = majority_vote([r["prediction"] for r in eps])
+        win = eps[w] if w is not None else None
+        c["questions"] += 1
+        c["greedy correct"] += greedy_eps[tid]["correct"]
+        c["sampled correct (mean)"] += sum(r["correct"] for r in eps) / len(eps)
+        c["vote correct"] += bool(win and win["correct"])
+        c["any correct"] += any(r["correct"] for r in eps)
+        if eps[0]["task"]["meta"].get("evidence_known", True):
+            c["with evidence known"] += 1
+            c["greedy c&g"] += _grounded(greedy_eps[tid])
+            c["sampled c&g (mean)"] += sum(map(_grounded, eps)) / len(eps)
+            c["vote c&g"] += bool(win and _grounded(win))
+            c["any c&g"] += any(map(_grounded, eps))
+    return dict(c)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("preset")
+    p.add_argument("run", type=Path)
+    p.add_argument("out", type=Path)
+    p.add_argument("--k", type=int, default=5)
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--round", type=int, default=1)
+    a = p.parse_args()
+    sampled = sample(a.preset, a.run, a.out, a.k, a.temperature, a.round)
+    method = load_quickstart(a.preset, []).methods[0]
+    for key, value in compare(sampled, a.run / "eval" / method / f"tuned-r{a.round}").items():
+        print(f"{key}: {value:.1f}")
+
+
+if __name__ == "__main__":
+    main()
