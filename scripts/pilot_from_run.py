@@ -33,8 +33,11 @@ from actune.quickstart.state import comparable
 def moved_model(store: Path, src: Path, dst: Path) -> None:
     """A copied eval store whose records name the model by its folder under ``src`` names the copy under ``dst``
     (the same weights, copied): else eval refuses to add the pilot's episodes to a store of another model."""
-    old, new = json.dumps(str(src.resolve()))[1:-1], json.dumps(str(dst.resolve()))[1:-1]
-    store.write_text(store.read_text().replace(f'"{old}/', f'"{new}/'))
+    text = store.read_text()
+    for a, b in ((src.resolve(), dst.resolve()), (src, dst)):  # a run names its models as its --out was written
+        old, new = json.dumps(str(a))[1:-1], json.dumps(str(b))[1:-1]
+        text = text.replace(f'"{old}/', f'"{new}/')
+    store.write_text(text)
 
 
 def main(src: Path, dst: Path, overrides: list[str], retrain: bool = False, preset: str = "full") -> None:
