@@ -172,10 +172,9 @@ def _answer_thought(observations: list[str], answer: str, task: Task | None = No
     found = next((x for x in reversed(evidence)  # the evidence sentence that shows the answer, where the path showed it
                   if answer.strip().lower() in x.lower() and is_shown(x, shown)), None)
     quote = None if found is None else _quoted([found])
-    for obs in reversed(observations) if found is None else []:
-        found = quote = _sentence_with(_LOOKUP_PREFIX.sub("", obs), answer.strip())
-        if found:
-            break
+    if found is None:  # else the latest observation's sentence that holds it, whole
+        found = quote = next(filter(None, (_sentence_with(_LOOKUP_PREFIX.sub("", o), answer.strip())
+                                           for o in reversed(observations))), None)
     if found is None:
         return None
     cue = _cue(task.question, found, observations, answer) if cues and task is not None else None
