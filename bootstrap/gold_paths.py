@@ -144,7 +144,8 @@ def _comparison(answer: str, task: Task | None) -> bool:
 def _cue(question: str, sentence: str, observations: list[str], answer: str) -> str | None:
     """The question's word that singles ``sentence`` out of the observation showing it: a word of four letters or
     more, no stop word and none of the answer's, that the sentence holds and no other sentence of that observation
-    does; the longest (the question's first on a tie), as the question writes it; None when there is none."""
+    does (a lookup's observation shows one sentence, so there any such word does); the longest (the question's
+    first on a tie), as the question writes it; None when there is none."""
     def words(text: str) -> set[str]:
         return {w.lower() for w in re.findall(r"[A-Za-z0-9][\w'-]*", text)}
 
@@ -321,8 +322,9 @@ def searches_seen(question: str, steps: Iterable[Step]) -> bool:
     rather than recalling them."""
     seen = normalize_title(question)
     for step in steps:
-        if step.type == "action" and step.action_name == "search" and base_title(step.action_arg or "") not in seen:
-            return False
+        name = base_title(step.action_arg or "") if step.type == "action" and step.action_name == "search" else None
+        if name is not None and not (name and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", seen)):
+            return False  # whole words only: "Ann" is not shown by "Annapolis"
         if step.type == "observation":
             seen += " " + normalize_title(step.text)
     return True
@@ -330,10 +332,11 @@ def searches_seen(question: str, steps: Iterable[Step]) -> bool:
 
 def _read_in_order(task: Task, env: Environment, titles: list[str], misses: bool, mentions: bool,
                    seen_names: bool) -> tuple[_Read | None, str | None]:
-    """(the searches of ``titles`` run, None) or (None, why not). With ``seen_names`` each order of the titles is
-    tried, the question's first, until every search names what was shown before it (:func:`searches_seen`): a
-    bridge whose first page names the second is read that way round, and a path whose pages no order reaches
-    from the question is left out (``unseen_name``) rather than teach a guess."""
+    """(the searches of ``titles`` run, None) or (None, why not). With ``seen_names`` each order of the titles (of
+    three at most; more keep the question's) is tried, the question's first, until every search names what was
+    shown before it (:func:`searches_seen`): a bridge whose first page names the second is read that way round,
+    and a path whose pages no order reaches from the question is left out (``unseen_name``) rather than teach a
+    guess."""
     orders = list(permutations(titles)) if seen_names and len(titles) <= 3 else [tuple(titles)]
     why = "page_not_found"
     for order in orders:

@@ -5,7 +5,6 @@ training (on a small CPU the server and training fight for the cores)."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +16,6 @@ from actune.collect import make_run_id
 from actune.judge import verdict_of
 from actune.quickstart.context import RunContext
 from actune.quickstart.evaluation import eval_on, eval_serving, prompted_labels, round_model_label
-from actune.records.atomic_write import atomic_write_text
 from actune.records.store import read_state
 from actune.records.trajectory import read_trajectories
 from actune.serve.config import ServeConfig
@@ -99,13 +97,8 @@ def _unsolved_tasks(run: RunContext, method: str, r: int) -> tuple[Path, int]:
     tasks_file = run.layout.round_tasks(method, r)
     if not tasks_file.exists():
         solved = solved_tasks(run, method, r)
-        train = (run.layout.tasks_dir / "train.jsonl").read_text(encoding="utf-8")
-        lines = [line for line in train.splitlines() if line.strip() and json.loads(line)["id"] not in solved]
-        tasks_file.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(tasks_file, "".join(line + "\n" for line in lines))
-    else:
-        lines = [line for line in tasks_file.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return tasks_file, len(lines)
+        return tasks_file, run.write_train_tasks(tasks_file, lambda i: i not in solved)
+    return tasks_file, sum(1 for line in tasks_file.read_text(encoding="utf-8").splitlines() if line.strip())
 
 
 def bootstrap_later_round(run: RunContext, r: int) -> None:

@@ -205,13 +205,14 @@ class QuickstartConfig(StrictModel):
     """Gold paths whose every search names what the question or an earlier observation showed: each order of the
     supporting pages is tried, and a question none reaches that way (its first page described, not named: "the
     German chemist who received the Nobel Prize in 1918") is left out rather than taught as a name recalled from
-    nowhere (split 7103's training questions: 182 of 663, 188 of the 661 paths otherwise written searched such a
-    name; issue #48)."""
+    nowhere (split 7103's training questions: 187 of the 659 paths otherwise written search such a name; issue
+    #48; measured on dev: no gain, docs/results 34)."""
     gold_path_cues: bool = False
     """Gold paths whose last thought (no comparison's) starts with the question's word that singles the answer's
     sentence out of the page shown ("directed: Written by Matt Roller and directed by Wes Archer, ..." for "...
     directed by whom?"), so a small model finds the sentence by the word it copies from the question: the tuned
-    model's last thoughts quoted the wrong sentence of pages that showed the answer (issue #48)."""
+    model's last thoughts quoted the wrong sentence of pages that showed the answer (issue #48; measured on dev: no
+    gain, docs/results 34)."""
     gold_path_lookups: bool = False
     """Gold paths that, before an answer that is no comparison's, look up a word of the question on the last page
     whose first hit is the sentence holding the answer, and quote that sentence: the tuned model's bridge answers

@@ -13,7 +13,6 @@ prompted model and against the SFT model it started from.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from actune.agent.prompt_spec import load_prompt_spec
@@ -26,7 +25,6 @@ from actune.quickstart.estimate import StageEstimate
 from actune.quickstart.evaluation import eval_on, eval_serving, round_model_label
 from actune.quickstart.stage import Stage
 from actune.quickstart.train_child import train_in_child_process
-from actune.records.atomic_write import atomic_write_text
 from actune.serve.server import serving
 from actune.tasks.config import TaskConfig
 from actune.train.common import MERGED_DIR
@@ -102,18 +100,14 @@ def objective_train_config(run: RunContext, method: str, objective: str) -> Trai
 def _sometimes_solved(run: RunContext, method: str) -> TaskConfig:
     """The training tasks the SFT model's exploration solved sometimes (``grpo_tasks: sometimes``), written beside
     GRPO's adapter; refused when there is none."""
-    train = run.tasks("train")
     ids = sometimes_solved([run.layout.explore_store(method)])
-    lines = [line for line in Path(train.path).read_text(encoding="utf-8").splitlines()  # type: ignore[arg-type]
-             if line.strip() and json.loads(line)["id"] in ids]
-    if not lines:
+    path = run.layout.objective_dir(method, "grpo") / "tasks.jsonl"
+    n = run.write_train_tasks(path, ids.__contains__) if ids else 0
+    if not n:
         raise ConfigError(f"grpo_tasks=sometimes: the exploration ({run.layout.explore_store(method)}) solved no "
                           "training task sometimes (a kept and a failed episode); use grpo_tasks=all")
-    path = run.layout.objective_dir(method, "grpo") / "tasks.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, "".join(f"{line}\n" for line in lines))
-    run.log(f"train grpo {method}: {len(lines)} training tasks the exploration solved sometimes")
-    return train.model_copy(update={"path": str(path)})
+    run.log(f"train grpo {method}: {n} training tasks the exploration solved sometimes")
+    return run.tasks("train").model_copy(update={"path": str(path)})
 
 
 def _train(run: RunContext, method: str, objective: str) -> None:

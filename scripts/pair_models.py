@@ -69,9 +69,24 @@ def _bridge_reading(eps: dict[str, dict]) -> str:
             <= set(r["info"].get("env_info", {}).get("titles") or [])]
     shown = [r for r in bridges if normalize_answer(r["task"]["answer"]) in normalize_answer(
         " ".join(s["text"] for s in r["steps"] if s["type"] == "observation"))]
+    cued = [c for r in bridges if (c := _cue_led(r))]
     return (f"bridges {len(bridges)}: every search a name shown before {seen}; every supporting page opened "
             f"{len(both)} (answer shown in {sum(r in shown for r in both)}, right {sum(r['correct'] for r in both)}); "
-            f"answer shown {len(shown)}, right {sum(r['correct'] for r in shown)}")
+            f"answer shown {len(shown)}, right {sum(r['correct'] for r in shown)}; last thought led by \"word:\" "
+            f"{len(cued)} (the word the question's {sum(q for q, _ in cued)}, in the quote that follows "
+            f"{sum(h for _, h in cued)})")
+
+
+def _cue_led(rec: dict) -> tuple[bool, bool] | None:
+    """For an episode whose last thought starts "word: ..." (``gold_path_cues``' form): (the word is the
+    question's, the quote before "So the answer is" holds it); None for any other episode."""
+    thoughts = [s["text"] for s in rec["steps"] if s["type"] == "thought"]
+    m = re.match(r"([\w'-]+): (.*)", thoughts[-1]) if thoughts else None
+    if m is None:
+        return None
+    word, quote = m.group(1).lower(), m.group(2).split(" So the answer is")[0].lower()
+    question = {w.lower() for w in re.findall(r"[\w'-]+", rec["task"]["question"])}
+    return word in question, bool(re.search(rf"(?<!\w){re.escape(word)}(?!\w)", quote))
 
 
 def main(a: str, b: str) -> None:

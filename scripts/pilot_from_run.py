@@ -33,10 +33,12 @@ from actune.quickstart.state import comparable
 def moved_model(store: Path, src: Path, dst: Path) -> None:
     """A copied eval store whose records name the model by its folder under ``src`` names the copy under ``dst``
     (the same weights, copied): else eval refuses to add the pilot's episodes to a store of another model."""
-    text = store.read_text()
+    text = before = store.read_text()
     for a, b in ((src.resolve(), dst.resolve()), (src, dst)):  # a run names its models as its --out was written
         old, new = json.dumps(str(a))[1:-1], json.dumps(str(b))[1:-1]
         text = text.replace(f'"{old}/', f'"{new}/')
+    if text == before:
+        print(f"{store}: no model path under {src} to rename (was the run's --out written another way?)")
     store.write_text(text)
 
 

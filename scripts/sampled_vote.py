@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from collections import defaultdict
 from pathlib import Path
 
@@ -30,10 +31,10 @@ def _grounded(rec: dict) -> bool:
     return bool(v["correct"] and v["grounded"])
 
 
-def sample(preset: str, run_dir: Path, out: Path, k: int, temperature: float, rnd: int) -> Path:
-    """Run the round's tuned model k times a question at ``temperature``; the store's folder."""
+def sample(preset: str, run_dir: Path, out: Path, k: int, temperature: float, rnd: int) -> tuple[Path, str]:
+    """Run the round's tuned model k times a question at ``temperature``; (the store's folder, the method)."""
     state = json.loads((run_dir / "quickstart-state.json").read_text())
-    words = state["command"].split()
+    words = shlex.split(state["command"])
     overrides = [w for w in words[2:] if "=" in w and not w.startswith("--")]
     seed = words[words.index("--seed") + 1] if "--seed" in words else None
     cfg = load_quickstart(preset, overrides + ([f"seed={seed}"] if seed else []), hardware=hardware_kind())
@@ -44,10 +45,11 @@ def sample(preset: str, run_dir: Path, out: Path, k: int, temperature: float, rn
         "out_dir": out, "models": [EvalModel(label="sampled", model=tuned.model, adapter=tuned.adapter)],
         "attempts": k, "yardsticks": False, "agent": ec.agent.model_copy(update={"temperature": temperature})})
     run_eval(ec, cfg.serve, name="sampled", show_progress=False)
-    return out / "sampled"
+    return out / "sampled", cfg.methods[0]
 
 
 def compare(sampled: Path, greedy: Path) -> dict[str, float]:
+    """The counts the module docstring names, over the questions ``sampled`` holds."""
     by: dict[str, list[dict]] = defaultdict(list)
     for line in (sampled / "trajectories.jsonl").read_text().splitlines():
         rec = json.loads(line)
@@ -84,8 +86,7 @@ def main() -> None:
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--round", type=int, default=1)
     a = p.parse_args()
-    sampled = sample(a.preset, a.run, a.out, a.k, a.temperature, a.round)
-    method = load_quickstart(a.preset, []).methods[0]
+    sampled, method = sample(a.preset, a.run, a.out, a.k, a.temperature, a.round)
     for key, value in compare(sampled, a.run / "eval" / method / f"tuned-r{a.round}").items():
         print(f"{key}: {value:.1f}")
 

@@ -298,6 +298,9 @@ def test_searches_seen_asks_every_search_to_name_what_the_question_or_an_earlier
     assert searches_seen("Who directed Big Stone Gap?", steps)  # a disambiguation and the case are not asked for
     assert not searches_seen("Who directed it?", steps)  # the first search names what nothing showed
     assert not searches_seen("Who directed Big Stone Gap?", [steps[0], steps[2], steps[1]])  # shown only after
+    part = Step("action", "search[Stone]", 1, "search", "Stone")
+    assert searches_seen("Who directed Big Stone Gap?", [part])
+    assert not searches_seen("Who directed Big Stonehenge Gap?", [part])  # whole words only
 
 
 def test_with_seen_names_a_path_reads_its_pages_in_the_order_that_shows_each_name_or_is_left_out(
@@ -337,6 +340,14 @@ def test_with_cues_the_last_thought_starts_with_the_question_word_that_singles_o
     assert traj.steps[-2].text == "lives: She lives in Greenwich Village. So the answer is Greenwich Village."
     plain, _ = gold_path(BRIDGE, env)
     assert [s.text for s in plain.steps[:-2]] == [s.text for s in traj.steps[:-2]]
+    # a question word another sentence of the page holds is no cue: "novelist" would be, were it not in both
+    two = _task(12, "Which novelist lives in Greenwich Village?", "Adriana Trigiani", ["Adriana Trigiani"])
+    corpus = tmp_path / "two.jsonl"
+    corpus.write_text(json.dumps({"title": "Adriana Trigiani", "sentences": [
+        "Adriana Trigiani is an American novelist.", "The novelist lives in Greenwich Village."]}) + "\n")
+    both = make_env(EnvConfig(name="wiki", corpus=str(corpus), index_dir=str(tmp_path / "tidx")))
+    assert gold_path(two, both, cues=True)[0].steps[-2].text == (
+        "Adriana Trigiani is an American novelist. So the answer is Adriana Trigiani.")
     # no question word singles the sentence out: the thought is the plain one
     task = _task(11, "What is LXF the abbreviation of?", "Linux Format", ["Linux Format"])
     assert gold_path(task, env, cues=True)[0].steps[-2].text == gold_path(task, env)[0].steps[-2].text

@@ -61,7 +61,7 @@ def test_the_tasks_solved_sometimes_are_those_with_a_kept_and_a_failed_episode(t
                                                  (NILE, [" Guess.\nAction 1: finish[100 km]"])])
     assert sometimes_solved([tmp_path / "a.jsonl", tmp_path / "b.jsonl"]) == {right.task.id}
     assert sometimes_solved([tmp_path / "b.jsonl"]) == set()  # one always kept, one never: no advantage in either
-    assert danube.task.id != nile.task.id
+    assert (danube.info["verdict"]["kept"], nile.info["verdict"]["kept"]) == (True, False)
 
 
 def test_export_pairs_writes_a_dataset_with_its_summary(tmp_path: Path) -> None:
