@@ -154,8 +154,7 @@ def _cue(question: str, sentence: str, observations: list[str], answer: str) -> 
         return None
     others = set().union(*(words(x) for x in split_sentences(_LOOKUP_PREFIX.sub("", obs)) if x.strip() != sentence))
     held, barred = words(sentence), words(answer) | others
-    found = [w for w in re.findall(r"[A-Za-z0-9][\w'-]*", question)
-             if len(w) >= 4 and w.lower() not in _STOP and w.lower() in held and w.lower() not in barred]
+    found = [w for w in _question_words(question) if w.lower() in held and w.lower() not in barred]
     return max(found, key=len) if found else None
 
 
@@ -223,12 +222,17 @@ _STOP = frozenset("what which where when who whom whose that this with from were
                   "have has had also both than then into their there they them been being film album".split())
 
 
+def _question_words(question: str) -> list[str]:
+    """The question's words a reader could look for: four letters or more, no stop word, each once, in order."""
+    return list(dict.fromkeys(w for w in re.findall(r"[A-Za-z0-9][\w'-]*", question)
+                              if len(w) >= 4 and w.lower() not in _STOP))
+
+
 def _keyword(sentence: str, page: list[str], question: str) -> tuple[str, int] | None:
     """(a word of the question that ``sentence`` holds, how many lookups of it reach the sentence): the word whose
     hits reach it soonest, the longer word on a tie; None when no question word of four letters or more does (or
     only past the third hit)."""
-    words = dict.fromkeys(w for w in re.findall(r"[A-Za-z0-9][\w'-]*", question)
-                          if len(w) >= 4 and w.lower() not in _STOP)
+    words = _question_words(question)
     best: tuple[int, int, str] | None = None
     for w in words:
         hits = [x for x in page if w.lower() in x.lower()]
