@@ -26,7 +26,7 @@ import numpy as np
 from actune.records.trajectory import Trajectory
 
 __all__ = ["Estimate", "PairedComparison", "METRICS", "HEADLINE", "PAGES", "PAIRED_METRICS", "NO_KIND", "metric_names",
-           "metric_value", "task_values", "bootstrap_ci", "metric_estimate", "model_stats", "mcnemar_exact",
+           "metric_value", "first_attempts", "task_values", "bootstrap_ci", "metric_estimate", "model_stats", "mcnemar_exact",
            "paired_comparison", "cost_per_episode"]
 
 HEADLINE = "correct_grounded"
@@ -93,6 +93,15 @@ def metric_names(records: Sequence[Trajectory]) -> list[str]:
     rest = [m for m in METRICS if m not in ALWAYS and records
             and all(metric_value(t, m) is not None for t in records)]
     return [*ALWAYS, *rest]
+
+
+def first_attempts(records: Iterable[Trajectory]) -> dict[str, Trajectory]:
+    """Task id -> its first record in file order (a greedy eval writes one a task), for pairing two models'
+    episodes question by question."""
+    out: dict[str, Trajectory] = {}
+    for t in records:
+        out.setdefault(t.task.id, t)
+    return out
 
 
 def task_values(records: Iterable[Trajectory], metric: str) -> dict[str, float]:

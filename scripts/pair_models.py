@@ -12,45 +12,37 @@ counts (greedy evals have one). Used for issue #48's round-against-round lines i
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 from actune.bootstrap.gold_paths import searches_seen
-from actune.eval.stats import mcnemar_exact
-from actune.records.trajectory import Step
+from actune.eval.stats import HEADLINE, first_attempts, mcnemar_exact, metric_value
+from actune.records.trajectory import Trajectory, read_trajectories
 from actune.tasks.metrics import normalize_answer
 
 _SIMILAR = re.compile(r"Similar: \[(.*)\]")
 
 
-def _episodes(path: Path) -> dict[str, dict]:
-    path = path / "trajectories.jsonl" if path.is_dir() else path
-    out: dict[str, dict] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        rec = json.loads(line)
-        out.setdefault(rec["task"]["id"], rec)
-    return out
+def _episodes(path: Path) -> dict[str, Trajectory]:
+    return first_attempts(read_trajectories(path / "trajectories.jsonl" if path.is_dir() else path))
 
 
-def _grounded(rec: dict) -> bool:
-    v = rec["info"]["verdict"]
-    return bool(v["correct"] and v["grounded"])
+def _grounded(traj: Trajectory) -> bool:
+    return metric_value(traj, HEADLINE) == 1.0
 
 
-def _recoveries(rec: dict) -> tuple[int, int]:
+def _recoveries(traj: Trajectory) -> tuple[int, int]:
     """(searches that missed with a Similar: list, of them the next search one of the listed titles)."""
-    steps = rec["steps"]
     misses = picks = 0
     listed: list[str] | None = None
-    for s in steps:
-        if s["type"] == "action" and s.get("action_name") == "search" and listed is not None:
-            picks += s.get("action_arg", "") in listed
+    for s in traj.steps:
+        if s.type == "action" and s.action_name == "search" and listed is not None:
+            picks += (s.action_arg or "") in listed
             listed = None
-        if s["type"] == "observation" and s["text"].startswith("Could not find"):
-            m = _SIMILAR.search(s["text"])
+        if s.type == "observation" and s.text.startswith("Could not find"):
+            m = _SIMILAR.search(s.text)
             if m:
                 misses += 1
                 listed = re.findall(r"'([^']*)'|\"([^\"]*)\"", m.group(1))
@@ -58,43 +50,41 @@ def _recoveries(rec: dict) -> tuple[int, int]:
     return misses, picks
 
 
-def _bridge_reading(eps: dict[str, dict]) -> str:
+def _bridge_reading(eps: dict[str, Trajectory]) -> str:
     """Bridge episodes: how many search only names shown before (:func:`searches_seen`), open every supporting
     page, show the answer's text in an observation, and of those answer right."""
-    bridges = [r for r in eps.values() if r["task"]["meta"].get("kind") == "bridge"]
-    seen = sum(searches_seen(r["task"]["question"], [Step(s["type"], s["text"], s.get("iteration", 0),
-                                                          s.get("action_name"), s.get("action_arg"))
-                                                     for s in r["steps"]]) for r in bridges)
-    both = [r for r in bridges if set(r["task"]["meta"].get("supporting_titles") or [])
-            <= set(r["info"].get("env_info", {}).get("titles") or [])]
-    shown = [r for r in bridges if normalize_answer(r["task"]["answer"]) in normalize_answer(
-        " ".join(s["text"] for s in r["steps"] if s["type"] == "observation"))]
-    cued = [c for r in bridges if (c := _cue_led(r))]
+    bridges = [t for t in eps.values() if t.task.meta.get("kind") == "bridge"]
+    seen = sum(searches_seen(t.task.question, t.steps) for t in bridges)
+    both = [t for t in bridges if set(t.task.meta.get("supporting_titles") or [])
+            <= set(t.info.get("env_info", {}).get("titles") or [])]
+    shown = [t for t in bridges if normalize_answer(t.task.answer) in normalize_answer(
+        " ".join(s.text for s in t.steps if s.type == "observation"))]
+    cued = [c for t in bridges if (c := _cue_led(t))]
     return (f"bridges {len(bridges)}: every search a name shown before {seen}; every supporting page opened "
-            f"{len(both)} (answer shown in {sum(r in shown for r in both)}, right {sum(r['correct'] for r in both)}); "
-            f"answer shown {len(shown)}, right {sum(r['correct'] for r in shown)}; last thought led by \"word:\" "
+            f"{len(both)} (answer shown in {sum(t in shown for t in both)}, right {sum(t.correct for t in both)}); "
+            f"answer shown {len(shown)}, right {sum(t.correct for t in shown)}; last thought led by \"word:\" "
             f"{len(cued)} (the word the question's {sum(q for q, _ in cued)}, in the quote that follows "
             f"{sum(h for _, h in cued)})")
 
 
-def _cue_led(rec: dict) -> tuple[bool, bool] | None:
+def _cue_led(traj: Trajectory) -> tuple[bool, bool] | None:
     """For an episode whose last thought starts "word: ..." (``gold_path_cues``' form): (the word is the
     question's, the quote before "So the answer is" holds it); None for any other episode."""
-    thoughts = [s["text"] for s in rec["steps"] if s["type"] == "thought"]
+    thoughts = [s.text for s in traj.steps if s.type == "thought"]
     m = re.match(r"([\w'-]+): (.*)", thoughts[-1]) if thoughts else None
     if m is None:
         return None
     word, quote = m.group(1).lower(), m.group(2).split(" So the answer is")[0].lower()
-    question = {w.lower() for w in re.findall(r"[\w'-]+", rec["task"]["question"])}
+    question = {w.lower() for w in re.findall(r"[\w'-]+", traj.task.question)}
     return word in question, bool(re.search(rf"(?<!\w){re.escape(word)}(?!\w)", quote))
 
 
 def main(a: str, b: str) -> None:
     first, second = _episodes(Path(a)), _episodes(Path(b))
-    ids = [t for t in first if t in second and first[t]["task"]["meta"].get("evidence_known", True)]
+    ids = [t for t in first if t in second and first[t].task.meta.get("evidence_known", True)]
     by_kind: dict[str, list[str]] = defaultdict(list)
     for t in ids:
-        by_kind[first[t]["task"]["meta"].get("kind", "all")].append(t)
+        by_kind[first[t].task.meta.get("kind", "all")].append(t)
     for kind, group in [("all", ids), *sorted(by_kind.items())]:
         x = [_grounded(first[t]) for t in group]
         y = [_grounded(second[t]) for t in group]

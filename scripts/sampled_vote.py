@@ -20,15 +20,16 @@ from pathlib import Path
 from actune.agent.methods.cot_sc import majority_vote
 from actune.eval.config import EvalModel
 from actune.eval.run import run_eval
+from actune.eval.stats import HEADLINE, first_attempts, metric_value
 from actune.quickstart.config import hardware_kind, load_quickstart
 from actune.quickstart.context import RunContext
 from actune.quickstart.evaluation import eval_config
 from actune.quickstart.layout import Layout
+from actune.records.trajectory import Trajectory, read_trajectories
 
 
-def _grounded(rec: dict) -> bool:
-    v = rec["info"]["verdict"]
-    return bool(v["correct"] and v["grounded"])
+def _grounded(traj: Trajectory) -> bool:
+    return metric_value(traj, HEADLINE) == 1.0
 
 
 def sample(preset: str, run_dir: Path, out: Path, k: int, temperature: float, rnd: int) -> tuple[Path, str]:
@@ -50,25 +51,21 @@ def sample(preset: str, run_dir: Path, out: Path, k: int, temperature: float, rn
 
 def compare(sampled: Path, greedy: Path) -> dict[str, float]:
     """The counts the module docstring names, over the questions ``sampled`` holds."""
-    by: dict[str, list[dict]] = defaultdict(list)
-    for line in (sampled / "trajectories.jsonl").read_text().splitlines():
-        rec = json.loads(line)
-        by[rec["task"]["id"]].append(rec)
-    greedy_eps = {}
-    for line in (greedy / "trajectories.jsonl").read_text().splitlines():
-        rec = json.loads(line)
-        greedy_eps.setdefault(rec["task"]["id"], rec)
+    by: dict[str, list[Trajectory]] = defaultdict(list)
+    for traj in read_trajectories(sampled / "trajectories.jsonl"):
+        by[traj.task.id].append(traj)
+    greedy_eps = first_attempts(read_trajectories(greedy / "trajectories.jsonl"))
     c: dict[str, float] = defaultdict(float)
     for tid, eps in by.items():
-        eps.sort(key=lambda r: r["attempt"])
-        w, _ = majority_vote([r["prediction"] for r in eps])
+        eps.sort(key=lambda t: t.attempt)
+        w, _ = majority_vote([t.prediction for t in eps])
         win = eps[w] if w is not None else None
         c["questions"] += 1
-        c["greedy correct"] += greedy_eps[tid]["correct"]
-        c["sampled correct (mean)"] += sum(r["correct"] for r in eps) / len(eps)
-        c["vote correct"] += bool(win and win["correct"])
-        c["any correct"] += any(r["correct"] for r in eps)
-        if eps[0]["task"]["meta"].get("evidence_known", True):
+        c["greedy correct"] += greedy_eps[tid].correct
+        c["sampled correct (mean)"] += sum(t.correct for t in eps) / len(eps)
+        c["vote correct"] += bool(win and win.correct)
+        c["any correct"] += any(t.correct for t in eps)
+        if eps[0].task.meta.get("evidence_known", True):
             c["with evidence known"] += 1
             c["greedy c&g"] += _grounded(greedy_eps[tid])
             c["sampled c&g (mean)"] += sum(map(_grounded, eps)) / len(eps)

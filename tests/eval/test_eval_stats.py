@@ -13,6 +13,7 @@ from actune.eval.stats import (
     _binom_two_sided,
     bootstrap_ci,
     cost_per_episode,
+    first_attempts,
     mcnemar_exact,
     metric_names,
     metric_value,
@@ -92,6 +93,14 @@ def test_model_stats_average_attempts_then_tasks() -> None:
     assert s["by_kind"]["single"]["tasks"] == 2 and s["by_kind"]["single"]["episodes"] == 4
     assert s["by_kind"]["single"]["metrics"]["correct"]["mean"] == pytest.approx(0.75)
     assert s["by_kind"]["comparison"]["metrics"]["correct"] == {"mean": 0.0, "low": 0.0, "high": 0.0, "n": 1}
+
+
+def test_first_attempts_keeps_each_tasks_first_record_in_file_order() -> None:
+    rs = records_two_attempts()
+    first = first_attempts(reversed(rs))  # file order, not the attempt number, decides
+    assert list(first) == ["t4", "t3", "t2", "t1"]
+    assert [first[t].attempt for t in first] == [1, 1, 1, 1]
+    assert [first[t].correct for t in ("t1", "t2", "t3", "t4")] == [True, False, False, True]
 
 
 def test_paired_comparison_counts_discordant_pairs() -> None:
