@@ -26,8 +26,8 @@ import numpy as np
 from actune.records.trajectory import Trajectory
 
 __all__ = ["Estimate", "PairedComparison", "METRICS", "HEADLINE", "PAGES", "PAIRED_METRICS", "NO_KIND", "metric_names",
-           "metric_value", "first_attempts", "task_values", "bootstrap_ci", "metric_estimate", "model_stats", "mcnemar_exact",
-           "paired_comparison", "cost_per_episode"]
+           "metric_value", "first_attempts", "task_values", "bootstrap_ci", "metric_estimate", "model_stats",
+           "mcnemar_exact", "paired_comparison", "cost_per_episode"]
 
 HEADLINE = "correct_grounded"
 """The metric a report leads with (see the module docstring)."""
