@@ -30,7 +30,10 @@ def _episodes(path: Path) -> dict[str, Trajectory]:
 
 
 def _grounded(traj: Trajectory) -> bool:
-    return metric_value(traj, HEADLINE) == 1.0
+    value = metric_value(traj, HEADLINE)
+    if value is None:  # unjudged, or its evidence unknown: never counted as a miss
+        raise ValueError(f"{traj.task.id}: no evidence-level verdict to pair")
+    return value == 1.0
 
 
 def _recoveries(traj: Trajectory) -> tuple[int, int]:

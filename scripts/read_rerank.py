@@ -1,7 +1,8 @@
 """Can the tuned model's own scores pick what its last thought should quote and answer? A dev-only lab for issue #48.
 
 For each bridge episode of an eval folder that ends with an answer, the prompt the model saw before its last thought
-is rebuilt (``render_text``, exactly as the loop renders it) and the merged model scores, with transformers:
+is rebuilt (``render_text``, exactly as the loop renders it) and the merged model scores, with transformers (a
+control decodes the last thought and its action again there, greedily, against the answer the eval's server gave):
 
 1. **Which sentence to quote.** Every sentence the episode's observations showed, as the thought's opening words,
    by its log-probability (``sum``), per token (``mean``), against the same prompt with the question removed
@@ -36,6 +37,7 @@ _RESULT = re.compile(r"^\(Result \d+ / \d+\) ")
 _STOP = set("the a an of in on at to for is was were what which who whom whose when where how by with and or from "
             "as that this be are did does do".split())
 _SCORES = ("sum", "mean", "pmi")
+_FINISH = re.compile(r"finish\[([^\]]*)\]")
 
 
 class Scorer:
@@ -57,11 +59,21 @@ class Scorer:
         return lp, ids.shape[1]
 
     @torch.no_grad()
-    def greedy(self, suffix: str, max_new_tokens: int = 24) -> str:
+    def _generate(self, suffix: str, max_new_tokens: int) -> str:
         ids = self.tok(self.prompt + suffix, return_tensors="pt").input_ids
         out = self.model.generate(ids, max_new_tokens=max_new_tokens, do_sample=False,
                                   pad_token_id=self.tok.eos_token_id)
-        return self.tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True).split("\n")[0].strip().rstrip(".")
+        return self.tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+
+    def greedy(self, suffix: str, max_new_tokens: int = 24) -> str:
+        """The greedy continuation's first line, without its closing full stop."""
+        return self._generate(suffix, max_new_tokens).split("\n")[0].strip().rstrip(".")
+
+    def own_answer(self) -> str:
+        """The last thought and its action decoded again here, greedily: the finish action's argument ("" without
+        one). A control: the eval's answer came from its model server, the other rows come from transformers."""
+        m = _FINISH.search(self._generate("", 160).split("\nObservation")[0])
+        return m.group(1).strip() if m else ""
 
 
 def _right(pred: str, traj: Trajectory) -> bool:
@@ -81,7 +93,7 @@ def _shown_sentences(traj: Trajectory, k: int) -> list[str]:
     return out
 
 
-def _ranked(scored: list[tuple[str, float, float]]) -> dict[str, str]:
+def _ranked(scored: list[tuple[str, float, int, float]]) -> dict[str, str]:
     """The best item by each score: ``scored`` holds (item, log-prob, tokens, log-prob without the question)."""
     return {"sum": max(scored, key=lambda t: t[1])[0], "mean": max(scored, key=lambda t: t[1] / t[2])[0],
             "pmi": max(scored, key=lambda t: t[1] - t[3])[0]}
@@ -100,12 +112,15 @@ def _episode(model, tok, traj: Trajectory) -> dict | None:
     blank = PromptContext(**{**ctx.__dict__, "question": "Question: "})
     label = f"Thought {steps[k].iteration}:"
     row: dict = {"id": traj.task.id, "model": _right(traj.prediction or "", traj)}
+    q, q0 = (Scorer(model, tok, render_text(c, steps[:k], label)) for c in (ctx, blank))
+    again = q.own_answer()
+    row["control"] = _right(again, traj)
+    row["control_same"] = normalize_answer(again) == normalize_answer(traj.prediction or "")
     sentences = _shown_sentences(traj, k)
     gold = normalize_answer(traj.task.answer)
     holds = [bool(gold) and re.search(rf"\b{re.escape(gold)}\b", normalize_answer(x)) is not None for x in sentences]
     if not sentences:
         return row
-    q, q0 = (Scorer(model, tok, render_text(c, steps[:k], label)) for c in (ctx, blank))
     picks = _ranked(_score_all(q, q0, sentences, " {}"))
     words = _content_words(traj.task.question)
     picks["lex"] = max(sentences, key=lambda x: len(_content_words(x) & words))
@@ -139,7 +154,9 @@ def counts(label: str, eval_dir: str, model_dir: str) -> dict[str, int]:
                 rows.append(row)
             progress.episode(bool(row and row.get("shown")))
     shown = [r for r in rows if r.get("shown")]
-    c = {"answered": len(rows), "shown": len(shown), "as answered": sum(r["model"] for r in rows)}
+    c = {"answered": len(rows), "shown": len(shown), "as answered": sum(r["model"] for r in rows),
+         "control, decoded again here: right": sum(r["control"] for r in rows),
+         "control, decoded again here: the eval's answer": sum(r["control_same"] for r in rows)}
     for key in (*_SCORES, "lex"):
         c[f"quote by {key}: holds the answer"] = sum(r.get(f"sentence_{key}", 0) for r in rows)
         c[f"quote by {key}: right"] = sum(r.get(f"answer_{key}", 0) for r in rows)
@@ -154,14 +171,15 @@ def plot(results: dict[str, dict[str, int]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    bars = ["as answered", *(f"quote by {k}: right" for k in (*_SCORES, "lex")),
+    bars = ["as answered", "control, decoded again here: right", *(f"quote by {k}: right" for k in (*_SCORES, "lex")),
             *(f"oracle sentence, span by {k}: right" for k in ("greedy", *_SCORES))]
     fig, ax = plt.subplots(figsize=(8, 3.6))
     width = 0.8 / len(results)
     for i, (label, c) in enumerate(results.items()):
         ax.bar([x + i * width for x in range(len(bars))], [c[b] for b in bars], width, label=label)
     ax.set_xticks([x + 0.4 - width / 2 for x in range(len(bars))],
-                  [b.replace(": right", "").replace("oracle sentence, ", "oracle, ") for b in bars],
+                  [b.replace(": right", "").replace("oracle sentence, ", "oracle, ").replace(", decoded again here", "")
+                   for b in bars],
                   rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("dev bridges answered right")
     ax.legend(fontsize=8)

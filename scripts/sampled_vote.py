@@ -29,7 +29,10 @@ from actune.records.trajectory import Trajectory, read_trajectories
 
 
 def _grounded(traj: Trajectory) -> bool:
-    return metric_value(traj, HEADLINE) == 1.0
+    value = metric_value(traj, HEADLINE)
+    if value is None:  # unjudged, or its evidence unknown: never counted as a miss
+        raise ValueError(f"{traj.task.id}: no evidence-level verdict to pair")
+    return value == 1.0
 
 
 def sample(preset: str, run_dir: Path, out: Path, k: int, temperature: float, rnd: int) -> tuple[Path, str]:
