@@ -26,8 +26,8 @@ import numpy as np
 from actune.records.trajectory import Trajectory
 
 __all__ = ["Estimate", "PairedComparison", "METRICS", "HEADLINE", "PAGES", "PAIRED_METRICS", "NO_KIND", "metric_names",
-           "metric_value", "first_attempts", "task_values", "bootstrap_ci", "metric_estimate", "model_stats",
-           "mcnemar_exact", "paired_comparison", "cost_per_episode"]
+           "metric_value", "correct_grounded", "first_attempts", "task_values", "bootstrap_ci", "metric_estimate",
+           "model_stats", "mcnemar_exact", "paired_comparison", "cost_per_episode"]
 
 HEADLINE = "correct_grounded"
 """The metric a report leads with (see the module docstring)."""
@@ -93,6 +93,15 @@ def metric_names(records: Sequence[Trajectory]) -> list[str]:
     rest = [m for m in METRICS if m not in ALWAYS and records
             and all(metric_value(t, m) is not None for t in records)]
     return [*ALWAYS, *rest]
+
+
+def correct_grounded(traj: Trajectory) -> bool:
+    """Whether one record is correct & grounded (:data:`HEADLINE`), for pairing records one by one; a record with no
+    evidence-level verdict (unjudged, or its evidence unknown) is refused, never counted as a miss."""
+    value = metric_value(traj, HEADLINE)
+    if value is None:
+        raise ValueError(f"{traj.task.id}: no evidence-level verdict to pair")
+    return value == 1.0
 
 
 def first_attempts(records: Iterable[Trajectory]) -> dict[str, Trajectory]:

@@ -18,7 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from actune.bootstrap.gold_paths import searches_seen
-from actune.eval.stats import HEADLINE, first_attempts, mcnemar_exact, metric_value
+from actune.eval.stats import correct_grounded, first_attempts, mcnemar_exact
 from actune.records.trajectory import Trajectory, read_trajectories
 from actune.tasks.metrics import normalize_answer
 
@@ -27,13 +27,6 @@ _SIMILAR = re.compile(r"Similar: \[(.*)\]")
 
 def _episodes(path: Path) -> dict[str, Trajectory]:
     return first_attempts(read_trajectories(path / "trajectories.jsonl" if path.is_dir() else path))
-
-
-def _grounded(traj: Trajectory) -> bool:
-    value = metric_value(traj, HEADLINE)
-    if value is None:  # unjudged, or its evidence unknown: never counted as a miss
-        raise ValueError(f"{traj.task.id}: no evidence-level verdict to pair")
-    return value == 1.0
 
 
 def _recoveries(traj: Trajectory) -> tuple[int, int]:
@@ -89,8 +82,8 @@ def main(a: str, b: str) -> None:
     for t in ids:
         by_kind[first[t].task.meta.get("kind", "all")].append(t)
     for kind, group in [("all", ids), *sorted(by_kind.items())]:
-        x = [_grounded(first[t]) for t in group]
-        y = [_grounded(second[t]) for t in group]
+        x = [correct_grounded(first[t]) for t in group]
+        y = [correct_grounded(second[t]) for t in group]
         only_a = sum(p and not q for p, q in zip(x, y))
         only_b = sum(q and not p for p, q in zip(x, y))
         print(f"{kind}: n {len(group)}; {a}: {sum(x)} ({sum(x) / len(group):.3f}); {b}: {sum(y)} "

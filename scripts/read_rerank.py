@@ -30,7 +30,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from actune.agent.render import PromptContext, render_text, trajectory_prompt_context
 from actune.records.trajectory import Trajectory, read_trajectories
 from actune.runtime.progress import Progress
-from actune.tasks.metrics import normalize_answer
+from actune.tasks.metrics import exact_match, normalize_answer
 
 _SENTENCE_END = re.compile(r'(?<=[.!?])\s+(?=[A-Z"(0-9])')
 _RESULT = re.compile(r"^\(Result \d+ / \d+\) ")
@@ -77,7 +77,7 @@ class Scorer:
 
 
 def _right(pred: str, traj: Trajectory) -> bool:
-    return any(normalize_answer(pred) == normalize_answer(g) for g in [traj.task.answer, *traj.task.aliases])
+    return any(exact_match(pred, g) for g in [traj.task.answer, *traj.task.aliases])
 
 
 def _content_words(text: str) -> set[str]:

@@ -20,19 +20,12 @@ from pathlib import Path
 from actune.agent.methods.cot_sc import majority_vote
 from actune.eval.config import EvalModel
 from actune.eval.run import run_eval
-from actune.eval.stats import HEADLINE, first_attempts, metric_value
+from actune.eval.stats import correct_grounded, first_attempts
 from actune.quickstart.config import hardware_kind, load_quickstart
 from actune.quickstart.context import RunContext
 from actune.quickstart.evaluation import eval_config
 from actune.quickstart.layout import Layout
 from actune.records.trajectory import Trajectory, read_trajectories
-
-
-def _grounded(traj: Trajectory) -> bool:
-    value = metric_value(traj, HEADLINE)
-    if value is None:  # unjudged, or its evidence unknown: never counted as a miss
-        raise ValueError(f"{traj.task.id}: no evidence-level verdict to pair")
-    return value == 1.0
 
 
 def sample(preset: str, run_dir: Path, out: Path, k: int, temperature: float, rnd: int) -> tuple[Path, str]:
@@ -70,10 +63,10 @@ def compare(sampled: Path, greedy: Path) -> dict[str, float]:
         c["any correct"] += any(t.correct for t in eps)
         if eps[0].task.meta.get("evidence_known", True):
             c["with evidence known"] += 1
-            c["greedy c&g"] += _grounded(greedy_eps[tid])
-            c["sampled c&g (mean)"] += sum(map(_grounded, eps)) / len(eps)
-            c["vote c&g"] += bool(win and _grounded(win))
-            c["any c&g"] += any(map(_grounded, eps))
+            c["greedy c&g"] += correct_grounded(greedy_eps[tid])
+            c["sampled c&g (mean)"] += sum(map(correct_grounded, eps)) / len(eps)
+            c["vote c&g"] += bool(win and correct_grounded(win))
+            c["any c&g"] += any(map(correct_grounded, eps))
     return dict(c)
 
 

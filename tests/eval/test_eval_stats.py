@@ -12,6 +12,7 @@ from eval_records import record
 from actune.eval.stats import (
     _binom_two_sided,
     bootstrap_ci,
+    correct_grounded,
     cost_per_episode,
     first_attempts,
     mcnemar_exact,
@@ -93,6 +94,14 @@ def test_model_stats_average_attempts_then_tasks() -> None:
     assert s["by_kind"]["single"]["tasks"] == 2 and s["by_kind"]["single"]["episodes"] == 4
     assert s["by_kind"]["single"]["metrics"]["correct"]["mean"] == pytest.approx(0.75)
     assert s["by_kind"]["comparison"]["metrics"]["correct"] == {"mean": 0.0, "low": 0.0, "high": 0.0, "n": 1}
+
+
+def test_correct_grounded_one_record_refuses_a_record_without_a_verdict() -> None:
+    right, wrong = record("t1", correct=True, grounded=True), record("t2", correct=False, grounded=True)
+    unread, unjudged = record("t4", correct=True, grounded=False), record("t3", correct=True)
+    assert [correct_grounded(t) for t in (right, wrong, unread)] == [True, False, False]
+    with pytest.raises(ValueError, match="t3: no evidence-level verdict"):
+        correct_grounded(unjudged)
 
 
 def test_first_attempts_keeps_each_tasks_first_record_in_file_order() -> None:
