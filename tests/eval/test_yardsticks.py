@@ -9,7 +9,7 @@ import pytest
 from actune.envs.config import EnvConfig
 from actune.eval.report import ModelResult, build_report
 from actune.eval.stats import HEADLINE
-from actune.eval.yardsticks import named_entities, options, policies, run_yardsticks, yes_no_question
+from actune.eval.yardsticks import claim_only, named_entities, options, policies, run_yardsticks, yes_no_question
 from actune.records.task_record import Task
 from actune.sources.hotpotqa import HotpotQASource, write_hotpotqa_tasks
 from actune.tasks.config import TaskConfig
@@ -41,10 +41,23 @@ def test_policies_fit_on_training_answers_only() -> None:
              Task("c", "Who directed The Big Sleep?")]
     assert [by_name["question-only"].answer(t) for t in probe] == ["no", "Amazon", "The Big Sleep"]
     assert by_name["constant"].answer(probe[0]) == "no"
-    # FEVER's labels, each given more than once: one constant policy per label and nothing else
+    # FEVER's labels, each given more than once: one constant policy per label, and a guess from the claim's words
     labels = [Task(str(i), "claim", a) for i, a in enumerate(["SUPPORTS"] * 3 + ["REFUTES"] * 2 + ["NOT ENOUGH INFO"] * 2)]
     assert [p.name for p in policies(labels, has_search=True)] == [
-        "constant-not-enough-info", "constant-refutes", "constant-supports"]
+        "constant-not-enough-info", "constant-refutes", "constant-supports", "question-only"]
+
+
+def test_claim_only_guesses_the_label_from_the_claims_words() -> None:
+    """Naive Bayes by hand on a fixture (14 words in the vocabulary; 12 training words under SUPPORTS, 8 under
+    REFUTES, 3 under NOT ENOUGH INFO): "only", met twice under REFUTES, gives log(2/6) + log(3/22) = -3.09 against
+    SUPPORTS' log(3/6) + log(1/26) = -3.95; a claim of unseen words goes to the label with fewest training words
+    (1/17 a word against 1/22 and 1/26), an empty one to the prior's SUPPORTS."""
+    train = [Task(str(i), q, a) for i, (q, a) in enumerate([
+        ("X is a film", "SUPPORTS"), ("Y is a band", "SUPPORTS"), ("Z is a city", "SUPPORTS"),
+        ("X is only six", "REFUTES"), ("Y is only ten", "REFUTES"), ("W has cats", "NOT ENOUGH INFO")])]
+    guess = claim_only(train)
+    assert [guess(Task(str(i), q)) for i, q in enumerate(["only", "a film", "cats", "V V V", ""])] == [
+        "REFUTES", "SUPPORTS", "NOT ENOUGH INFO", "NOT ENOUGH INFO", "SUPPORTS"]
 
 
 def test_yardsticks_on_the_fixture_in_the_real_environment(tmp_path: Path) -> None:
@@ -92,3 +105,21 @@ def test_on_the_real_split_0_the_script_that_reads_nothing_is_the_bar(tmp_path: 
                                                          for t in r.records)) for r in run_yardsticks(test, load("train"), env)}
     assert got == {"yardstick:constant": (32, 0), "yardstick:kind-majority": (34, 0),
                    "yardstick:question-only": (59, 0), "yardstick:question-only+search": (59, 20)}
+
+
+FEVER = Path(__file__).resolve().parents[3] / "shared" / "data" / "fever"
+
+
+@pytest.mark.shared
+@pytest.mark.skipif(not FEVER.is_dir(), reason="needs ../shared/data/fever")
+def test_on_real_fever_the_claims_wording_beats_every_constant(tmp_path: Path) -> None:
+    """Split seed 5519's 327 test claims (results 32's FEVER run): the best constant, NOT ENOUGH INFO, is right on
+    119; the label guessed from the claim's words alone on 146, 27 more, with no page read."""
+    from actune.sources.fever import FeverSource, write_fever_tasks
+
+    write_fever_tasks(FeverSource(data_dir=str(FEVER), split_seed=5519, n_train=600), tmp_path)
+    load = lambda s: load_tasks(TaskConfig(format="custom", path=str(tmp_path / f"{s}.jsonl"), split=s))  # noqa: E731
+    test, train = load("test"), load("train")
+    right = {p.name: sum(p.answer(t) == t.answer for t in test) for p in policies(train, has_search=True)}
+    assert right == {"constant-not-enough-info": 119, "constant-refutes": 94, "constant-supports": 114,
+                     "question-only": 146}
