@@ -27,6 +27,7 @@ from actune.envs.base import Action, Environment, StepResult
 from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.envs.titles import base_title, normalize_title
+from actune.envs.wiki_env import LOOKUP_PREFIX
 from actune.judge import evidence_sets, is_shown, judge, record_verdict, shown_text
 from actune.records.store import TrajectoryStore
 from actune.records.task_record import Task
@@ -152,7 +153,7 @@ def _cue(question: str, sentence: str, observations: list[str], answer: str) -> 
     obs = next((o for o in reversed(observations) if sentence in o), None)
     if obs is None:
         return None
-    others = set().union(*(words(x) for x in split_sentences(_LOOKUP_PREFIX.sub("", obs)) if x.strip() != sentence))
+    others = set().union(*(words(x) for x in split_sentences(LOOKUP_PREFIX.sub("", obs)) if x.strip() != sentence))
     held, barred = words(sentence), words(answer) | others
     found = [w for w in _question_words(question) if w.lower() in held and w.lower() not in barred]
     return max(found, key=len) if found else None
@@ -173,7 +174,7 @@ def _answer_thought(observations: list[str], answer: str, task: Task | None = No
                   if answer.strip().lower() in x.lower() and is_shown(x, shown)), None)
     quote = None if found is None else _quoted([found])
     if found is None:  # else the latest observation's sentence that holds it, whole
-        found = quote = next(filter(None, (_sentence_with(_LOOKUP_PREFIX.sub("", o), answer.strip())
+        found = quote = next(filter(None, (_sentence_with(LOOKUP_PREFIX.sub("", o), answer.strip())
                                            for o in reversed(observations))), None)
     if found is None:
         return None
@@ -181,7 +182,6 @@ def _answer_thought(observations: list[str], answer: str, task: Task | None = No
     return f"{cue + ': ' if cue else ''}{quote} So the answer is {answer}."
 
 
-_LOOKUP_PREFIX = re.compile(r"^\(Result \d+ / \d+\) ")
 
 
 def _record(task: Task, env: Environment, steps: list[Step], titles: list[str], answer: str) -> Trajectory:
@@ -278,7 +278,7 @@ def _look_up_answer(task: Task, env: Environment, read: _Read) -> str | None:
     evidence = (evidence_sets(task.meta) or [[]])[0]
     for sentence in (s for s in sentences if answer in s.lower() and (not evidence or s in evidence)):
         last = read.observations[-1]
-        if _LOOKUP_PREFIX.match(last) and last.endswith(sentence):
+        if LOOKUP_PREFIX.match(last) and last.endswith(sentence):
             return sentence  # _look_up_evidence just showed it
         found = _keyword(sentence, sentences, task.question)
         if found is None or found[1] != 1:

@@ -28,12 +28,12 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from actune.agent.render import PromptContext, render_text, trajectory_prompt_context
+from actune.envs.wiki_env import LOOKUP_PREFIX
 from actune.records.trajectory import Trajectory, read_trajectories
 from actune.runtime.progress import Progress
 from actune.tasks.metrics import exact_match, normalize_answer
+from actune.text import split_sentences
 
-_SENTENCE_END = re.compile(r'(?<=[.!?])\s+(?=[A-Z"(0-9])')
-_RESULT = re.compile(r"^\(Result \d+ / \d+\) ")
 _STOP = set("the a an of in on at to for is was were what which who whom whose when where how by with and or from "
             "as that this be are did does do".split())
 _SCORES = ("sum", "mean", "pmi")
@@ -88,7 +88,7 @@ def _shown_sentences(traj: Trajectory, k: int) -> list[str]:
     out: list[str] = []
     for s in traj.steps[:k]:
         if s.type == "observation" and not s.text.startswith(("Could not find", "Invalid")):
-            out += [x for x in _SENTENCE_END.split(_RESULT.sub("", s.text).strip())
+            out += [x for x in split_sentences(LOOKUP_PREFIX.sub("", s.text))
                     if x not in out and len(x.split()) >= 3]
     return out
 

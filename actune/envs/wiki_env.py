@@ -20,6 +20,7 @@ search needs and then run the same step (``_apply``).
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -31,6 +32,9 @@ from actune.envs.goal_confidence import GoalEvidence
 from actune.envs.mediawiki import MediaWikiClient
 from actune.envs.observation import page_result
 from actune.records.task_record import Task
+
+LOOKUP_PREFIX = re.compile(r"^\(Result \d+ / \d+\) ")
+"""What ``lookup`` puts before the sentence it shows; readers of an observation strip it with ``.sub("", obs)``."""
 
 __all__ = ["AsyncWikiBackend", "WikiBackend", "WikiEnv", "from_config", "make_backend"]
 
@@ -152,7 +156,7 @@ class WikiEnv(Environment):
             return self._result("No more results.", titles=[self.page.title])
         i = self.lookup_next
         self.lookup_next += 1
-        obs = f"(Result {i + 1} / {len(self.lookup_hits)}) {self.lookup_hits[i]}"
+        obs = f"(Result {i + 1} / {len(self.lookup_hits)}) {self.lookup_hits[i]}"  # LOOKUP_PREFIX reads it back
         return self._result(obs, titles=[self.page.title],
                             retrieval_score=self.evidence.score(self.lookup_hits[i], self.page.title))
 
