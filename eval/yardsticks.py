@@ -136,8 +136,11 @@ def policies(train: Sequence[Task], has_search: bool) -> list[Policy]:
     if 0 < len(answers) <= LABEL_SET_MAX and min(answers.values()) > 1:
         out = [Policy(f"constant-{normalize_answer(a).replace(' ', '-') or 'blank'}", lambda t, a=a: a)
                for a in sorted(answers)]
-        # a label set: the labels, and a label guessed from the question's words
-        return out + [Policy("question-only", claim_only([t for t in train if t.answer]))]
+        # a label set: the labels, and a label guessed from the question's words; with a search action each
+        # again after opening the pages the question names, so that a model answering one label to every claim
+        # after a search cannot pass for a reader where grounding asks only for the pages opened (FEVER's)
+        out.append(Policy("question-only", claim_only([t for t in train if t.answer])))
+        return out + [Policy(p.name + "+search", p.answer, _searches) for p in out] if has_search else out
     by_relation: dict[str, Counter] = {}
     for t in train:
         by_relation.setdefault(_relation(t), Counter())[t.answer] += 1
