@@ -182,8 +182,6 @@ def _answer_thought(observations: list[str], answer: str, task: Task | None = No
     return f"{cue + ': ' if cue else ''}{quote} So the answer is {answer}."
 
 
-
-
 def _record(task: Task, env: Environment, steps: list[Step], titles: list[str], answer: str) -> Trajectory:
     traj = Trajectory(
         task=TaskRecord.of(task),

@@ -3,8 +3,9 @@
     results = run_yardsticks(tasks, train_tasks, env_config)      # one ModelResult per policy
 
 A tuned model's gain means something only beside what needs no reading. Each policy (``constant``,
-``kind-majority``, ``question-only``, ``question-only+search``) decides its answer from the question text and
-the training answers alone, never from a page, and every episode is scored and judged
+``kind-majority``, ``question-only``, ``question-only+search``; with a label set such as FEVER's, one constant a
+label and a label guessed from the question's words, each also ``+search``) decides its answer from the question
+text and the training questions and answers alone, never from a page, and every episode is scored and judged
 (:func:`actune.judge.judge`) like a model's, so a yardstick's ``correct_grounded`` means what a model's does.
 
 The rules in full: docs/modules.md, actune.eval.yardsticks.
@@ -110,10 +111,13 @@ def _words(text: str) -> list[str]:
 
 def claim_only(train: Sequence[Task]) -> Callable[[Task], str]:
     """A label guessed from the question's words alone: multinomial naive Bayes fitted on the training questions
-    and their labels (add-one smoothing; a tie goes to the label first in sorted order). FEVER's claims give their
+    and their labels (add-one smoothing, words never seen in training included, which keeps more test claims right
+than dropping them; a tie goes to the label first in sorted order). FEVER's claims give their
     label away in their wording ("... is only a ...", "... was incapable of ..."); this is the yardstick that
     catches a model reading the claim and not the page. Hand-written: ten lines, where scikit-learn would be a
     dependency for one yardstick."""
+    if not train:
+        raise ValueError("claim_only needs training questions with their labels")
     by_label: dict[str, Counter] = {}
     for t in train:
         by_label.setdefault(t.answer, Counter()).update(_words(t.question))
@@ -140,7 +144,7 @@ def policies(train: Sequence[Task], has_search: bool) -> list[Policy]:
         # again after opening the pages the question names, so that a model answering one label to every claim
         # after a search cannot pass for a reader where grounding asks only for the pages opened (FEVER's)
         out.append(Policy("question-only", claim_only([t for t in train if t.answer])))
-        return out + [Policy(p.name + "+search", p.answer, _searches) for p in out] if has_search else out
+        return (out + [Policy(p.name + "+search", p.answer, _searches) for p in out]) if has_search else out
     by_relation: dict[str, Counter] = {}
     for t in train:
         by_relation.setdefault(_relation(t), Counter())[t.answer] += 1

@@ -36,7 +36,7 @@ from actune.records.task_record import Task
 LOOKUP_PREFIX = re.compile(r"^\(Result \d+ / \d+\) ")
 """What ``lookup`` puts before the sentence it shows; readers of an observation strip it with ``.sub("", obs)``."""
 
-__all__ = ["AsyncWikiBackend", "WikiBackend", "WikiEnv", "from_config", "make_backend"]
+__all__ = ["LOOKUP_PREFIX", "AsyncWikiBackend", "WikiBackend", "WikiEnv", "from_config", "make_backend"]
 
 
 class WikiBackend(Protocol):

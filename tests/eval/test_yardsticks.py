@@ -55,8 +55,8 @@ def test_policies_fit_on_training_answers_only() -> None:
 def test_claim_only_guesses_the_label_from_the_claims_words() -> None:
     """Naive Bayes by hand on a fixture (14 words in the vocabulary; 12 training words under SUPPORTS, 8 under
     REFUTES, 3 under NOT ENOUGH INFO): "only", met twice under REFUTES, gives log(2/6) + log(3/22) = -3.09 against
-    SUPPORTS' log(3/6) + log(1/26) = -3.95; a claim of unseen words goes to the label with fewest training words
-    (1/17 a word against 1/22 and 1/26), an empty one to the prior's SUPPORTS."""
+    SUPPORTS' log(3/6) + log(1/26) = -3.95; a claim of three unseen words goes to the label with fewest training
+    words (1/17 a word against 1/22 and 1/26 outweighs the prior), an empty one to the prior's SUPPORTS."""
     train = [Task(str(i), q, a) for i, (q, a) in enumerate([
         ("X is a film", "SUPPORTS"), ("Y is a band", "SUPPORTS"), ("Z is a city", "SUPPORTS"),
         ("X is only six", "REFUTES"), ("Y is only ten", "REFUTES"), ("W has cats", "NOT ENOUGH INFO")])]
