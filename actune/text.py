@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["split_sentences", "FEVER_LABELS", "normalize_label", "normalise_question"]
+__all__ = ["split_sentences", "word_tokens", "FEVER_LABELS", "normalize_label", "normalise_question"]
 
 # A boundary: end punctuation (optionally closed by a quote or bracket), whitespace, then something
 # that can start a sentence.
@@ -58,6 +58,15 @@ def split_sentences(text: str) -> list[str]:
         if piece:
             out.append(piece)
     return out
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def word_tokens(text: str) -> list[str]:
+    """The lowercase runs of ASCII letters and digits of ``text``, in order: the words that word-overlap rules
+    (gold paths' closest sentence, the claim-only yardstick) compare."""
+    return _WORD.findall(text.lower())
 
 
 FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")

@@ -34,7 +34,7 @@ from actune.records.task_record import Task
 from actune.records.trajectory import ModelRecord, Step, TaskRecord, Trajectory
 from actune.tasks.fever import claim_subject
 from actune.tasks.metrics import score_prediction
-from actune.text import split_sentences
+from actune.text import split_sentences, word_tokens
 
 __all__ = ["GOLD_PATH_MODEL", "GoldPathSummary", "as_reflections", "gold_path", "question_mention", "search_order",
            "searches_seen", "write_gold_paths"]
@@ -433,11 +433,8 @@ def as_reflections(traj: Trajectory, env: Environment, method: str) -> Trajector
 
 _VERDICT = {"SUPPORTS": "So the claim is supported.", "REFUTES": "So the claim is refuted.",
             "NOT ENOUGH INFO": "So there is not enough information."}
-_WORD = re.compile(r"[a-z0-9]+")
-
-
 def _content_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if len(w) > 3 or w.isdigit()}
+    return {w for w in word_tokens(text) if len(w) > 3 or w.isdigit()}
 
 
 def _closest_sentence(observations: list[str], claim: str, titles: list[str]) -> str:

@@ -29,6 +29,7 @@ from actune.judge import judge, record_verdict
 from actune.records.task_record import Task
 from actune.records.trajectory import ModelRecord, Step, TaskRecord, Trajectory
 from actune.tasks.metrics import normalize_answer, score_prediction
+from actune.text import word_tokens
 
 __all__ = ["LABEL_SET_MAX", "Policy", "claim_only", "named_entities", "options", "policies", "run_yardsticks",
            "yes_no_question"]
@@ -102,33 +103,28 @@ def _searches(task: Task) -> list[str]:
     return list(options(task.question) or named_entities(task.question))[:3]
 
 
-_WORD = re.compile(r"[a-z0-9]+")
-
-
-def _words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
-
-
 def claim_only(train: Sequence[Task]) -> Callable[[Task], str]:
     """A label guessed from the question's words alone: multinomial naive Bayes fitted on the training questions
     and their labels (add-one smoothing, words never seen in training included, which keeps more test claims right
-than dropping them; a tie goes to the label first in sorted order). FEVER's claims give their
-    label away in their wording ("... is only a ...", "... was incapable of ..."); this is the yardstick that
+    than dropping them; a tie goes to the label first in sorted order). FEVER's claims give their label away in
+    their wording ("... is only a ...", "... was incapable of ..."); this is the yardstick that
     catches a model reading the claim and not the page. Hand-written: ten lines, where scikit-learn would be a
     dependency for one yardstick."""
     if not train:
         raise ValueError("claim_only needs training questions with their labels")
     by_label: dict[str, Counter] = {}
     for t in train:
-        by_label.setdefault(t.answer, Counter()).update(_words(t.question))
+        by_label.setdefault(t.answer, Counter()).update(word_tokens(t.question))
     vocabulary = len(set().union(*by_label.values())) or 1
     prior = Counter(t.answer for t in train)
+    denominator = {label: sum(words.values()) + vocabulary for label, words in by_label.items()}
 
     def guess(task: Task) -> str:
+        tokens = word_tokens(task.question)
+
         def log_p(label: str) -> float:
-            words, total = by_label[label], sum(by_label[label].values())
-            return math.log(prior[label]) + sum(math.log((words[w] + 1) / (total + vocabulary))
-                                                for w in _words(task.question))
+            words = by_label[label]
+            return math.log(prior[label]) + sum(math.log((words[w] + 1) / denominator[label]) for w in tokens)
         return max(sorted(by_label), key=log_p)
     return guess
 

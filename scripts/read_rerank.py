@@ -32,7 +32,7 @@ from actune.envs.wiki_env import LOOKUP_PREFIX
 from actune.records.trajectory import Trajectory, read_trajectories
 from actune.runtime.progress import Progress
 from actune.tasks.metrics import exact_match, normalize_answer
-from actune.text import split_sentences
+from actune.text import split_sentences, word_tokens
 
 _STOP = set("the a an of in on at to for is was were what which who whom whose when where how by with and or from "
             "as that this be are did does do".split())
@@ -81,7 +81,7 @@ def _right(pred: str, traj: Trajectory) -> bool:
 
 
 def _content_words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP}
+    return {w for w in word_tokens(text) if w not in _STOP}
 
 
 def _shown_sentences(traj: Trajectory, k: int) -> list[str]:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from actune.text import normalize_label, split_sentences
+from actune.text import normalize_label, split_sentences, word_tokens
 
 
 def test_split_sentences_keeps_initials_and_abbreviations_together() -> None:
@@ -39,3 +39,8 @@ def test_normalise_question_ignores_case_punctuation_and_spacing_only() -> None:
     assert normalise_question("Who founded  Dravon Systems?") == normalise_question("who founded dravon systems")
     assert normalise_question("Ｗho founded X?") == "who founded x"  # NFKC: full-width letters
     assert normalise_question("Who founded X?") != normalise_question("Who started X?")
+
+
+def test_word_tokens_are_lowercase_ascii_letter_and_digit_runs() -> None:
+    assert word_tokens("Mickey Rourke's 2011 film (Immortals), é-x") == [
+        "mickey", "rourke", "s", "2011", "film", "immortals", "x"]
