@@ -29,7 +29,7 @@ from actune.agent.planning_errors import CatalogError, PlanningErrorCatalog, loa
 from actune.envs.titles import normalize_title
 from actune.judge import Verdict, titles_read, verdict_of
 from actune.llm import Completion, Sampling
-from actune.records.atomic_write import atomic_write_text
+from actune.records.atomic_write import atomic_write_text, check_output
 from actune.records.trajectory import Trajectory, TrajectoryFormatError, read_trajectory_lines
 
 __all__ = ["DistillConfig", "DistillError", "NothingToDistill", "DistillSummary", "Diagnosis", "EpisodeRef",
@@ -545,13 +545,28 @@ def _examples(diagnoses: Sequence[Diagnosis], members: list[int], n: int) -> lis
     return (first + rest)[:n]
 
 
+_SOURCE_PREFIX = "actune distill-errors"
+"""How the ``source`` of every catalog this command writes starts: how a rerun knows its own earlier output."""
+
+
+def _is_catalog_we_wrote(path: Path) -> bool:
+    try:
+        source = json.loads(path.read_text(encoding="utf-8")).get("source", "")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return False
+    return isinstance(source, str) and source.startswith(_SOURCE_PREFIX)
+
+
 async def distill_errors(stores: Sequence[str | Path], out: str | Path, cfg: DistillConfig | None = None, *,
                          llm: ChatModel | None = None, model: str = "",
-                         log: Callable[[str], None] = print) -> DistillSummary:
+                         log: Callable[[str], None] = print, overwrite: bool = False) -> DistillSummary:
     """Distill a planning-error catalog from ``stores`` into ``out`` (see the module docstring). ``llm`` (an
     open :class:`actune.llm.LLMClient`) is needed by ``diagnoser="llm"``; ``model`` names it in ``source``.
+    ``out`` is never a store, nor a file this command did not write unless ``overwrite``.
     Async only for the model's sake: ``asyncio.run(distill_errors(...))``."""
     cfg = cfg or DistillConfig()
+    check_output(out, stores, DistillError, own=_is_catalog_we_wrote(Path(out)), overwrite=overwrite,
+                 mine=f"a JSON catalog whose source starts with {_SOURCE_PREFIX!r}")
     if cfg.diagnoser == "llm" and llm is None:
         raise DistillError("diagnoser 'llm' needs a model client (or use the rules diagnoser)")
     summary = DistillSummary([str(s) for s in stores], out=str(out))
@@ -601,7 +616,7 @@ async def distill_errors(stores: Sequence[str | Path], out: str | Path, cfg: Dis
                            f"{len(cats[0].members) if cats else 0}): no catalog written; lower --min-support")
     support = sum(len(c.members) for c in kept)
     catalog = {
-        "source": (f"actune distill-errors ({cfg.diagnoser}{', ' + model if model else ''}): {len(diagnoses)} "
+        "source": (f"{_SOURCE_PREFIX} ({cfg.diagnoser}{', ' + model if model else ''}): {len(diagnoses)} "
                    f"contrasts of failed and correct episodes of {summary.mixed_tasks} mixed-outcome tasks in "
                    f"{', '.join(summary.stores)}; share of kept diagnoses "
                    + " / ".join(f"{100 * len(c.members) / support:.1f}%" for c in kept) + "."),

@@ -15,18 +15,19 @@ the CLI, the cards and the quickstart name these without the training stack.
 from __future__ import annotations
 
 import math
+import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from actune.records.atomic_write import recover_folder
+from actune.records.atomic_write import check_not_an_input, recover_folder
 from actune.runtime import cpu_features
 from actune.runtime.model_files import prepare_model
 from actune.train.config import TrainConfig
 
-__all__ = ["MERGED_DIR", "TRAINING_META_FILE", "Start", "TrainError", "checkpoints_dir", "dev_task_ids",
-           "hardware_line", "load_model", "logged_losses", "merge_adapter", "open_start", "recipe_args",
+__all__ = ["MERGED_DIR", "TRAINING_META_FILE", "Start", "TrainError", "check_output_dir", "checkpoints_dir",
+           "dev_task_ids", "hardware_line", "load_model", "logged_losses", "merge_adapter", "open_start", "recipe_args",
            "resolve_dtype", "split_by_task", "steps_per_epoch", "trl_args"]
 
 MERGED_DIR = "merged"
@@ -96,6 +97,21 @@ def checkpoints_dir(out: Path) -> Path:
     return out.parent / f"{out.name}.checkpoints"
 
 
+def check_output_dir(cfg: TrainConfig) -> None:
+    """Refuse (:class:`TrainError`) an ``output_dir`` that is, holds or lies inside an input (the dataset, a local
+    start model), or that holds anything but an adapter folder actune trained: training ends by replacing it whole,
+    which would delete what the user kept there. An empty folder is fine; run before anything slow."""
+    out = Path(cfg.output_dir)
+    inputs = [cfg.dataset] + ([Path(cfg.base_model)] if os.path.lexists(cfg.base_model) else [])
+    check_not_an_input(out, inputs, TrainError, what="train.output_dir")
+    check_not_an_input(checkpoints_dir(out), inputs, TrainError, what="checkpoint folder of train.output_dir")
+    if not os.path.lexists(out) or (out.is_dir() and not out.is_symlink()
+                                    and ((out / TRAINING_META_FILE).is_file() or not any(out.iterdir()))):
+        return
+    raise TrainError(f"{out}: train.output_dir exists and is not an adapter folder actune trained (no "
+                     f"{TRAINING_META_FILE}); training replaces it whole, so choose another output_dir or remove it")
+
+
 @dataclass
 class Start:
     """Where a run starts and writes: the dtype, the folders, the start model and its tokenizer."""
@@ -116,6 +132,7 @@ def open_start(cfg: TrainConfig) -> Start:
 
     out = Path(cfg.output_dir)
     recover_folder(out)
+    check_output_dir(cfg)
     model_dir = prepare_model(cfg.base_model)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if tokenizer.pad_token is None:

@@ -39,6 +39,7 @@ from actune.train.common import (
     MERGED_DIR,
     Start,
     TrainError,
+    check_output_dir,
     checkpoints_dir,
     dev_task_ids,
     hardware_line,
@@ -458,6 +459,7 @@ def _start_processes(cfg: TrainConfig, dtype: str, log: Callable[[str], None] | 
         # a crash of an earlier run between its two renames left the old adapter aside: put it back even
         # if this run fails before its own swap
         recover_folder(out)
+    check_output_dir(cfg)  # every process: none may start what the main one refuses
     return args, say
 
 

@@ -18,7 +18,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="distill a PreFlect planning-error catalog from mixed-outcome tasks of trajectory stores",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("stores", nargs="+", metavar="STORE", help="trajectory stores (JSONL) written by bootstrap or eval")
-    p.add_argument("--out", required=True, help="the catalog JSON to write (replaced atomically)")
+    p.add_argument("--out", required=True,
+                   help="the catalog JSON to write (replaced atomically; never a store, nor a file this command did "
+                        "not write unless --overwrite)")
+    p.add_argument("--overwrite", action="store_true", help="replace a file at --out this command did not write")
     p.add_argument("--diagnoser", choices=("llm", "rules"), default="llm",
                    help="llm: a model diagnoses and merges (the paper; needs --endpoint and --model); rules: "
                         "trajectory features name the paper's three types (default: %(default)s)")
@@ -69,11 +72,12 @@ def _distill_errors(args: argparse.Namespace) -> int:
 
     async def run() -> DistillSummary:
         if args.diagnoser == "rules":
-            return await distill_errors(args.stores, args.out, cfg, log=log)
+            return await distill_errors(args.stores, args.out, cfg, log=log, overwrite=args.overwrite)
         client_cfg = ClientConfig(endpoints=[args.endpoint], model=args.model, api_key_env=args.api_key_env,
                                   max_concurrency=max(1, args.concurrency))
         async with LLMClient(client_cfg) as llm:
-            return await distill_errors(args.stores, args.out, cfg, llm=llm, model=args.model, log=log)
+            return await distill_errors(args.stores, args.out, cfg, llm=llm, model=args.model, log=log,
+                                        overwrite=args.overwrite)
 
     try:
         summary = asyncio.run(run())

@@ -324,6 +324,25 @@ def test_cli_rules_writes_the_catalog_and_prints_the_summary(store, tmp_path, ca
     assert not (tmp_path / "x.json").exists()
 
 
+def test_cli_never_writes_over_a_store_or_a_file_it_did_not_write(store, tmp_path, capsys):
+    path, _ = store
+    before = path.read_bytes()
+    rules = ["--diagnoser", "rules", "--min-support", "1"]
+    assert main(["distill-errors", str(path), "--out", str(path), *rules]) == 1
+    assert "the output is the input" in capsys.readouterr().err
+    notes = tmp_path / "notes.json"
+    notes.write_text('{"mine": true}')
+    assert main(["distill-errors", str(path), "--out", str(notes), *rules]) == 1
+    assert "exists and is not this command's earlier output" in capsys.readouterr().err
+    assert path.read_bytes() == before and notes.read_text() == '{"mine": true}'
+    # its own earlier catalog is replaced; a file it did not write, only when told to
+    out = tmp_path / "catalog.json"
+    assert main(["distill-errors", str(path), "--out", str(out), *rules]) == 0
+    assert main(["distill-errors", str(path), "--out", str(out), *rules]) == 0
+    assert main(["distill-errors", str(path), "--out", str(notes), "--overwrite", *rules]) == 0
+    assert len(load_catalog(notes).errors) == 3
+
+
 @pytest.mark.server
 def test_the_llm_diagnoser_on_the_real_server_counts_what_it_cannot_read(store, tmp_path, vllm_server, capsys):
     """The default diagnoser against the real server and model (the 135M model rarely writes the JSON asked

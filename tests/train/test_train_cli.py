@@ -49,6 +49,20 @@ def test_train_command_reports_a_missing_dataset(tmp_path, capsys):
     assert not (tmp_path / "adapter").exists()
 
 
+def test_train_command_never_replaces_a_folder_it_did_not_write(tmp_path, capsys):
+    # training ends by swapping its adapter folder in whole: a user's folder at output_dir would be deleted
+    mine = tmp_path / "thesis"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("years of work")
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(f"train:\n  dataset: {tmp_path / 'nothing'}\n  output_dir: {mine}\n")
+    assert run_cli(stages, ["train", str(cfg), "max_steps=2"]) == 1
+    err = capsys.readouterr().err
+    assert f"{mine}: train.output_dir exists and is not an adapter folder actune trained" in err
+    assert "Traceback" not in err
+    assert (mine / "thesis.tex").read_text() == "years of work"
+
+
 def test_export_of_stores_named_only_in_export_stores(tmp_path, monkeypatch, capsys):
     # An imported set (actune import) exported alone: no bootstrap.store in the config, and none at its default
     # path; the export reads export.stores only instead of failing on the default store.
