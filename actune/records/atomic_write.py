@@ -35,14 +35,20 @@ from pathlib import Path
 from typing import IO, Any
 
 __all__ = ["temp_folder_beside", "atomic_writer", "atomic_write_text", "atomic_write_bytes", "atomic_write_png",
-           "replace_folder", "recover_folder", "try_lock", "open_locked", "output_lock", "check_not_an_input",
-           "check_output"]
+           "replace_folder", "recover_folder", "try_lock", "open_locked", "output_lock", "lock_path",
+           "check_not_an_input", "check_output"]
+
+
+_MARK = "actune-"
+"""What every name actune gives a file or folder of its own beside an output carries after ``.<output name>.``: the
+clean-up of dead writers' leftovers (:func:`_remove_dead_temps`) and the crash repair (:func:`recover_folder`) touch
+only names with it, never a user's own ``.<name>.old`` or ``.<name>.lock``."""
 
 
 def _create_temp(path: Path) -> tuple[int, Path]:
     """Create and open a new, uniquely named temporary file next to ``path``."""
     for _ in range(100):
-        tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
+        tmp = path.with_name(f".{path.name}.{_MARK}{os.urandom(4).hex()}.tmp")
         try:
             # Mode 0o666 goes through the umask like any open(..., "w"); mkstemp's 0o600 would not.
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
@@ -114,13 +120,13 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
 def temp_folder_beside(out: Path) -> Path:
     """A new empty folder beside ``out`` (same file system, so :func:`replace_folder` is a rename; that swap gives it
     and everything in it the umask's modes)."""
-    return Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    return Path(tempfile.mkdtemp(prefix=f".{out.name}.{_MARK}", dir=out.parent))
 
 
 def _aside(out: Path) -> Path:
     # One fixed name, so that recover_folder knows where a crashed swap left the old folder; the dash
-    # keeps it apart from tempfile.mkdtemp names (".out.XXXXXXXX" never holds one).
-    return out.parent / f".{out.name}.swap-old"
+    # keeps it apart from temp_folder_beside's names (".out.actune-XXXXXXXX" never holds one).
+    return out.parent / f".{out.name}.{_MARK}swap-old"
 
 
 def _fsync_tree(folder: Path) -> None:
@@ -210,9 +216,10 @@ def try_lock(fd: int) -> bool:
     return True
 
 
-def _lock_path(out: Path) -> Path:
+def lock_path(out: Path) -> Path:
+    """The lock file :func:`output_lock` holds for ``out``."""
     # beside the output, not in it: a folder is swapped whole, and its lock must outlive the swap
-    return out.parent / f".{out.name}.lock"
+    return out.parent / f".{out.name}.{_MARK}lock"
 
 
 def open_locked(path: str | Path, flags: int) -> int | None:
@@ -243,11 +250,12 @@ def output_lock(out: str | Path, error: type[Exception] = RuntimeError) -> Itera
     """Hold the lock of the output ``out`` (a folder or a file replaced whole) for the ``with`` block.
 
     A second writer gets ``error`` naming ``out`` and the holder (its pid and command), and has touched
-    nothing. The lock file, ``.<name>.lock`` beside ``out``, is removed when the block ends.
+    nothing. The lock file, ``.<name>.actune-lock`` beside ``out`` (:func:`lock_path`), is removed when the block
+    ends.
     """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    path = _lock_path(out)
+    path = lock_path(out)
     fd = open_locked(path, os.O_RDWR | os.O_CREAT)
     if fd is None:
         raise error(f"{out}: another process is writing it ({_holder(path)}; lock {path}); wait for it to "
@@ -266,8 +274,8 @@ def _remove_dead_temps(out: Path) -> None:
     """Remove what a writer of ``out`` killed mid-write left beside it: :func:`temp_folder_beside`'s folders and
     :func:`atomic_writer`'s files. Called holding ``out``'s lock, under which alone they are made, so none of them
     belongs to a live writer."""
-    name = re.escape(out.name)
-    dead = re.compile(rf"\.{name}\.(?:[a-z0-9_]{{8}}|[0-9a-f]{{8}}\.tmp)")
+    name, mark = re.escape(out.name), re.escape(_MARK)
+    dead = re.compile(rf"\.{name}\.{mark}(?:[a-z0-9_]{{8}}|[0-9a-f]{{8}}\.tmp)")
     for entry in os.scandir(out.parent):
         if dead.fullmatch(entry.name):
             if entry.is_dir(follow_symlinks=False):

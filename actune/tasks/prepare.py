@@ -110,7 +110,14 @@ def file_digest(path: Path) -> dict[str, Any]:
 def prepared_folder(out: Path, names: tuple[str, ...]) -> Iterator[Path]:
     """A temporary folder inside ``out`` to write ``names`` in; when the block ends without an error they are
     moved into ``out`` in that order (``prepared.json`` last: a folder holding it holds the rest), and the temporary
-    folder is removed either way, so a failed or killed run leaves the outputs as they were."""
+    folder is removed either way, so a failed or killed run leaves the outputs as they were. A file of ``names``
+    already in ``out`` is replaced only where ``out`` holds ``prepared.json`` (an earlier prepare wrote it), else
+    :class:`TaskFileError` before anything is read: the user's own file of that name stays."""
+    if not (out / PREPARED_FILE).is_file():
+        for name in names:
+            if os.path.lexists(out / name):
+                raise TaskFileError(f"{out / name}: exists and is not an earlier output of actune data prepare (no "
+                                    f"{PREPARED_FILE} in {out}); choose another --out, or move the file away")
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".prepare.", dir=out))
     try:

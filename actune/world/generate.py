@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from actune.config import actune_home
-from actune.records.atomic_write import output_lock, recover_folder, replace_folder, temp_folder_beside
+from actune.records.atomic_write import lock_path, output_lock, recover_folder, replace_folder, temp_folder_beside
 from actune.world.config import WORLD_VERSION, WorldConfig
 from actune.world.entities import World, build_world
 from actune.world.phrasings import NEW_PHRASING
@@ -121,10 +121,7 @@ def write_world(cfg: WorldConfig, out_dir: str | Path) -> GeneratedWorld:
                                "into a new or empty folder or over a world; choose another folder")
     gen = generate_world(cfg)
     with output_lock(out, WorldFolderError):
-        recover_folder(out)
-        for stale in out.parent.glob(f".{out.name}.*"):
-            if stale.is_dir() and not stale.name.endswith((".lock", ".swap-old")):
-                shutil.rmtree(stale, ignore_errors=True)  # a dead run's: the lock says none is running
+        recover_folder(out)  # output_lock removed a dead run's temporary folder
         tmp = temp_folder_beside(out)
         try:
             (tmp / "corpus.jsonl").write_text(_jsonl(gen.corpus), encoding="utf-8")
@@ -153,7 +150,7 @@ def default_world_dir(cfg: WorldConfig | None = None, root: str | Path | None = 
             write_world(cfg, folder)
             return folder
         except WorldFolderError:
-            if not folder.parent.joinpath(f".{folder.name}.lock").exists():
+            if not lock_path(folder).exists():
                 raise
             time.sleep(0.5)
     raise WorldFolderError(f"{folder}: another process held it for 5 minutes without finishing the world")

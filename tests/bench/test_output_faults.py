@@ -32,7 +32,7 @@ def test_fingerprint_ignores_provenance_and_state_reads_old_new_lost_mixed(tmp_p
     # a swap killed between its renames: the reader's recover_folder puts the old folder back
     (out.path.parent / "ds.card.md").write_text("card")
     (out.path / "a.json").write_text(json.dumps({"n": 1}))
-    out.path.rename(out.path.parent / ".ds.swap-old")
+    out.path.rename(out.path.parent / ".ds.actune-swap-old")
     assert of._state(out, old, new) == "old" and out.path.is_dir()
     (out.path.parent / "ds.card.md").unlink()
     import shutil

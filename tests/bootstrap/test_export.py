@@ -207,7 +207,7 @@ def test_a_second_export_into_one_folder_is_refused_naming_the_holder(tmp_path):
     before = _tree(out)
     with output_lock(out, ExportError):  # the first export, still writing
         with pytest.raises(ExportError, match=rf"ds: another process is writing it \(pid {os.getpid()}, .*lock "
-                                              rf".*\.ds\.lock\)"):
+                                              rf".*\.ds\.actune-lock\)"):
             export_dataset(store, out, "chat")
     assert _tree(out) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "store.jsonl"]  # no .swap-old, no lock left

@@ -297,17 +297,21 @@ def test_a_folder_written_beside_and_swapped_in_has_the_umask_modes(tmp_path: Pa
 
 
 def test_the_next_writer_of_an_output_removes_what_a_killed_one_left_beside_it(tmp_path: Path) -> None:
-    """A writer killed mid-write leaves its temp folder (``.ds.XXXXXXXX/``) or temp file (``.f.XXXXXXXX.tmp``);
-    the next one to hold the output's lock removes them, and nothing else beside the output."""
+    """A writer killed mid-write leaves its temp folder (``.ds.actune-XXXXXXXX/``) or temp file
+    (``.ds.actune-XXXXXXXX.tmp``); the next one to hold the output's lock removes them, and nothing else beside the
+    output: not the user's own hidden files and folders named like the output (``.ds.previous``, ``.ds.lock``)."""
     out = tmp_path / "ds"
     dead_folder = atomic_write.temp_folder_beside(out)
     (dead_folder / "data.arrow").write_text("half")
-    dead_file = tmp_path / ".ds.0a1b2c3d.tmp"
+    dead_file = tmp_path / ".ds.actune-0a1b2c3d.tmp"
     dead_file.write_text("half")
-    others = [tmp_path / ".ds.swap-old", tmp_path / ".dsx.0a1b2c3d.tmp", tmp_path / "notes.txt",
-              tmp_path / ".other.abcdefgh"]
+    others = [tmp_path / ".ds.actune-swap-old", tmp_path / ".dsx.actune-0a1b2c3d.tmp", tmp_path / "notes.txt",
+              tmp_path / ".other.abcdefgh", tmp_path / ".ds.previous", tmp_path / ".ds.0a1b2c3d.tmp",
+              tmp_path / ".ds.lock"]
     for p in others:
         p.write_text("keep")
+    (tmp_path / ".ds.original").mkdir()
+    others.append(tmp_path / ".ds.original")
     with atomic_write.output_lock(out):
         assert not dead_folder.exists() and not dead_file.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in others)

@@ -97,3 +97,21 @@ def test_a_missing_dump_is_named(tmp_path: Path, capsys) -> None:
     assert main(["data", "prepare", "fever", "--claims", str(SMALL / "paper_dev.jsonl"), "--wiki-pages",
                  str(tmp_path / "nowhere"), "--out", str(tmp_path / "fever")]) == 1
     assert "nowhere: no wiki-pages JSONL files" in capsys.readouterr().err
+
+
+def test_a_file_it_did_not_write_is_never_replaced_and_its_own_earlier_output_is(tmp_path: Path, capsys) -> None:
+    # the official dev claims already in --out, then the train claims prepared into the same folder: the preset's
+    # fixed name (paper_dev.jsonl) would replace the user's file
+    wiki, _ = _dump(tmp_path)
+    out = tmp_path / "fever"
+    out.mkdir()
+    official = "the user's own paper_dev.jsonl\n"
+    (out / "paper_dev.jsonl").write_text(official)
+    argv = ["data", "prepare", "fever", "--claims", str(SMALL / "paper_dev.jsonl"), "--wiki-pages", str(wiki),
+            "--out", str(out)]
+    assert main(argv) == 1
+    assert "paper_dev.jsonl: exists and is not an earlier output of actune data prepare" in capsys.readouterr().err
+    assert (out / "paper_dev.jsonl").read_text() == official and sorted(p.name for p in out.iterdir()) == [
+        "paper_dev.jsonl"]
+    assert main(argv[:-1] + [str(tmp_path / "fresh")]) == 0
+    assert main(argv[:-1] + [str(tmp_path / "fresh")]) == 0  # its own earlier output, prepared.json beside it

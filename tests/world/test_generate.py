@@ -383,10 +383,15 @@ def test_a_world_is_written_whole_and_never_over_what_is_not_a_world(tmp_path: P
     monkeypatch.undo()
     assert _digest(out) == before
     assert [p.name for p in tmp_path.iterdir()] == ["w"]  # no temporary folder, no lock left behind
-    # a dead run's temporary folder is removed by the next write
-    (tmp_path / ".w.abc123").mkdir()
+    # a dead run's temporary folder is removed by the next write; a user's hidden folder named like it is not
+    from actune.records.atomic_write import temp_folder_beside
+
+    (temp_folder_beside(out) / "corpus.jsonl").write_text("half")
+    (tmp_path / ".w.backup-2024").mkdir()
+    (tmp_path / ".w.backup-2024" / "corpus.jsonl").write_text("mine")
     write_world(WorldConfig(seed=4, **SMALL), out)
-    assert [p.name for p in tmp_path.iterdir()] == ["w"] and _digest(out) != before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".w.backup-2024", "w"] and _digest(out) != before
+    assert (tmp_path / ".w.backup-2024" / "corpus.jsonl").read_text() == "mine"
     # a folder holding a user's file is refused, the file untouched
     mine = tmp_path / "mine"
     mine.mkdir()
