@@ -96,14 +96,17 @@ _CONVERT: dict[str, tuple[str, Callable[[dict[str, Any]], tuple[Any, int]]]] = {
 def _is_own_file(out: Path) -> bool:
     """Whether the file ``out`` (or only its card) was written by an export: its card beside it is actune's (its
     front matter's ``pretty_name`` begins "actune ", as :func:`actune.bootstrap.dataset_card.dataset_card` writes
-    it)."""
+    it) and names ``out`` as its data (``train.json`` and ``train.jsonl`` share the card name ``train.README.md``:
+    one export's card must not make the other file look like an export's)."""
     card = file_card_path(out)
     if out.is_symlink() or (out.exists() and not out.is_file()) or not card.is_file():
         return False
     try:
-        return str(metadata_load(card).get("pretty_name") or "").startswith("actune ")
-    except (OSError, UnicodeDecodeError, ValueError, AttributeError, yaml.YAMLError):  # not a card: someone else's
+        meta = metadata_load(card)
+        files = [f.get("path") for c in meta.get("configs") or [] for f in c.get("data_files") or []]
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError, TypeError, yaml.YAMLError):  # someone else's
         return False
+    return str(meta.get("pretty_name") or "").startswith("actune ") and files == [out.name]
 
 
 def _json_line(record: dict[str, Any]) -> str:
@@ -146,17 +149,16 @@ def export_file(
 
 def _write_file(rows: list[dict[str, Any]], summary: ExportSummary, out: Path, fmt: str,
                 config: ExportConfig | None) -> tuple[ExportSummary, int]:
-    """The examples in ``fmt``, then the card beside them, each written whole."""
+    """The card, then the examples in ``fmt`` beside it, each written whole: the card first, so that a run killed
+    between the two finds its card on the rerun and takes the file for its own (:func:`_is_own_file`)."""
     convert = _CONVERT[fmt][1]
-    unmasked = 0
+    unmasked, lines = 0, []
+    for row in rows:
+        records, n = convert(row)
+        unmasked += n
+        lines += [_json_line(r) for r in (records if isinstance(records, list) else [records])]  # trl: one a turn
+    atomic_write_text(file_card_path(out), dataset_card(summary, rows, fmt=fmt, data_files=out.name,
+                                                        settings=card_settings(config), unmasked=unmasked))
     with atomic_writer(out) as f:
-        for row in rows:
-            records, n = convert(row)
-            unmasked += n
-            for record in records if isinstance(records, list) else [records]:  # trl: a line per trained turn
-                f.write(_json_line(record))
-        # built before the file is in place: a card that cannot be written leaves no file without one
-        card = dataset_card(summary, rows, fmt=fmt, data_files=out.name, settings=card_settings(config),
-                            unmasked=unmasked)
-    atomic_write_text(file_card_path(out), card)
+        f.writelines(lines)
     return summary, unmasked

@@ -215,6 +215,28 @@ def test_a_file_export_never_replaces_a_store_or_a_file_it_did_not_write(tmp_pat
     export_file(store, notes, "alpaca")  # now its own output: replaced as before
     assert list(read_jsonl(notes)[0]) == ["instruction", "input", "output"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new.README.md", "notes.README.md", "notes.jsonl", "s.jsonl"]
+    # notes.json shares notes.jsonl's card name: that card names notes.jsonl, so the user's notes.json is not an export's
+    (tmp_path / "notes.json").write_text("mine too")
+    with pytest.raises(OutputRefused, match=r"notes\.json: exists and is not"):
+        export_file(store, tmp_path / "notes.json", "openai")
+    assert (tmp_path / "notes.json").read_text() == "mine too"
+
+
+def test_an_export_killed_after_its_card_is_resumed_by_the_same_command(tmp_path, monkeypatch):
+    import actune.bootstrap.export_formats as formats
+
+    store = make_store(tmp_path / "s.jsonl")
+    out = tmp_path / "train.jsonl"
+
+    def killed(path, **kw):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(formats, "atomic_writer", killed)
+    with pytest.raises(KeyboardInterrupt):
+        export_file(store, out, "openai")
+    monkeypatch.undo()
+    assert (tmp_path / "train.README.md").is_file() and not out.exists()
+    export_file(store, out, "openai")  # no --overwrite needed: the card says the file is its own
+    assert len(read_jsonl(out)) == 2
 
 
 def test_export_command_writes_the_chosen_format(tmp_path, capsys):
