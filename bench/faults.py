@@ -62,6 +62,8 @@ import yaml
 from output_faults import bench as bench_outputs
 from output_faults import format_table as format_output_table
 
+from actune.records.atomic_write import fresh_work_folder
+
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "smollm2-135m"
 
@@ -688,9 +690,8 @@ def main(argv: list[str] | None = None) -> int:
     from actune.world import WorldConfig, write_world
 
     scale = QUICK if args.quick else FULL
-    out = Path(args.out).resolve()
-    shutil.rmtree(out, ignore_errors=True)
-    (out / "logs").mkdir(parents=True)
+    out = fresh_work_folder(Path(args.out).resolve())
+    (out / "logs").mkdir()
     s = Settings(out, args.seed, args.points or scale.points, args.grace, args.timeout)
     world = out / "world"
     write_world(WorldConfig(seed=args.seed, n_people=20, n_companies=12, n_cities=8, n_train=scale.tasks, n_dev=2,

@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from actune.records.atomic_write import fresh_work_folder
+
 REPO = Path(__file__).resolve().parents[1]
 ACTUNE = [sys.executable, "-m", "actune"]
 
@@ -243,8 +245,7 @@ def outputs(work: Path, seed: int) -> tuple[list[Output], set[str]]:
 
 def bench(work: Path, seed: int, points: int, only: Callable[[str], bool] = lambda name: True) -> dict[str, Any]:
     """Every output's figures, by name."""
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    fresh_work_folder(work)
     outs, inputs = outputs(work, seed)
     return {o.name: bench_output(o, inputs, work, seed, points) for o in outs if only(o.name)}
 

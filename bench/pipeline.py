@@ -59,6 +59,7 @@ from actune.envs.factory import make_env
 from actune.judge import judge
 from actune.llm import ClientConfig, LLMClient
 from actune.quickstart.config import QuickstartConfig, load_quickstart
+from actune.records.atomic_write import fresh_work_folder
 from actune.records.store import TrajectoryStore
 from actune.records.trajectory import Trajectory, read_trajectories
 from actune.runtime.cpu_features import describe_cpu
@@ -301,11 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip", nargs="*", default=[], choices=["train", "lora", "merged"])
     args = ap.parse_args(argv)
 
-    import shutil
-
-    out = Path(args.out).resolve()
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
+    out = fresh_work_folder(Path(args.out).resolve())
     cfg = load_quickstart("full", [f"seed={args.seed}"])
     res = Results()
     res.figures["machine"] = describe_cpu()

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 import actune.envs.factory
 import actune.llm
 from actune.bootstrap.config import BootstrapConfig
-from actune.bootstrap.summary import format_summary, summarize, summary_path, write_summary
+from actune.bootstrap.summary import foreign_summary, format_summary, summarize, summary_path, write_summary
 from actune.collect import collect, load_unique_tasks, make_run_id, pending_episodes, producer_fingerprint, task_file_id
-from actune.config import public_dump
+from actune.config import ConfigError, public_dump
 from actune.llm import ClientConfig, read_api_key
 from actune.records.store import TrajectoryStore
 from actune.records.task_record import Task
@@ -68,6 +68,9 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
     run_id = run_id or make_run_id(name)
     check_trackers(cfg.report_to, "bootstrap.report_to")
 
+    if (foreign := foreign_summary(cfg.store)) is not None:
+        raise ConfigError(f"{foreign}: exists and is not a bootstrap summary; bootstrap writes its summary.json beside "
+                          "bootstrap.store: choose another folder for the store")
     # 1. tasks and the store
     tasks = load_unique_tasks(cfg.tasks, "bootstrap")
     fingerprint = bootstrap_fingerprint(cfg, serve, tasks)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from actune.judge import verdict_of
 from actune.records.atomic_write import atomic_write_text
 from actune.records.trajectory import read_trajectories
 
-__all__ = ["summarize", "write_summary", "format_summary", "summary_path"]
+__all__ = ["summarize", "write_summary", "format_summary", "summary_path", "foreign_summary"]
 
 NO_KIND = "(no kind)"
 
@@ -21,6 +22,19 @@ NO_KIND = "(no kind)"
 def summary_path(store: str | Path) -> Path:
     """``summary.json`` in the store's folder."""
     return Path(store).parent / "summary.json"
+
+
+def foreign_summary(store: str | Path) -> Path | None:
+    """:func:`summary_path` of ``store`` when a file there is not a bootstrap summary (a JSON object with
+    ``by_kind`` and ``finish_reasons``): someone else's file, which the summary would replace; else None."""
+    path = summary_path(store)
+    if not os.path.lexists(path):
+        return None
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return path
+    return None if isinstance(summary, dict) and {"by_kind", "finish_reasons"} <= summary.keys() else path
 
 
 def _zero() -> dict[str, int]:

@@ -364,6 +364,23 @@ def plot_scores(report: dict[str, Any], path: str | Path) -> Path:
     return atomic_write_png(fig, path)
 
 
+REPORT_FILES = ("report.json", "report.md", "scores.png")
+"""What :func:`write_report` writes into ``out_dir``, ``report.json`` first."""
+
+
+def foreign_report_file(out_dir: str | Path) -> Path | None:
+    """The first of :data:`REPORT_FILES` in ``out_dir`` that no eval wrote, or None: an eval's ``report.json`` (written
+    first) is a JSON object with ``title`` and ``models``; without it, any of the three is someone else's."""
+    out = Path(out_dir)
+    try:
+        report = json.loads((out / REPORT_FILES[0]).read_text(encoding="utf-8"))
+        if isinstance(report, dict) and {"title", "models"} <= report.keys():
+            return None
+    except (OSError, UnicodeDecodeError, ValueError):
+        pass
+    return next((out / n for n in REPORT_FILES if (out / n).exists() or (out / n).is_symlink()), None)
+
+
 def write_report(report: dict[str, Any], out_dir: str | Path) -> dict[str, Path]:
     """Write ``report.json``, ``report.md`` and ``scores.png`` into ``out_dir``; return their paths."""
     out = Path(out_dir)

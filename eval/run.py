@@ -31,7 +31,7 @@ from actune.agent.prompt_spec import PROMPT_SPEC_FILE, find_prompt_spec, load_pr
 from actune.collect import collect, load_unique_tasks, make_run_id, pending_episodes, producer_fingerprint, task_file_id
 from actune.config import ConfigError, public_dump
 from actune.eval.config import EvalConfig, EvalModel, model_agent
-from actune.eval.report import ModelResult, build_report, write_report
+from actune.eval.report import ModelResult, build_report, foreign_report_file, write_report
 from actune.eval.stats import HEADLINE
 from actune.eval.yardsticks import run_yardsticks
 from actune.llm import ClientConfig, RetryPolicy, read_api_key
@@ -388,6 +388,9 @@ def _prepare_eval(cfg: EvalConfig, serve: ServeConfig, run_id: str, served: Serv
     store this model's, and what is left to run; every check that can fail fails here, before any server."""
     check_endpoints(cfg)
     check_trackers(cfg.report_to, "eval.report_to")
+    if served is None and (foreign := foreign_report_file(cfg.out_dir)) is not None:  # the report would replace it
+        raise ConfigError(f"{foreign}: exists and no eval wrote it; eval.out_dir gets report.json, report.md and "
+                          "scores.png: choose another eval.out_dir")
     tasks = load_unique_tasks(cfg.tasks, "eval")
     plans = plan_models(cfg, serve, labels)
     groups = group_by_base(plans)

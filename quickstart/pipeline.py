@@ -110,7 +110,7 @@ def plan_text(cfg: QuickstartConfig, out: Path) -> str:
     minutes (or that an earlier run of the folder did it), the estimated total left, the machine kind it is
     estimated for. A folder holding a run with other settings is the same :class:`ConfigError` the run gives."""
     layout = Layout(Path(out), cfg.source)
-    done = load_state(layout, cfg)["done"] if layout.state.exists() else {}
+    done = load_state(layout, cfg)["done"]
     kind = hardware_kind()
     stages = plan_stages(RunContext(cfg, layout, False, lambda m: None), kind)
 

@@ -27,9 +27,13 @@ def comparable(config: dict[str, Any]) -> dict[str, Any]:
 
 def load_state(layout: Layout, cfg: QuickstartConfig) -> dict[str, Any]:
     """The stored state of the run in ``layout`` for ``cfg`` (a fresh one when there is none), or a
-    :class:`ConfigError` when the folder holds a run with other settings."""
+    :class:`ConfigError` when the folder holds a run with other settings, or holds anything and no run: a run
+    writes its files into it by fixed names (report.md, tasks/, ...) and would replace the user's."""
     config = comparable(public_dump(cfg))
     if not layout.state.exists():
+        if layout.out.is_dir() and any(layout.out.iterdir()) or layout.out.exists() and not layout.out.is_dir():
+            raise ConfigError(f"{layout.out}: not empty and holds no quickstart run ({layout.state.name}); a run "
+                              "writes its files there by fixed names: choose a new or empty --out")
         return {"config": config, "done": {}}
     try:
         state = json.loads(layout.state.read_text(encoding="utf-8"))

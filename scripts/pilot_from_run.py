@@ -43,6 +43,9 @@ def moved_model(store: Path, src: Path, dst: Path) -> None:
 
 
 def main(src: Path, dst: Path, overrides: list[str], retrain: bool = False, preset: str = "full") -> None:
+    if dst.resolve() == src.resolve() or (dst.exists() and not (dst / "quickstart-state.json").is_file()):
+        sys.exit(f"{dst}: the pilot's folder must be new or an earlier pilot (with quickstart-state.json), "
+                 f"never the source run {src}")
     cfg = load_quickstart(preset, overrides, hardware=hardware_kind())
     state = json.loads((src / "quickstart-state.json").read_text())
     # the models round 1 left unchanged keep their eval episodes when the pilot asks the same questions

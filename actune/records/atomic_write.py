@@ -36,7 +36,7 @@ from typing import IO, Any
 
 __all__ = ["temp_folder_beside", "atomic_writer", "atomic_write_text", "atomic_write_bytes", "atomic_write_png",
            "replace_folder", "recover_folder", "try_lock", "open_locked", "output_lock", "lock_path",
-           "check_not_an_input", "check_output"]
+           "check_not_an_input", "check_output", "fresh_work_folder"]
 
 
 _MARK = "actune-"
@@ -326,3 +326,20 @@ def atomic_write_png(fig: Any, path: str | Path) -> Path:
     fig.savefig(buf, format="png")
     atomic_write_bytes(path, buf.getvalue())
     return Path(path)
+
+
+WORK_MARK = ".actune-work"
+"""The file :func:`fresh_work_folder` leaves in a folder it made: the next call may empty that folder."""
+
+
+def fresh_work_folder(out: str | Path, error: type[Exception] = SystemExit) -> Path:
+    """``out`` emptied for a run that starts over (a bench's working folder), or ``error`` when it holds files and no
+    :data:`WORK_MARK`: a ``--out`` pointed at a user's folder is refused, never deleted."""
+    out = Path(out)
+    if os.path.lexists(out) and not (out / WORK_MARK).is_file() and (not out.is_dir() or any(out.iterdir())):
+        raise error(f"{out}: not empty and not a working folder an earlier run made (no {WORK_MARK}); it would be "
+                    "emptied: choose another --out")
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    (out / WORK_MARK).write_text("made by an actune bench; emptied by the next run with this --out\n")
+    return out

@@ -6,13 +6,18 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from agent.fakes import FakeEnvironment
 from collect_fakes import walkman_llm, walkman_tasks
 
 from actune.agent import AgentConfig
-from actune.bootstrap.summary import format_summary, summarize, write_summary
+from actune.bootstrap.config import BootstrapConfig
+from actune.bootstrap.run import run_bootstrap
+from actune.bootstrap.summary import foreign_summary, format_summary, summarize, summary_path, write_summary
 from actune.collect import collect, pending_episodes
+from actune.config import ConfigError
 from actune.records.store import TrajectoryStore
+from actune.serve.config import ServeConfig
 
 AGENT = AgentConfig(method="react", temperature=0.4)
 
@@ -71,3 +76,17 @@ def test_summary_counts_kept_reflact_episodes_whose_reflections_lack_a_part(tmp_
     s = summarize(path, tasks=2, attempts_per_task=1, target_correct=100)
     assert (s["kept"], s["kept_with_incomplete_reflections"]) == (2, 1)
     assert format_summary(s).splitlines()[-1].startswith("1 kept ReflAct episodes have a reflection lacking a part")
+
+
+def test_a_file_at_the_summarys_place_that_no_bootstrap_wrote_is_refused_before_any_episode(tmp_path: Path) -> None:
+    store = tmp_path / "store.jsonl"
+    assert foreign_summary(store) is None
+    _collect_walkman(store)
+    write_summary(summarize(store, tasks=3, attempts_per_task=1, target_correct=1), summary_path(store))
+    assert foreign_summary(store) is None  # a bootstrap's own: replaced by the next run
+    summary_path(store).write_text('{"experiment": "mine"}')
+    assert foreign_summary(store) == tmp_path / "summary.json"
+    cfg = BootstrapConfig(store=store, tasks={"path": str(tmp_path / "no-tasks.jsonl")})
+    with pytest.raises(ConfigError, match=r"summary.json: exists and is not a bootstrap summary"):
+        run_bootstrap(cfg, ServeConfig(), show_progress=False)  # before the tasks are read, or any server started
+    assert summary_path(store).read_text() == '{"experiment": "mine"}'

@@ -5,12 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from eval_records import record
 
+from actune.config import ConfigError
+from actune.eval.config import EvalConfig
 from actune.eval.failures import failure_counts
-from actune.eval.report import ModelResult, build_report, format_markdown, write_report
+from actune.eval.report import ModelResult, build_report, foreign_report_file, format_markdown, write_report
+from actune.eval.run import run_eval
 from actune.eval.stats import model_stats, paired_comparison
 from actune.records.trajectory import Trajectory
+from actune.serve.config import ServeConfig
 
 KW = {"samples": 400, "confidence": 0.9, "seed": 7}
 
@@ -201,3 +206,20 @@ def test_held_out_wordings_far_from_any_trained_one_are_a_group_of_their_own() -
     assert (groups["new_phrasing"]["tasks"], groups["new_phrasing_far"]["tasks"]) == (4, 2)
     assert groups["new_phrasing_far"]["metrics"]["correct_grounded"]["mean"] == 0.5
     assert groups["new_phrasing_far"]["vs_first"]["correct_grounded"]["c"] == 1
+
+
+def test_report_files_no_eval_wrote_are_found_before_they_would_be_replaced(tmp_path: Path) -> None:
+    assert foreign_report_file(tmp_path / "absent") is None
+    out = tmp_path / "out"
+    write_report(build_report(results(), title="tiny", **KW), out)
+    assert foreign_report_file(out) is None  # an eval's own: replaced by the next
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "report.md").write_text("my notes")
+    assert foreign_report_file(mine) == mine / "report.md"
+    (mine / "report.json").write_text('{"mine": 1}')
+    assert foreign_report_file(mine) == mine / "report.json"
+    cfg = EvalConfig(out_dir=mine, tasks={"path": str(tmp_path / "no-tasks.jsonl")})
+    with pytest.raises(ConfigError, match=r"mine/report.json: exists and no eval wrote it"):
+        run_eval(cfg, ServeConfig(), show_progress=False)  # before the tasks are read, or any server started
+    assert (mine / "report.md").read_text() == "my notes"

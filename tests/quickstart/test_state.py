@@ -88,3 +88,15 @@ def test_a_quickstart_writes_no_secret_into_its_state_or_report(tmp_path) -> Non
     text = layout.state.read_text()
     assert "sk-live-123" not in text and json.loads(text)["config"]["serve"]["api_key"] == "***"
     load_state(layout, cfg)  # the same run resumes
+
+
+def test_a_folder_holding_files_but_no_run_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    # a run writes report.md, tasks/ and the rest by fixed names: --out pointed at the user's own folder would
+    # replace their files
+    (tmp_path / "report.md").write_text("my report")
+    with pytest.raises(ConfigError, match=r"not empty and holds no quickstart run \(quickstart-state.json\)"):
+        load_state(Layout(tmp_path), load_quickstart("smoke"))
+    assert [p.name for p in tmp_path.iterdir()] == ["report.md"]
+    (tmp_path / "empty").mkdir()
+    assert load_state(Layout(tmp_path / "empty"), load_quickstart("smoke"))["done"] == {}
+    assert load_state(Layout(tmp_path / "new"), load_quickstart("smoke"))["done"] == {}

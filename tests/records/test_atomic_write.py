@@ -328,3 +328,17 @@ def test_a_full_disk_names_the_output_it_could_not_write(tmp_path, monkeypatch):
         atomic_write_text(tmp_path / "report.json", "{}")
     assert (e.value.errno, e.value.filename) == (errno.ENOSPC, str(tmp_path / "report.json"))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_work_folder_is_emptied_only_when_a_run_made_it(tmp_path: Path) -> None:
+    work = atomic_write.fresh_work_folder(tmp_path / "bench")
+    (work / "half.jsonl").write_text("x")
+    assert [p.name for p in atomic_write.fresh_work_folder(work).iterdir()] == [atomic_write.WORK_MARK]
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("keep")
+    with pytest.raises(SystemExit, match="mine: not empty and not a working folder an earlier run made"):
+        atomic_write.fresh_work_folder(mine)
+    assert (mine / "thesis.tex").read_text() == "keep"
+    (tmp_path / "empty").mkdir()
+    assert atomic_write.fresh_work_folder(tmp_path / "empty").is_dir()
