@@ -39,7 +39,7 @@ from actune.train.common import (
 )
 from actune.train.config import TrainConfig
 from actune.train.masking import tokenize_segments
-from actune.train.saving import save_weights, start_prompt_spec, write_adapter_folder
+from actune.train.saving import save_weights, start_prompt_spec, training_tasks_record, write_adapter_folder
 
 __all__ = ["LOSS_COLUMNS", "dpo_args", "make_dpo_trainer", "tokenize_pair", "tokenized_pairs", "train_dpo"]
 
@@ -190,6 +190,7 @@ def train_dpo(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> 
     final = save_weights(trainer, start)
     if final is not None:
         write_adapter_folder(final, start, start_prompt_spec(start.model_dir, cfg.wire_format), lambda merged: meta,
-                             merge=cfg.merge)
+                             merge=cfg.merge,
+                             records=training_tasks_record(zip(pairs["task_id"], pairs["question"]), start.model_dir))
     say(f"train dpo: {meta['steps']} steps, loss {meta['final_loss']:.4f}; adapter in {start.out}")
     return meta

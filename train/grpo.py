@@ -34,7 +34,7 @@ from actune.train.checkpoints import durable_checkpoints, train_resuming
 from actune.train.common import TrainError, load_model, logged_losses, open_start, recipe_args, trl_args
 from actune.train.config import TrainConfig
 from actune.train.rollouts import RolloutSetup, make_rollout_func, rollout_reward
-from actune.train.saving import save_weights, start_prompt_spec, write_adapter_folder
+from actune.train.saving import save_weights, start_prompt_spec, training_tasks_record, write_adapter_folder
 
 if TYPE_CHECKING:
     from actune.serve.config import ServeConfig
@@ -122,7 +122,8 @@ def train_grpo(cfg: TrainConfig, spec: RolloutSpec, serve: ServeConfig, *, serve
     final = save_weights(trainer, start)
     if final is not None:
         write_adapter_folder(final, start, start_prompt_spec(model_dir, "text", agent.method), lambda merged: meta,
-                             merge=cfg.merge)
+                             merge=cfg.merge, records=training_tasks_record(((t.id, t.question) for t in tasks),
+                                                                            model_dir))
     say(f"train grpo: {meta['steps']} steps, last reward {rewards[-1][1] if rewards else float('nan'):.3f}; "
         f"adapter in {out}")
     return meta

@@ -18,15 +18,19 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Callable
 
 from actune.agent.prompt_spec import PromptSpec, find_prompt_spec, load_prompt_spec, save_prompt_spec
+from actune.config import ConfigError
 from actune.records.atomic_write import atomic_write_text, replace_folder
-from actune.train.common import MERGED_DIR, TRAINING_META_FILE, Start, merge_adapter
+from actune.records.training_tasks import TRAINING_TASKS_FILE, read_training_tasks
+from actune.train.common import MERGED_DIR, TRAINING_META_FILE, Start, TrainError, merge_adapter
 from actune.train.model_card import write_model_card
 
-__all__ = ["FINAL_DIR", "meta_text", "save_weights", "start_prompt_spec", "write_adapter_folder"]
+__all__ = ["FINAL_DIR", "meta_text", "save_weights", "start_prompt_spec", "training_tasks_record",
+           "write_adapter_folder"]
 
 FINAL_DIR = "final"
 """The folder of ``<output_dir>.checkpoints`` where the adapter is assembled before it becomes ``output_dir``."""
@@ -42,6 +46,26 @@ def start_prompt_spec(model_dir: Path, wire: str, method: str = "react") -> Prom
 def meta_text(meta: dict[str, Any]) -> str:
     """The meta file's text: ``meta`` as indented JSON."""
     return json.dumps(meta, indent=2) + "\n"
+
+
+def training_tasks_record(seen: Iterable[tuple[Any, str]], model_dir: Path) -> dict[str, str]:
+    """``{training_tasks.json: its text}`` for :func:`write_adapter_folder`'s ``records``: every task the tuned model
+    has seen (``seen``: id and question of each example, its dev slice included), and those of its start model when
+    that is a local fine-tune recording its own (a DPO or GRPO run from the SFT model, a later expert-iteration
+    round from the previous round's merged model), so eval's leakage check sees the whole lineage, not the last
+    objective only."""
+    first: dict[str, str] = {}
+    inherited = model_dir / TRAINING_TASKS_FILE
+    if inherited.is_file():
+        try:
+            for item in read_training_tasks(inherited):
+                first.setdefault(item["id"], item["question"])
+        except (OSError, UnicodeDecodeError, ConfigError) as e:
+            raise TrainError(f"{inherited}: unreadable training tasks of the base model ({e})") from None
+    for task_id, question in seen:
+        first.setdefault(str(task_id), question)
+    tasks = [{"id": k, "question": first[k]} for k in sorted(first)]
+    return {TRAINING_TASKS_FILE: json.dumps(tasks, indent=2, ensure_ascii=False) + "\n"}
 
 
 def save_weights(trainer: Any, start: Start) -> Path | None:

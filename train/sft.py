@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from actune.agent.prompt_spec import PromptSpec
-from actune.config import ConfigError, public_dump
+from actune.config import public_dump
 from actune.records.atomic_write import recover_folder
-from actune.records.training_tasks import TRAINING_TASKS_FILE, read_training_tasks
+from actune.records.training_tasks import TRAINING_TASKS_FILE
 from actune.runtime import cpu_features
 from actune.runtime.chat_templates import tools_template
 from actune.runtime.model_files import prepare_model
@@ -52,7 +52,7 @@ from actune.train.common import (
 )
 from actune.train.config import TrainConfig
 from actune.train.masking import tokenize_messages, tokenize_segments
-from actune.train.saving import save_weights, write_adapter_folder
+from actune.train.saving import save_weights, training_tasks_record, write_adapter_folder
 
 __all__ = ["TrainResult", "train", "prepare", "fit", "save", "training_meta", "Prepared", "Fitted",
            "tokenize_dataset", "sft_args", "make_trainer", "speed_line", "TRAINING_TASKS_FILE", "LOSS_PLOT_FILE"]
@@ -138,23 +138,6 @@ def use_tools_template(tokenizer: Any, model_dir: Path, chosen: Path | None) -> 
         raise TrainError(f"train.chat_template: {e}") from None
     if template is not None:
         tokenizer.chat_template = template.read_text(encoding="utf-8")
-
-
-def _training_tasks(ds: Any, model_dir: Path) -> list[dict[str, str]]:
-    """Every task the tuned model has seen (train and dev slice): the dataset's, and those of its base model when
-    that is a local fine-tune recording its own (a later expert-iteration round trained on from the previous
-    round's merged model), so eval's leakage check sees the whole lineage, not the last round only."""
-    first: dict[str, str] = {}
-    inherited = model_dir / TRAINING_TASKS_FILE
-    if inherited.is_file():
-        try:
-            for item in read_training_tasks(inherited):
-                first.setdefault(item["id"], item["question"])
-        except (OSError, UnicodeDecodeError, ConfigError) as e:
-            raise TrainError(f"{inherited}: unreadable training tasks of the base model ({e})") from None
-    for task_id, question in zip(ds["task_id"], ds["question"]):
-        first.setdefault(str(task_id), question)
-    return [{"id": k, "question": first[k]} for k in sorted(first)]
 
 
 def _plot_losses(path: Path, train_points: list[tuple[int, float]], eval_points: list[tuple[int, float]],
@@ -572,10 +555,10 @@ def save(run: Prepared, fitted: Fitted) -> None:
     fitted.trainer = None  # free the training copy before the merge loads the base again
     if final is None:
         return
-    tasks_text = json.dumps(_training_tasks(run.dataset, run.model_dir), indent=2, ensure_ascii=False) + "\n"
+    tasks = training_tasks_record(zip(run.dataset["task_id"], run.dataset["question"]), run.model_dir)
     spec = PromptSpec(method=run.method, regime="zero_shot", wire=run.cfg.wire_format)
     write_adapter_folder(final, run.start, spec, lambda merged_dtype: training_meta(run, fitted, merged_dtype),
-                         merge=run.cfg.merge, records={TRAINING_TASKS_FILE: tasks_text}, card=True,
+                         merge=run.cfg.merge, records=tasks, card=True,
                          extras=lambda folder: _add_loss_records(run, fitted, folder))
 
 

@@ -70,6 +70,8 @@ def test_two_real_dpo_steps_on_the_embedded_model(tmp_path, embedded_model, prec
     saved = json.loads((tmp_path / "dpo" / "training_meta.json").read_text())
     assert saved["steps"] == 2 and len(saved["losses"]) == 2  # a loss a logged step
     assert saved["padding_free"] is True  # the default: each batch's sequences as one row
+    # the pairs' task (the walkman question), for eval's leakage check
+    assert [t["id"] for t in json.loads((tmp_path / "dpo" / "training_tasks.json").read_text())] == [WALKMAN.id]
 
 
 def test_padding_free_dpo_learns_what_padded_dpo_learns(tmp_path, embedded_model):

@@ -108,6 +108,8 @@ def test_two_real_grpo_steps_with_rollouts_on_the_real_server(vllm_server, embed
     assert saved["objective"] == "grpo" and saved["steps"] == 2 and len(saved["losses"]) == 2
     assert (tmp_path / "grpo" / "adapter_model.safetensors").is_file()
     assert (tmp_path / "grpo" / "actune_prompt.json").is_file()
+    trained = {r.task.id for store in stores for r in read_trajectories(store)}
+    assert {t["id"] for t in json.loads((tmp_path / "grpo" / "training_tasks.json").read_text())} >= trained
 
 
 def test_a_step_with_unchanged_weights_keeps_its_adapter_loaded(monkeypatch, tmp_path: Path, tokenizer):

@@ -217,11 +217,13 @@ def test_a_run_first_puts_back_an_adapter_that_a_crashed_swap_left_aside(tmp_pat
     cfg = tiny_config(tmp_path, embedded_model, dataset=tmp_path / "nope")
     (tmp_path / "adapter").mkdir()
     (tmp_path / "adapter" / "adapter_config.json").write_text("{}")
+    (tmp_path / "adapter" / "training_meta.json").write_text("{}")  # written before every swap
     (tmp_path / "adapter").rename(_aside(tmp_path / "adapter"))  # killed between the swap's two renames
     with pytest.raises(TrainError, match="dataset not found"):  # even a run that fails at once
         train(cfg, log=lambda line: None)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["adapter"]
     assert (tmp_path / "adapter" / "adapter_config.json").read_text() == "{}"
+
 
 def test_chat_run_without_a_dev_slice(tmp_path, embedded_model):
     export_dataset(write_store(tmp_path / "store.jsonl"), tmp_path / "ds", "chat")
@@ -318,20 +320,3 @@ def test_dtype_auto_follows_the_hardware(monkeypatch, cuda, cuda_bf16, cpu_bf16,
     monkeypatch.setattr(cpu_features, "native_bf16", lambda: cpu_bf16)
     assert resolve_dtype("auto") == expected
     assert (resolve_dtype("float32"), resolve_dtype("bfloat16")) == ("float32", "bfloat16")
-
-
-def test_training_tasks_include_those_of_a_base_model_that_recorded_its_own(tmp_path):
-    # a later expert-iteration round trained on the previous round's merged model: eval's leakage check must
-    # see the earlier rounds' tasks too (a plain dict stands in for the dataset's two columns)
-    from actune.train.common import TrainError
-    from actune.train.sft import _training_tasks
-
-    ds = {"task_id": ["t3", "t1", "t3"], "question": ["Q3?", "Q1 again?", "Q3 again?"]}
-    assert _training_tasks(ds, tmp_path) == [{"id": "t1", "question": "Q1 again?"}, {"id": "t3", "question": "Q3?"}]
-    (tmp_path / "training_tasks.json").write_text(json.dumps([{"id": "t1", "question": "Q1?"},
-                                                             {"id": "t2", "question": "Q2?"}]))
-    assert _training_tasks(ds, tmp_path) == [{"id": "t1", "question": "Q1?"}, {"id": "t2", "question": "Q2?"},
-                                             {"id": "t3", "question": "Q3?"}]
-    (tmp_path / "training_tasks.json").write_text('[{"id": "t1"}]')
-    with pytest.raises(TrainError, match=r"training_tasks.json: unreadable training tasks of the base model"):
-        _training_tasks(ds, tmp_path)
