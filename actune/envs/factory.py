@@ -15,14 +15,17 @@ INTERFACE = ("name", "action_names", "finish_action", "reset", "step", "astep", 
 
 
 def make_env(cfg: EnvConfig) -> Environment:
-    """Build the environment ``cfg.name`` names. An unknown name, or a custom factory that returns no
-    environment, is a :class:`ConfigError` naming ``env.name``."""
+    """Build the environment ``cfg.name`` names. An unknown name, a custom factory that returns no environment, or
+    a built-in one whose files are missing or bad (the corpus, the documents folder) is a :class:`ConfigError`."""
     try:
         factory = env_factory(cfg.name)
     except PluginError as e:
         raise ConfigError(f"env.name: {e}") from None
     if is_builtin_env(cfg.name):
-        return factory(cfg)
+        try:
+            return factory(cfg)
+        except (ValueError, OSError) as e:  # a missing or bad corpus or documents folder: the config's to mend
+            raise ConfigError(f"env ({cfg.name}): {e}") from None
     # a plug-in's own failure (an exception, even sys.exit) is a named error, never "nothing done" with exit 0
     try:
         env = factory(cfg)

@@ -190,7 +190,7 @@ def _open_backend(cfg: EnvConfig) -> WikiBackend:
         return MediaWikiClient(cfg.mediawiki_url, cfg.mediawiki_cache_dir, cfg.mediawiki_timeout_s,
                                cfg.user_agent)
     if not cfg.corpus:
-        raise ValueError(f"env {cfg.name!r} with backend 'local' needs 'corpus' (a JSONL file of pages)")
+        raise ValueError("backend 'local' needs a corpus, a JSONL file of pages (env.corpus; actune run: --corpus)")
 
     return LocalCorpus.open(cfg.corpus, cfg.index_dir, rebuild=cfg.rebuild_index)
 

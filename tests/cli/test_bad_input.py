@@ -70,6 +70,11 @@ def test_a_bad_input_file_fails_naming_it(files, capsys):
         (["card", missing], exit_codes.FAILED, missing),
         (["push", missing, "--repo", "org/name"], exit_codes.FAILED, missing),
         (["model", "prepare", "gpt-9"], exit_codes.FAILED, "gpt-9"),
+        # the environment's files, before any episode: no corpus, or one that is not there
+        (["run", "--question", "q", "--endpoint", "http://127.0.0.1:9/v1"], exit_codes.USAGE,
+         "needs a corpus, a JSONL file of pages (env.corpus; actune run: --corpus)"),
+        (["run", "--question", "q", "--endpoint", "http://127.0.0.1:9/v1", "--corpus", missing], exit_codes.USAGE,
+         f"{missing}: corpus file not found"),
     ]
     for argv, code, named in cases:
         assert main(argv) == code, argv

@@ -35,8 +35,13 @@ def test_make_env_builds_the_named_env_and_explains_a_missing_corpus(tmp_path: P
                            "alfworld": "alfworld_env"}
     env = make_env(EnvConfig(name="wiki", corpus=str(DATA), index_dir=str(tmp_path)))
     assert type(env) is WikiEnv and env.name == "wiki"
-    with pytest.raises(ValueError, match="needs 'corpus'"):
+    # a missing or bad corpus or documents folder is the config's to mend: a named error, exit 2, no traceback
+    with pytest.raises(ConfigError, match=r"^env \(wiki\): backend 'local' needs a corpus"):
         make_env(EnvConfig(name="wiki"))
+    with pytest.raises(ConfigError, match=r"^env \(wiki\): .*nosuch.jsonl: corpus file not found"):
+        make_env(EnvConfig(name="wiki", corpus=str(tmp_path / "nosuch.jsonl"), index_dir=str(tmp_path)))
+    with pytest.raises(ConfigError, match=r"^env \(docqa\): .*nowhere: documents folder not found"):
+        make_env(EnvConfig(name="docqa", docs_dir=str(tmp_path / "nowhere")))
 
 
 PLUGIN = '''
