@@ -21,7 +21,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 from actune.records.jsonl import json_problem, read_text
 
 __all__ = ["ConfigError", "RunName", "StrictModel", "load_config", "apply_overrides", "dump_yaml", "actune_home",
-           "fill_model", "section_dict", "with_default"]
+           "fill_model", "is_section", "section_dict", "with_default"]
 
 
 class ConfigError(ValueError):
@@ -306,8 +306,14 @@ def fill_model(data: Any, fields: dict[str, str]) -> Any:
         return data
     data = dict(data)
     for section, key in fields.items():
-        data[section] = with_default(data.get(section), key, data["model"])
+        if is_section(data.get(section)):  # anything else is left for validation to name (``serve: 5``)
+            data[section] = with_default(data.get(section), key, data["model"])
     return data
+
+
+def is_section(value: Any) -> bool:
+    """Whether ``value`` can be a config section before validation: unset, a mapping or a model."""
+    return value is None or isinstance(value, (dict, BaseModel))
 
 
 def section_dict(section: Any) -> dict[str, Any]:

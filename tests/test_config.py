@@ -1,3 +1,4 @@
+import re
 from pathlib import Path
 
 import pytest
@@ -222,3 +223,16 @@ def test_a_run_name_that_would_name_a_folder_elsewhere_is_refused(tmp_path):
         with pytest.raises(ConfigError, match="a run name is 1-100 letters"):
             load_config(RunConfig, None, [f"name={bad!r}"])
     assert load_config(RunConfig, None, ["name=hotpotqa-r1_v2.0"]).name == "hotpotqa-r1_v2.0"
+
+
+@pytest.mark.parametrize("override, named", [
+    ("serve=5", "serve: Input should be a valid dictionary"), ("train=abc", "train: Input should be a valid dictionary"),
+    ("eval=3", "eval: Input should be a valid dictionary"), ("eval.models=5", "eval.models: Input should be a valid list"),
+    ("eval={models: [5]}", "eval.models.0: Input should be a valid dictionary")])
+def test_a_section_that_is_no_mapping_is_named_beside_a_top_level_model(override, named):
+    # the top-level model is written into serve, train and eval's models before validation: a section that is no
+    # mapping must reach validation, which names it, not crash the filling
+    from actune.cli.run_config import RunConfig
+
+    with pytest.raises(ConfigError, match=re.escape(named)):
+        load_config(RunConfig, None, ["model=smollm2-135m", override])

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from actune.bootstrap.config import BootstrapConfig
-from actune.config import RunName, StrictModel, fill_model, section_dict, split_override, with_default
+from actune.config import RunName, StrictModel, fill_model, is_section, section_dict, split_override, with_default
 from actune.eval.config import EvalConfig
 from actune.serve.config import ServeConfig
 from actune.train.config import TrainConfig, check_rank_fits
@@ -39,11 +39,12 @@ class RunConfig(StrictModel):
     @classmethod
     def _fill_model(cls, data: Any) -> Any:
         data = fill_model(data, {"serve": "model", "train": "base_model"})
-        if not isinstance(data, dict) or data.get("model") is None:
+        if not isinstance(data, dict) or data.get("model") is None or not is_section(data.get("eval")):
             return data
         ev = section_dict(data.get("eval"))
         models = ev.get("models", EvalConfig.model_fields["models"].default_factory())
-        ev["models"] = [with_default(m, "model", data["model"]) for m in models]
+        if isinstance(models, list):  # else validation names eval.models
+            ev["models"] = [with_default(m, "model", data["model"]) if is_section(m) else m for m in models]
         data["eval"] = ev
         return data
 
