@@ -232,7 +232,7 @@ def _call_argument(arguments: Any, where: str) -> str:
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments) if arguments.strip().startswith("{") else arguments
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # nested past Python's limit: kept as the text it is
             pass
     if isinstance(arguments, dict):
         values = [v for v in arguments.values() if v is not None]
@@ -249,7 +249,7 @@ def _call(value: Any, where: str) -> tuple[str, str]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: nested past Python's limit
             raise Rejected("invalid_action", f"{where}: function call is not JSON: {value[:80]!r}") from None
     if isinstance(value, dict) and isinstance(value.get("function"), dict):
         value = value["function"]
@@ -280,6 +280,8 @@ def _message_turns(raw: dict, key: str, role_key: str, text_key: str, roles: dic
             turns.append(Turn("assistant", "", _call(m.get(text_key), where)))
             continue
         calls = m.get("tool_calls") or []
+        if not isinstance(calls, list):
+            raise Rejected("invalid_action", f"{where}: tool_calls must be a list of calls, got {type(calls).__name__}")
         if len(calls) > 1:
             raise Rejected("invalid_action", f"{where}: {len(calls)} tool calls in one turn; a step takes one action")
         turns.append(Turn(roles[tag], _text(m.get(text_key), where), _call(calls[0], where) if calls else None))

@@ -386,3 +386,21 @@ def test_the_import_command_exits_non_zero_when_nothing_could_be_imported(tmp_pa
     # the right one: 0; again: nothing new but nothing wrong, 0
     assert main(["import", str(openai_file), "--format", "openai", "--store", str(tmp_path / "c.jsonl")]) == 0
     assert main(["import", str(openai_file), "--format", "openai", "--store", str(tmp_path / "c.jsonl")]) == 0
+
+
+def test_malformed_tool_calls_are_rejected_records_not_a_crash(tmp_path):
+    def with_calls(calls) -> dict:
+        return {"messages": [{"role": "user", "content": Q[1]},
+                             {"role": "assistant", "content": "", "tool_calls": calls}]}
+
+    deep = "[" * 100_000 + "]" * 100_000  # nested past Python's recursion limit
+    src = lines(tmp_path / "calls.jsonl", [
+        with_calls(5), with_calls(True), with_calls({"function": {"name": "search", "arguments": "{}"}}),
+        with_calls([deep]), with_calls([{"function": {"name": "search", "arguments": '{"q": ' + deep + "}"}}]),
+    ])
+    summary = import_set(src, tmp_path / "s.jsonl", "openai")
+    # the deep arguments are kept as the text they are: a search, and then no answer
+    assert (summary.total, summary.imported, summary.rejected) == (5, 0, {"invalid_action": 4, "no_answer": 1})
+    assert summary.examples["invalid_action"] == [  # the first three of a reason are shown
+        f"{src}:{i}: messages[1]: tool_calls must be a list of calls, got {kind}" for i, kind in
+        ((1, "int"), (2, "bool"), (3, "dict"))]
