@@ -26,10 +26,15 @@ def _summary(text: str) -> str:
 
 
 def _presets(args: argparse.Namespace) -> int:
+    from actune.config import ConfigError
     from actune.quickstart.config import PRESETS, preset_path
 
     if args.name:
-        print(preset_path(args.name).read_text(encoding="utf-8"), end="")
+        path = preset_path(args.name)
+        try:
+            print(path.read_text(encoding="utf-8"), end="")
+        except UnicodeDecodeError:
+            raise ConfigError(f"{path}: not UTF-8 text, not a preset") from None
         return 0
     width = max(map(len, PRESETS))
     for name in PRESETS:

@@ -120,7 +120,7 @@ def _agent_config_items(args: argparse.Namespace) -> tuple[str | None, list[str]
     if config:
         try:
             top = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError):
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
             top = None  # load_config reports it, with the line
         sections = sorted(set(top) & set(RUN_CONFIG_SECTIONS)) if isinstance(top, dict) else []
         if sections:

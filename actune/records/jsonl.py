@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 __all__ = ["JSON_ERRORS", "MAX_LINE_BYTES", "json_problem", "is_torn", "read_text", "read_json", "iter_jsonl_objects",
-           "iter_appended"]
+           "iter_appended", "shown_bytes"]
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +36,12 @@ def _not_utf8(data: bytes, e: UnicodeDecodeError, first_line: int = 1) -> tuple[
     line = first_line + data.count(b"\n", 0, e.start)
     line_start = data.rfind(b"\n", 0, e.start) + 1
     column = len(data[line_start:e.start].decode("utf-8")) + 1  # what precedes the bad bytes is valid
-    bad = data[e.start:e.end]
-    shown = ("bytes " if len(bad) > 1 else "byte ") + " ".join(f"0x{b:02x}" for b in bad)
-    return line, f"not UTF-8 text ({shown} at column {column}; save the file as UTF-8)"
+    return line, f"not UTF-8 text ({shown_bytes(data[e.start:e.end])} at column {column}; save the file as UTF-8)"
+
+
+def shown_bytes(bad: bytes) -> str:
+    """Bytes that are not UTF-8 as an error names them: ``byte 0xfc``, ``bytes 0xe9 0x41``."""
+    return ("bytes " if len(bad) > 1 else "byte ") + " ".join(f"0x{b:02x}" for b in bad)
 
 
 def _decode(data: bytes, path: Path, error: type[Exception], first_line: int = 1) -> str:

@@ -67,6 +67,8 @@ def wiki_page_files(wiki_pages: Path) -> list[Path]:
 
 
 def _evidence_shape(rec: dict[str, Any], where: str) -> None:
+    if not isinstance(rec.get("evidence") or [], list):
+        raise TaskFileError(f"{where}: evidence: must be a list of evidence sets, got {type(rec['evidence']).__name__}")
     for i, group in enumerate(rec.get("evidence") or []):
         if not isinstance(group, list) or not all(
                 isinstance(item, list) and len(item) == 4 and (item[2] is None or isinstance(item[2], str))

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from actune.records.atomic_write import atomic_write_text, atomic_writer, fsync_dir
+from actune.records.jsonl import shown_bytes
 from actune.runtime.provenance import provenance
 from actune.tasks.sources import TaskFileError
 from actune.tasks.wiki_abstracts import iter_abstracts
@@ -65,7 +66,16 @@ def iter_json_array(path: Path) -> Iterator[Any]:
     """The items of a JSON array file, one at a time, without holding the file in memory.
 
     Hand-written on the standard library's ``raw_decode``: the one JSON reader we need is an array's items, which
-    adds no dependency (ijson) for it. Bad JSON raises :class:`TaskFileError` naming the file and the item."""
+    adds no dependency (ijson) for it. Bad JSON or bytes that are not UTF-8 raise :class:`TaskFileError` naming the
+    file (and the item)."""
+    try:
+        yield from _array_items(path)
+    except UnicodeDecodeError as e:
+        raise TaskFileError(f"{path}: not UTF-8 text ({shown_bytes(e.object[e.start:e.end])}); save the file as "
+                            "UTF-8") from None
+
+
+def _array_items(path: Path) -> Iterator[Any]:
     decoder = json.JSONDecoder()
     with path.open("r", encoding="utf-8") as f:
         buf, pos, index, started = f.read(_CHUNK), 0, 0, False

@@ -11,7 +11,6 @@ its sentences as plain text, streaming: the dump is 5.2 million pages.
 from __future__ import annotations
 
 import bz2
-import io
 import json
 import re
 import tarfile
@@ -19,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from actune.records.jsonl import shown_bytes
 from actune.tasks.sources import TaskFileError
 
 __all__ = ["iter_abstracts"]
@@ -36,9 +36,20 @@ def _sentences(text: Any, where: str) -> list[str]:
     return [clean for s in flat if (clean := " ".join(_TAG.sub("", s).split()))]
 
 
+def _numbered_lines(data: IO[bytes], name: str) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of ``data``, each line decoded alone, so a line that is not UTF-8 is a
+    :class:`TaskFileError` naming it (a text wrapper decodes a chunk ahead and would name the wrong line)."""
+    for line_no, raw in enumerate(data, 1):
+        try:
+            yield line_no, raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise TaskFileError(f"{name}:{line_no}: not UTF-8 text ({shown_bytes(raw[e.start:e.end])}); save the "
+                                "file as UTF-8") from None
+
+
 def _pages(stream: IO[bytes], name: str) -> Iterator[tuple[str, list[str]]]:
     data = bz2.open(stream) if name.endswith(".bz2") else stream
-    for line_no, raw in enumerate(io.TextIOWrapper(data, encoding="utf-8"), 1):
+    for line_no, raw in _numbered_lines(data, name):
         if not raw.strip():
             continue
         where = f"{name}:{line_no}"

@@ -87,3 +87,15 @@ def test_a_bad_command_line_is_a_usage_error():
         main(["export"])  # no config
     assert e.value.code == exit_codes.USAGE
     assert main([]) == exit_codes.USAGE  # no command: the help, and usage's code
+
+
+def test_a_file_that_is_not_utf8_is_named(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(b"temperature: 0.\xfc\n")
+    for argv, code, named in [
+        (["presets", str(bad)], exit_codes.USAGE, f"{bad}: not UTF-8 text, not a preset"),
+        (["run", "--config", str(bad), "--question", "q", "--endpoint", "http://127.0.0.1:9/v1"], exit_codes.USAGE,
+         f"{bad}:1: not UTF-8 text (byte 0xfc at column 16"),
+    ]:
+        assert main(argv) == code, argv
+        assert named in capsys.readouterr().err, argv

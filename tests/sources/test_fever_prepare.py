@@ -77,6 +77,7 @@ def test_the_release_becomes_the_presets_files_and_the_preset_draws_the_same_spl
 @pytest.mark.parametrize("where, edit, message", [
     ("claims", lambda r: r.update(label="MAYBE"), r"paper_dev.jsonl:3: 'label' must be SUPPORTS"),
     ("claims", lambda r: r.update(evidence=[[["x"]]]), r"paper_dev.jsonl:3: evidence\[0\]: must be a list of"),
+    ("claims", lambda r: r.update(evidence=5), r"paper_dev.jsonl:3: evidence: must be a list of evidence sets, got int"),
     ("wiki", lambda r: r.update(lines=7), r"wiki-001.jsonl:3: lines: must be a str, got int"),
 ])
 def test_a_bad_record_names_file_line_and_key_and_nothing_is_written(tmp_path: Path, where, edit, message) -> None:

@@ -142,3 +142,16 @@ def test_a_bad_abstracts_page_is_named_and_nothing_is_written(tmp_path: Path) ->
     assert list(out.iterdir()) == []
     with pytest.raises(TaskFileError, match="nowhere: not found"):
         prepare_hotpotqa(train, dev, out, abstracts=tmp_path / "nowhere")
+    (folder / "wiki_00.bz2").write_bytes(bz2.compress(b'{"title": "A", "text": ["x"]}\n{"title": "B\xfc", "text": []}\n'))
+    with pytest.raises(TaskFileError, match=r"AA/wiki_00.bz2:2: not UTF-8 text \(byte 0xfc\)"):
+        prepare_hotpotqa(train, dev, out, abstracts=tmp_path / "dump")
+    assert list(out.iterdir()) == []
+
+
+def test_an_official_file_that_is_not_utf8_is_named_and_nothing_is_written(tmp_path: Path) -> None:
+    train, dev = _official(tmp_path)
+    dev.write_bytes(dev.read_bytes().replace(b'"question": "', b'"question": "\xfc', 1))
+    out = tmp_path / "hotpotqa"
+    with pytest.raises(TaskFileError, match=r"hotpot_dev.json: not UTF-8 text \(byte 0xfc\); save the file as UTF-8"):
+        prepare_hotpotqa(train, dev, out)
+    assert list(out.iterdir()) == []
