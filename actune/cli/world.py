@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     gen.add_argument("items", nargs="*", metavar="[CONFIG] [key=value ...]",
-                     help="a WorldConfig YAML file (optional), then overrides such as n_people=200 mix.bridge=0.5")
+                     help="a WorldConfig YAML file (optional), then overrides such as n_people=200 phrasings=families")
     gen.add_argument("--out", required=True, help="output folder (created)")
     gen.add_argument("--seed", type=int, help="random seed (the same as seed=N; default 0)")
     gen.set_defaults(func=_generate)

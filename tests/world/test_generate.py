@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 from actune.config import ConfigError
 from actune.world import WorldConfig, generate_world, write_world
@@ -182,6 +183,7 @@ def test_config_file_mirrors_the_defaults() -> None:
 
     path = Path(__file__).resolve().parents[2] / "configs" / "world.yaml"
     assert load_config(WorldConfig, path) == WorldConfig()
+    assert set(yaml.safe_load(path.read_text())) == set(WorldConfig.model_fields)  # every field, as it says
     with pytest.raises(ConfigError, match="n_peple: unknown key"):
         load_config(WorldConfig, path, ["n_peple=3"])
 
