@@ -25,7 +25,15 @@ import actune.envs.factory
 import actune.llm
 from actune.bootstrap.config import BootstrapConfig
 from actune.bootstrap.summary import foreign_summary, format_summary, summarize, summary_path, write_summary
-from actune.collect import collect, load_unique_tasks, make_run_id, pending_episodes, producer_fingerprint, task_file_id
+from actune.collect import (
+    CollectError,
+    collect,
+    load_unique_tasks,
+    make_run_id,
+    pending_episodes,
+    producer_fingerprint,
+    task_file_id,
+)
 from actune.config import ConfigError, public_dump
 from actune.llm import ClientConfig, read_api_key
 from actune.records.store import TrajectoryStore
@@ -76,7 +84,7 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
     fingerprint = bootstrap_fingerprint(cfg, serve, tasks)
 
     interrupted = False
-    restarts = 0
+    restarts = lost = 0
     with TrajectoryStore.open(cfg.store) as store:
         _say_store_state(cfg, store, fingerprint)
         # 2. what is left
@@ -87,6 +95,8 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
             interrupted, restarts = _run_episodes(cfg, serve, served, store, todo,
                                                   total=len(tasks) * cfg.attempts_per_task, run_id=run_id,
                                                   fingerprint=fingerprint, show_progress=show_progress)
+            if store.kept < cfg.target_correct:  # short of the target with episodes never stored: not done
+                lost = len(pending_episodes(tasks, cfg.attempts_per_task, store, cfg.agent.method))
 
     # 5. summary
     summary = summarize(cfg.store, tasks=len(tasks), attempts_per_task=cfg.attempts_per_task,
@@ -104,6 +114,9 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
     print(f"bootstrap: summary written to {path}", file=sys.stderr)
     if interrupted:
         raise KeyboardInterrupt
+    if lost:
+        raise CollectError(f"{lost} episodes not stored (each failure is logged above: a model server that did not "
+                           "answer, most often); the summary counts the others; the same command runs these")
     return summary
 
 

@@ -28,7 +28,15 @@ import actune.envs.factory
 import actune.llm
 from actune.agent.config import AgentConfig
 from actune.agent.prompt_spec import PROMPT_SPEC_FILE, find_prompt_spec, load_prompt_spec
-from actune.collect import collect, load_unique_tasks, make_run_id, pending_episodes, producer_fingerprint, task_file_id
+from actune.collect import (
+    CollectError,
+    collect,
+    load_unique_tasks,
+    make_run_id,
+    pending_episodes,
+    producer_fingerprint,
+    task_file_id,
+)
 from actune.config import ConfigError, public_dump
 from actune.eval.config import EvalConfig, EvalModel, model_agent
 from actune.eval.report import ModelResult, build_report, foreign_report_file, write_report
@@ -379,6 +387,10 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
     report = _report(run, name, interrupted, restarts)
     if interrupted:
         raise KeyboardInterrupt
+    lost = sum(len(v) for v in _episodes_left(run.cfg, run.tasks, run.plans, run.fingerprints).values())
+    if lost:  # each failure was logged as it happened: the report covers the rest, the rerun runs these
+        raise CollectError(f"{lost} episodes not stored (each failure is logged above: a model server that did not "
+                           "answer, most often); the report covers the others; the same command runs these")
     return report
 
 

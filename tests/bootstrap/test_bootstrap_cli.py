@@ -13,6 +13,7 @@ from agent.fakes import FakeEnvironment
 from collect_fakes import walkman_llm, walkman_tasks
 
 from actune.agent import AgentConfig
+from actune.cli import main
 from actune.cli.stages import QUALIFY, register
 from actune.collect import collect, pending_episodes
 from actune.config import ConfigError
@@ -207,3 +208,21 @@ def test_per_kind_passes_with_their_own_exemplars_share_a_store(boot) -> None:
     # a prompt that shows other exemplars is another producer
     with pytest.raises(StoreMixError, match=r": prompt: stored '[0-9a-f]{12}', this run '[0-9a-f]{12}'\. Mixed"):
         boot(agent=AgentConfig(temperature=0.4, exemplar_kinds=["single"]), attempts_per_task=3)
+
+
+def test_a_run_short_of_its_target_with_episodes_never_stored_is_not_done(tmp_path, capsys):
+    """An endpoint that never answers: no episode is stored, the summary is written, and the command exits 1
+    naming how many episodes the rerun will run, not 0 as if the bootstrap were done."""
+    from actune.world import WorldConfig, write_world
+
+    world = tmp_path / "w"
+    write_world(WorldConfig(seed=1, n_people=20, n_companies=12, n_cities=8, n_train=3, n_dev=2, n_test=2), world)
+    cfg = tmp_path / "bs.yaml"
+    cfg.write_text(f"bootstrap:\n  store: {tmp_path / 'out' / 'trajectories.jsonl'}\n  endpoints: [http://127.0.0.1:9/v1]\n"
+                   f"  model: smollm2-135m\n  attempts_per_task: 1\n  retries: {{max_retries: 0, backoff_s: 0.01}}\n"
+                   f"  tasks: {{path: {world / 'train.jsonl'}}}\n"
+                   f"  env: {{corpus: {world / 'corpus.jsonl'}, index_dir: {tmp_path / 'index'}}}\n")
+    assert main(["bootstrap", str(cfg), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "actune bootstrap: 3 episodes not stored (each failure is logged above" in err
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["episodes"] == 0

@@ -180,3 +180,24 @@ def test_an_older_store_is_checked_by_the_model_its_records_name(tmp_path: Path,
     with pytest.raises(StoreMixError, match=r"model: stored 'base-a', this run 'base-b'\. "):
         run_eval(cfg.model_copy(update={"models": [EvalModel(label="p", model="base-b")]}), ServeConfig(),
                  show_progress=False)
+
+
+def test_episodes_the_server_failed_are_reported_apart_and_the_run_is_not_done(tmp_path: Path, capsys) -> None:
+    """An endpoint that never answers: the stored episode is reported, the ones it failed are not stored, and the
+    run ends with a named error (exit 1 at the command line), not as a finished eval."""
+    from actune.collect import CollectError
+    from actune.world import WorldConfig, write_world
+
+    world = tmp_path / "w"
+    write_world(WorldConfig(seed=1, n_people=20, n_companies=12, n_cities=8, n_train=2, n_dev=2, n_test=3), world)
+    out = tmp_path / "out"
+    cfg = EvalConfig(out_dir=out, models=[EvalModel(label="a")], bootstrap_samples=100,
+                     endpoints=["http://127.0.0.1:9/v1"], retries={"max_retries": 0, "backoff_s": 0.01},
+                     env={"corpus": str(world / "corpus.jsonl"), "index_dir": str(tmp_path / "index")},
+                     tasks=TaskConfig(format="custom", path=str(world / "test.jsonl"), split="test"))
+    first = json.loads((world / "test.jsonl").read_text().splitlines()[0])["id"]
+    fill_store(out / "a" / "trajectories.jsonl", [record(first, correct=True)])
+    with pytest.raises(CollectError, match=r"^2 episodes not stored \(each failure is logged above"):
+        run_eval(cfg, ServeConfig(), show_progress=False, run_id="r1")
+    assert json.loads((out / "report.json").read_text())["models"][0]["episodes"] == 1
+    assert capsys.readouterr().err.count("lost its model server") >= 2
