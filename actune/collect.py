@@ -31,7 +31,7 @@ from actune.tasks.config import TaskConfig
 from actune.tasks.loading import load_tasks
 
 __all__ = ["collect", "pending_episodes", "make_run_id", "load_unique_tasks", "producer_fingerprint",
-           "task_file_id", "CollectResult", "CollectError", "RestartableServer"]
+           "task_file_id", "CollectResult", "CollectError", "RestartableServer", "not_stored"]
 
 FINGERPRINT_VERSION = 1
 
@@ -120,6 +120,14 @@ def pending_episodes(tasks: list[Task], attempts_per_task: int, store: Trajector
 
 class CollectError(RuntimeError):
     """Too many episodes failed (raised, or ended by a server that kept failing)."""
+
+
+def not_stored(n: int, written: str) -> CollectError:
+    """The error a stage raises when it ends with ``n`` episodes never stored (their failures logged as they
+    happened), after writing what covers the others (``written``: "the report"): the run is not done, and the
+    same command runs them."""
+    return CollectError(f"{n} episodes not stored (each failure is logged above: a model server that did not "
+                        f"answer, most often); {written} covers the others; the same command runs these")
 
 
 class ServerFailedError(RuntimeError):

@@ -26,10 +26,10 @@ import actune.llm
 from actune.bootstrap.config import BootstrapConfig
 from actune.bootstrap.summary import foreign_summary, format_summary, summarize, summary_path, write_summary
 from actune.collect import (
-    CollectError,
     collect,
     load_unique_tasks,
     make_run_id,
+    not_stored,
     pending_episodes,
     producer_fingerprint,
     task_file_id,
@@ -115,8 +115,7 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
     if interrupted:
         raise KeyboardInterrupt
     if lost:
-        raise CollectError(f"{lost} episodes not stored (each failure is logged above: a model server that did not "
-                           "answer, most often); the summary counts the others; the same command runs these")
+        raise not_stored(lost, "the summary")
     return summary
 
 

@@ -29,10 +29,10 @@ import actune.llm
 from actune.agent.config import AgentConfig
 from actune.agent.prompt_spec import PROMPT_SPEC_FILE, find_prompt_spec, load_prompt_spec
 from actune.collect import (
-    CollectError,
     collect,
     load_unique_tasks,
     make_run_id,
+    not_stored,
     pending_episodes,
     producer_fingerprint,
     task_file_id,
@@ -387,10 +387,9 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
     report = _report(run, name, interrupted, restarts)
     if interrupted:
         raise KeyboardInterrupt
-    lost = sum(len(v) for v in _episodes_left(run.cfg, run.tasks, run.plans, run.fingerprints).values())
+    lost = sum(len(v) for v in _pending(run.cfg, run.tasks, run.plans).values())
     if lost:  # each failure was logged as it happened: the report covers the rest, the rerun runs these
-        raise CollectError(f"{lost} episodes not stored (each failure is logged above: a model server that did not "
-                           "answer, most often); the report covers the others; the same command runs these")
+        raise not_stored(lost, "the report")
     return report
 
 
@@ -429,6 +428,11 @@ def _episodes_left(cfg: EvalConfig, tasks: list[Task], plans: list[PlannedModel]
         if path.exists():
             for note in _check_producer(read_state(path), path, p, fingerprints[p.label], cfg):
                 print(f"eval {p.label}: {note}", file=sys.stderr)
+    return _pending(cfg, tasks, plans)
+
+
+def _pending(cfg: EvalConfig, tasks: list[Task], plans: list[PlannedModel]) -> dict[str, list[tuple[Task, int]]]:
+    """Label -> the pairs its store lacks."""
     todo: dict[str, list[tuple[Task, int]]] = {}
     for p in plans:
         with TrajectoryStore.open(store_path(cfg, p.label)) as store:
