@@ -24,8 +24,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from actune.config import public_dump
 from actune.runtime.provenance import provenance
-from actune.train.checkpoints import durable_checkpoints, train_resuming
+from actune.train.checkpoints import durable_checkpoints, run_identity, train_resuming
 from actune.train.common import (
     Start,
     TrainError,
@@ -178,19 +179,22 @@ def train_dpo(cfg: TrainConfig, *, log: Callable[[str], None] | None = None) -> 
         steps = steps_per_epoch(len(train_ds), trainer.args)
         trainer.args.eval_steps = trainer.args.save_steps = max(1, math.ceil(steps / cfg.evals_per_epoch))
     trainer.add_callback(durable_checkpoints())
-    result = train_resuming(trainer, start.ckpt_dir, say, "train dpo")
+    identity = run_identity(cfg)
+    result = train_resuming(trainer, start.ckpt_dir, say, "train dpo", identity=identity)
     dev = [(int(h["step"]), float(h["eval_loss"])) for h in trainer.state.log_history if "eval_loss" in h]
-    meta = {"objective": "dpo", "base_model": cfg.base_model, "pairs": len(pairs), "train_pairs": len(train_ds),
+    meta = {"objective": "dpo", "config": public_dump(cfg), "run": identity, "base_model": cfg.base_model,
+            "pairs": len(pairs), "train_pairs": len(train_ds),
             "dev_pairs": len(dev_ds) if dev_ds else 0, "padding_free": trainer.padding_free, "beta": args.beta,
             "loss_type": list(args.loss_type),
             "steps": int(trainer.state.global_step), "final_loss": float(result.training_loss),
             "dev_losses": dev, "best_checkpoint": trainer.state.best_model_checkpoint,
             "minutes": round((time.perf_counter() - t0) / 60, 2), "losses": logged_losses(trainer),
-            "provenance": provenance(start.dtype)}
+            "dtype": start.dtype, "provenance": provenance(start.dtype)}
     final = save_weights(trainer, start)
     if final is not None:
         write_adapter_folder(final, start, start_prompt_spec(start.model_dir, cfg.wire_format), lambda merged: meta,
                              merge=cfg.merge,
-                             records=training_tasks_record(zip(pairs["task_id"], pairs["question"]), start.model_dir))
+                             records=training_tasks_record(zip(pairs["task_id"], pairs["question"]), start.model_dir),
+                             card=True)
     say(f"train dpo: {meta['steps']} steps, loss {meta['final_loss']:.4f}; adapter in {start.out}")
     return meta

@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING, Any, Callable
 from actune.agent.config import AgentConfig
 from actune.agent.prompt_spec import find_prompt_spec, load_prompt_spec
 from actune.collect import load_unique_tasks
+from actune.config import public_dump
 from actune.envs.config import EnvConfig
 from actune.runtime.provenance import provenance
 from actune.serve.server import serving
 from actune.tasks.config import TaskConfig
-from actune.train.checkpoints import durable_checkpoints, train_resuming
+from actune.train.checkpoints import durable_checkpoints, run_identity, train_resuming
 from actune.train.common import TrainError, load_model, logged_losses, open_start, recipe_args, trl_args
 from actune.train.config import TrainConfig
 from actune.train.rollouts import RolloutSetup, make_rollout_func, rollout_reward
@@ -110,20 +111,22 @@ def train_grpo(cfg: TrainConfig, spec: RolloutSpec, serve: ServeConfig, *, serve
         trainer = _trainer(model, args, prompts, tokenizer, cfg.lora.peft_config(),
                            make_rollout_func(setup, cfg.grpo, say), rollout_reward)
         trainer.add_callback(durable_checkpoints())
-        result = train_resuming(trainer, start.ckpt_dir, say, "train grpo")
+        identity = run_identity(cfg)
+        result = train_resuming(trainer, start.ckpt_dir, say, "train grpo", identity=identity)
     rewards = [(int(h["step"]), float(h["reward"])) for h in trainer.state.log_history if "reward" in h]
-    meta = {"objective": "grpo", "base_model": cfg.base_model, "tasks": len(tasks),
+    meta = {"objective": "grpo", "config": public_dump(cfg), "run": identity, "base_model": cfg.base_model,
+            "tasks": len(tasks),
             "tasks_per_step": cfg.grpo.tasks_per_step, "num_generations": cfg.grpo.num_generations,
             "temperature": cfg.grpo.temperature, "reward": cfg.grpo.reward.model_dump(), "beta": args.beta,
             "steps": int(trainer.state.global_step), "final_loss": float(result.training_loss),
             "rewards": rewards, "rollouts": str(setup.store_dir), "minutes": round((time.perf_counter() - t0) / 60, 2),
-            "losses": logged_losses(trainer), "provenance": provenance(dtype)}
+            "losses": logged_losses(trainer), "dtype": dtype, "provenance": provenance(dtype)}
     del model  # the trainer's copy is the one saved; merging loads the start model again
     final = save_weights(trainer, start)
     if final is not None:
         write_adapter_folder(final, start, start_prompt_spec(model_dir, "text", agent.method), lambda merged: meta,
                              merge=cfg.merge, records=training_tasks_record(((t.id, t.question) for t in tasks),
-                                                                            model_dir))
+                                                                            model_dir), card=True)
     say(f"train grpo: {meta['steps']} steps, last reward {rewards[-1][1] if rewards else float('nan'):.3f}; "
         f"adapter in {out}")
     return meta

@@ -149,6 +149,30 @@ def _data_section(meta: dict[str, Any], summary: dict[str, Any] | None) -> list[
     return lines
 
 
+_TRAINED_BY = {
+    "sft": "TRL's `SFTTrainer` on agent trajectories that actune bootstrapped and judged",
+    "dpo": "TRL's `DPOTrainer` on pairs of one task's kept and failed episodes that actune bootstrapped and judged",
+    "grpo": "TRL's `GRPOTrainer` on episodes the model itself played in actune's agent loop, rewarded by its judge",
+}
+"""How each objective's card says what the model was trained with (``training_meta.json``'s ``objective``)."""
+
+
+def _objective_data(meta: dict[str, Any]) -> list[str]:
+    """The training-data lines of a DPO or GRPO adapter, from its meta file."""
+    start = f"- Started from `{meta['config']['base_model']}` (its weights, LoRA trained on top)."
+    if meta["objective"] == "dpo":
+        return [f"- {meta['pairs']} preference pairs (a kept and a failed episode of one task, the prompt shared): "
+                f"{meta['train_pairs']} trained on, {meta['dev_pairs']} in the dev slice; beta {meta['beta']}, loss "
+                f"{', '.join(meta['loss_type'])}.", f"- Pairs: `{meta['config'].get('dataset')}` (`actune export` "
+                "with `train.objective=dpo`).", start]
+    last = meta["rewards"][-1][1] if meta.get("rewards") else None
+    return [f"- {meta['tasks']} training tasks, {meta['tasks_per_step']} a step x {meta['num_generations']} episodes "
+            f"at temperature {meta['temperature']}, played by the model being trained; reward "
+            f"{meta['reward']} (the judge's verdict); beta {meta['beta']}; last step's mean reward "
+            + (f"{last:.3f}." if last is not None else "not recorded."),
+            f"- The episodes: `{meta['rollouts']}` (a trajectory store per step).", start]
+
+
 def _loss_section(meta: dict[str, Any]) -> list[str]:
     if "final_loss" not in meta:
         return [f"Losses: not recorded (no {TRAINING_META_FILE} or {_TRAINER_STATE} in the folder)."]
@@ -185,16 +209,17 @@ def model_card(folder: Path, *, merged: bool = False, report: str | Path | None 
     Evaluation section (:mod:`actune.train.card_eval`; a :class:`~actune.train.card_eval.ReportError` when it
     has none)."""
     meta = _training_meta(folder)
-    if meta is None:
-        if merged:
-            raise CardError(f"{folder}: no {TRAINING_META_FILE}: the merged model's card is written from it "
-                            "(`actune train` writes it in merged/ as in the adapter folder)")
-        return _card_text(folder, _meta_from_adapter_files(folder), merged, report)
+    if meta is None and merged:
+        raise CardError(f"{folder}: no {TRAINING_META_FILE}: the merged model's card is written from it "
+                        "(`actune train` writes it in merged/ as in the adapter folder)")
     try:
-        return _card_text(folder, meta, merged, report)
+        return _card_text(folder, _meta_from_adapter_files(folder) if meta is None else meta, merged, report)
     except (CardError, ReportError):  # named already
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as e:  # a field missing or of another type
+        if meta is None:
+            raise CardError(f"{folder}: its {_ADAPTER_CONFIG} or {_TRAINER_STATE} is not as PEFT and the Trainer "
+                            f"write them ({type(e).__name__}: {e})") from None
         raise CardError(f"{folder / TRAINING_META_FILE}: not the training_meta.json actune train writes "
                         f"({type(e).__name__}: {e}); rerun the training or delete the file") from None
 
@@ -205,16 +230,19 @@ def _card_text(folder: Path, meta: dict[str, Any], merged: bool, report: str | P
     base_name = _known_name(str(cfg["base_model"])) or str(cfg["base_model"])
     base_id = hub_base_model(base_name)
     name = _method_words(spec.method)[0]
-    front = _front_matter(spec.method, base_id, base_name, merged=merged, report=report, folder=folder)
+    objective = str(meta.get("objective") or "sft")
+    front = _front_matter(spec.method, base_id, base_name, merged=merged, report=report, folder=folder,
+                          objective=objective)
     repo = "org/name"
     lines = [
         "---", front.to_yaml(), "---", "",
         f"# {name} agent, fine-tuned with actune", "",
-        f"This is {_what_it_is(base_id, base_name, merged)}, fine-tuned with TRL's `SFTTrainer` on agent "
-        f"trajectories that actune bootstrapped and judged, to act zero-shot (no exemplars) in the {name} format.",
+        f"This is {_what_it_is(base_id, base_name, merged)}, fine-tuned with {_TRAINED_BY[objective]}, to act "
+        f"zero-shot (no exemplars) in the {name} format.",
         "",
         "## Method and step format", "", _method_paragraph(spec.method, cfg.get("mask_observations")), "",
-        "## Training data", "", *_data_section(meta, _export_summary(meta)), "",
+        "## Training data", "", *(_data_section(meta, _export_summary(meta)) if objective == "sft"
+                                  else _objective_data(meta)), "",
         "## Training", "", _training_paragraph(meta, merged), "",
         *_loss_section(meta), "",
         *([*eval_section(report, folder), ""] if report is not None else []),
@@ -230,14 +258,14 @@ def _card_text(folder: Path, meta: dict[str, Any], merged: bool, report: str | P
 
 
 def _front_matter(method: str, base_id: str | None, base_name: str, *, merged: bool, report: str | Path | None,
-                  folder: Path) -> ModelCardData:
+                  folder: Path, objective: str = "sft") -> ModelCardData:
     """The card's YAML: base model (its Hub id), library, tags, and the eval rows as a model-index."""
     index = report is not None and model_index(report, folder, f"actune-{method}-{base_name}"
                                                + ("-merged" if merged else ""))
     # the eval rows go as model-index itself: ModelCardData's eval_results form holds one metric per result
     return ModelCardData(base_model=base_id or None, library_name="transformers" if merged else "peft",
                          pipeline_tag="text-generation", language=["en"],
-                         tags=["actune", "agent", method, "lora", "sft", "trl"] + (["merged"] if merged else []),
+                         tags=["actune", "agent", method, "lora", objective, "trl"] + (["merged"] if merged else []),
                          **({"model-index": index} if index else {}))
 
 

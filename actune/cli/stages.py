@@ -84,8 +84,9 @@ TRAIN_DOC = """``actune train CONFIG [key=value ...]``: LoRA-fine-tune the base 
 Reads the run config's ``train`` section (TrainConfig); overrides are ``train.max_steps=10`` or any
 run-config key, and a key that is a train field may omit the ``train.`` prefix. Holds out
 ``train.eval_fraction`` of the tasks as a dev slice and keeps the checkpoint with the lowest dev loss.
-Writes to ``train.output_dir`` (replaced atomically): the adapter, ``actune_prompt.json``,
-``training_meta.json``, ``training_tasks.json``, ``loss.png`` and, with ``train.merge=true``,
+Writes to ``train.output_dir`` (replaced atomically; refused when it holds anything but an adapter folder
+actune trained): the adapter, ``actune_prompt.json``, ``training_meta.json`` (losses included),
+``training_tasks.json``, the model card ``README.md``, ``loss.png`` (SFT) and, with ``train.merge=true``,
 ``merged/`` (base model with the adapter merged in). A rerun resumes from the last complete checkpoint
 in ``<output_dir>.checkpoints``.
 """

@@ -30,6 +30,8 @@ __all__ = ["CARD_FILE", "PushError", "PushResult", "detect_kind", "file_card_pat
 
 CARD_FILE = "README.md"
 EXPORT_MARKER = "export_summary.json"
+PAIRS_MARKER = "pairs_summary.json"
+"""What a DPO pairs export holds (``actune.bootstrap.preference_pairs``, a stage this core module may not import)."""
 ADAPTER_MARKER = "adapter_config.json"
 MODEL_MARKER = "config.json"
 WEIGHT_SUFFIXES = (".safetensors", ".bin")
@@ -84,6 +86,9 @@ def detect_kind(path: str | Path) -> Kind:
         raise PushError(f"{p}: no such folder")
     if (p / EXPORT_MARKER).is_file():
         return "export"
+    if (p / PAIRS_MARKER).is_file():
+        raise PushError(f"{p}: a DPO pairs export, which carries no dataset card yet: actune push does not upload it; "
+                        "push the trajectories' export (actune export without train.objective=dpo) or the adapter")
     if (p / ADAPTER_MARKER).is_file():
         return "adapter"
     if (p / MODEL_MARKER).is_file() and any(f.suffix in WEIGHT_SUFFIXES for f in p.iterdir()):

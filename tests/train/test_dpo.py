@@ -72,6 +72,12 @@ def test_two_real_dpo_steps_on_the_embedded_model(tmp_path, embedded_model, prec
     assert saved["padding_free"] is True  # the default: each batch's sequences as one row
     # the pairs' task (the walkman question), for eval's leakage check
     assert [t["id"] for t in json.loads((tmp_path / "dpo" / "training_tasks.json").read_text())] == [WALKMAN.id]
+    # a model card as SFT's adapters have, saying how it was trained: actune push uploads the folder with it
+    card = (tmp_path / "dpo" / "README.md").read_text()
+    assert "fine-tuned with TRL's `DPOTrainer` on pairs of one task's kept and failed episodes" in card
+    assert "- 2 preference pairs (a kept and a failed episode of one task, the prompt shared): 2 trained on, 0 in " \
+           "the dev slice; beta 0.2, loss sigmoid." in card
+    assert "\n- dpo\n" in card and "Final training loss" in card and "float32, seed" in card
 
 
 def test_padding_free_dpo_learns_what_padded_dpo_learns(tmp_path, embedded_model):

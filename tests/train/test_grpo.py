@@ -110,6 +110,9 @@ def test_two_real_grpo_steps_with_rollouts_on_the_real_server(vllm_server, embed
     assert (tmp_path / "grpo" / "actune_prompt.json").is_file()
     trained = {r.task.id for store in stores for r in read_trajectories(store)}
     assert {t["id"] for t in json.loads((tmp_path / "grpo" / "training_tasks.json").read_text())} >= trained
+    card = (tmp_path / "grpo" / "README.md").read_text()
+    assert "fine-tuned with TRL's `GRPOTrainer` on episodes the model itself played" in card
+    assert "\n- grpo\n" in card and f"- The episodes: `{tmp_path / 'grpo.rollouts'}`" in card
 
 
 def test_a_step_with_unchanged_weights_keeps_its_adapter_loaded(monkeypatch, tmp_path: Path, tokenizer):

@@ -168,6 +168,19 @@ def test_a_card_from_adapter_config_and_the_trainer_log(tmp_path):
         ModelCard.load(write_folder_card(bare)[0]).text)
 
 
+
+def test_an_adapter_config_or_trainer_log_of_the_wrong_shape_is_a_named_error(tmp_path):
+    folder = adapter_without_meta(tmp_path, {"global_step": 5, "log_history": 5})
+    with pytest.raises(CardError, match=r"old-adapter: its adapter_config.json or trainer_state.json is not as PEFT"):
+        write_folder_card(folder)
+    config = json.loads((folder / "adapter_config.json").read_text())
+    (folder / "adapter_config.json").write_text(json.dumps({**config, "r": "x"}))
+    (folder / "checkpoint-5").joinpath("trainer_state.json").unlink()
+    with pytest.raises(CardError, match=r"is not as PEFT and the Trainer write them \(ValueError"):
+        write_folder_card(folder)
+    assert not (folder / "README.md").exists()
+
+
 def test_a_card_is_not_written_over_someone_elses_or_without_a_spec(tmp_path, capsys):
     folder = adapter(tmp_path)
     mine = "---\nlicense: mit\n---\n\n# My adapter\n"
