@@ -10,7 +10,7 @@ from typing import Any
 from actune.config import ConfigError, public_dump
 from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.layout import Layout
-from actune.records.atomic_write import atomic_write_text
+from actune.records.atomic_write import atomic_write_text, is_leftover
 
 __all__ = ["comparable", "load_state", "save_state", "stored_config_as_current"]
 
@@ -31,7 +31,9 @@ def load_state(layout: Layout, cfg: QuickstartConfig) -> dict[str, Any]:
     writes its files into it by fixed names (report.md, tasks/, ...) and would replace the user's."""
     config = comparable(public_dump(cfg))
     if not layout.state.exists():
-        if layout.out.is_dir() and any(layout.out.iterdir()) or layout.out.exists() and not layout.out.is_dir():
+        # what a run killed in its first state save left (a temp file) is no user's
+        if (layout.out.is_dir() and any(not is_leftover(p.name) for p in layout.out.iterdir())
+                or layout.out.exists() and not layout.out.is_dir()):
             raise ConfigError(f"{layout.out}: not empty and holds no quickstart run ({layout.state.name}); a run "
                               "writes its files there by fixed names: choose a new or empty --out")
         return {"config": config, "done": {}}
@@ -53,14 +55,16 @@ def load_state(layout: Layout, cfg: QuickstartConfig) -> dict[str, Any]:
             return state
         raise ConfigError(f"{layout.out} holds a quickstart run with other settings (differs in: "
                           f"{', '.join(keys)}); use another --out, or the same preset, seed and overrides to resume "
-                          "(only --rounds may grow, and formats change)")
+                          "(only --rounds may grow, without after_sft, and formats change)")
     return state
 
 
 def _extends(keys: list[str], old: dict[str, Any], config: dict[str, Any]) -> bool:
     """Whether a config differing from the stored one in ``keys`` extends its run: more rounds (round r reads only
-    rounds < r) or other ``formats`` (each format's stages are its own, on round 1's store), nothing else."""
-    return set(keys) <= {"rounds", "formats"} and ("rounds" not in keys or config["rounds"] > old.get("rounds", 0))
+    rounds < r) or other ``formats`` (each format's stages are its own, on round 1's store), nothing else. Not more
+    rounds of a run with ``after_sft``: its DPO and GRPO models start from the last round's, which would change."""
+    more_rounds = "rounds" in keys and config["rounds"] > old.get("rounds", 0) and not config.get("after_sft")
+    return set(keys) <= {"rounds", "formats"} and ("rounds" not in keys or more_rounds)
 
 
 def _redone(keys: list[str]) -> tuple[str, ...]:

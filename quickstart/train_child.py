@@ -20,6 +20,7 @@ from actune.envs.config import EnvConfig
 from actune.runtime.stop_signals import stop_signals_as_interrupt
 from actune.serve.config import ServeConfig
 from actune.tasks.config import TaskConfig
+from actune.train.checkpoints import run_identity, trained_already
 from actune.train.common import TrainError
 from actune.train.config import TrainConfig
 from actune.train.grpo import RolloutSpec
@@ -75,7 +76,12 @@ def train_in_child_process(cfg: TrainConfig, *, rollouts: RolloutSpec | None = N
 
     An error in the child is raised here as itself; a stop (SIGTERM, Ctrl-C) here stops the child first (it
     unwinds as ``actune train`` does, its last complete checkpoint is where a rerun resumes) and waits for it, so
-    no process is left behind."""
+    no process is left behind. An adapter of exactly this training already in ``cfg.output_dir`` (a run stopped
+    after saving it, before the stage was noted done) is kept, not trained again."""
+    if trained_already(run_identity(cfg), cfg.output_dir):
+        print(f"train: {cfg.output_dir} holds this training's adapter already (the run stopped after saving it); "
+              "kept", file=sys.stderr, flush=True)
+        return
     ctx = multiprocessing.get_context("spawn")  # fork after torch and the HTTP client's threads is unsafe
     receive, send = ctx.Pipe(duplex=False)
     rollouts_json = (None if rollouts is None else

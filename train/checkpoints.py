@@ -14,7 +14,13 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["complete_checkpoint", "durable_checkpoints", "fsync_checkpoint", "last_checkpoint", "train_resuming"]
+from actune.config import public_dump
+from actune.records.atomic_write import atomic_write_text
+from actune.train.common import TrainError
+from actune.train.config import TrainConfig
+
+__all__ = ["RUN_FILE", "complete_checkpoint", "durable_checkpoints", "fsync_checkpoint", "last_checkpoint",
+           "run_identity", "train_resuming", "trained_already"]
 
 _WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
 
@@ -77,9 +83,56 @@ def durable_checkpoints() -> object:
     return DurableCheckpoints()
 
 
-def train_resuming(trainer: Any, ckpt_dir: Path, say: Callable[[str], None], what: str = "train") -> Any:
-    """``trainer.train()`` from the last complete checkpoint in ``ckpt_dir`` when there is one (said)."""
+RUN_FILE = "actune_run.json"
+"""What the checkpoints of ``<output_dir>.checkpoints`` were trained from (:func:`train_resuming`)."""
+_NOT_LEARNT = ("dataset", "output_dir", "merge", "max_steps", "torch_threads", "logging_steps", "save_steps",
+               "evals_per_epoch", "gradient_checkpointing", "padding_free", "loss_head")
+"""TrainConfig keys a resume may change: where the data (fingerprinted by content) and the adapter are, how far it
+trains, how it is watched and how fast it runs (the same gradients), not what it learns."""
+
+
+def run_identity(cfg: TrainConfig) -> dict[str, Any]:
+    """What makes two trainings the same run: the settings that shape what is learnt (the public dump of ``cfg``) and
+    the dataset's content as ``datasets`` fingerprints it (``state.json``; GRPO trains on no dataset)."""
+    state = None if cfg.objective == "grpo" else Path(cfg.dataset) / "state.json"
+    try:
+        content = json.loads(state.read_text(encoding="utf-8")) if state is not None else None
+    except (OSError, ValueError):
+        content = None
+    return {"config": {k: v for k, v in public_dump(cfg).items() if k not in _NOT_LEARNT},
+            "dataset": content.get("_fingerprint") if isinstance(content, dict) else None}
+
+
+def trained_already(identity: dict[str, Any], out: Path) -> bool:
+    """Whether ``out`` holds the adapter of the training ``identity`` names (its ``training_meta.json`` records the
+    same): a run stopped after the adapter was swapped in, before its caller noted the stage done, needs no training
+    again (its checkpoints are gone with the swap)."""
+    try:
+        meta = json.loads((out / "training_meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and meta.get("run") == json.loads(json.dumps(identity))
+
+
+def train_resuming(trainer: Any, ckpt_dir: Path, say: Callable[[str], None], what: str = "train",
+                   identity: dict[str, Any] | None = None) -> Any:
+    """``trainer.train()`` from the last complete checkpoint in ``ckpt_dir`` when there is one (said). ``identity``
+    (:func:`run_identity`) is recorded beside the checkpoints; checkpoints recorded with another are an error
+    naming what differs (resuming them would skip that many batches of a different training), never resumed."""
     resume = last_checkpoint(ckpt_dir)
+    record = ckpt_dir / RUN_FILE
+    if identity is not None:
+        if resume and record.is_file():
+            stored = json.loads(record.read_text(encoding="utf-8"))
+            keys = sorted(k for k in set(stored["config"]) | set(identity["config"])
+                          if stored["config"].get(k) != identity["config"].get(k))
+            keys += ["the dataset's content"] if stored.get("dataset") != identity["dataset"] else []
+            if keys:
+                raise TrainError(f"{ckpt_dir}: its checkpoints are of another training (differs in: "
+                                 f"{', '.join(keys)}); rerun with the settings it was started with, or remove the "
+                                 "folder to start over")
+        ckpt_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(record, json.dumps(identity, indent=2, sort_keys=True) + "\n")
     if resume:
         say(f"{what}: resuming from {resume}")
     return trainer.train(resume_from_checkpoint=resume)

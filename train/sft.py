@@ -34,7 +34,7 @@ from actune.runtime import cpu_features
 from actune.runtime.chat_templates import tools_template
 from actune.runtime.model_files import prepare_model
 from actune.runtime.provenance import provenance
-from actune.train.checkpoints import durable_checkpoints, train_resuming
+from actune.train.checkpoints import durable_checkpoints, run_identity, train_resuming
 from actune.train.common import (
     MERGED_DIR,
     Start,
@@ -516,7 +516,8 @@ def fit(run: Prepared) -> Fitted:
         eval_steps = max(1, math.ceil(steps_per_epoch(len(trainer.train_dataset), trainer.args)
                                       / cfg.evals_per_epoch))
         trainer.args.eval_steps = trainer.args.save_steps = eval_steps
-    training_loss = float(train_resuming(trainer, run.ckpt_dir, say).training_loss)
+    identity = run_identity(run.cfg)
+    training_loss = float(train_resuming(trainer, run.ckpt_dir, say, identity=identity).training_loss)
     train_points, res = _fit_result(run, trainer.state, training_loss, has_dev=dev_ds is not None)
     return Fitted(trainer, speed, eval_steps, training_loss, train_points, res)
 
@@ -580,6 +581,7 @@ def training_meta(run: Prepared, fitted: Fitted, merged_dtype: str | None) -> di
     res, split = fitted.result, run.split
     return {
         "config": public_dump(run.cfg),
+        "run": run_identity(run.cfg),
         "base_model_path": str(run.model_dir),
         "method": run.method,
         "dtype": run.dtype,

@@ -36,7 +36,7 @@ from typing import IO, Any
 
 __all__ = ["temp_folder_beside", "atomic_writer", "atomic_write_text", "atomic_write_bytes", "atomic_write_png",
            "replace_folder", "recover_folder", "try_lock", "open_locked", "output_lock", "lock_path",
-           "check_not_an_input", "check_output", "fresh_work_folder"]
+           "check_not_an_input", "check_output", "fresh_work_folder", "is_leftover"]
 
 
 _MARK = "actune-"
@@ -268,6 +268,12 @@ def output_lock(out: str | Path, error: type[Exception] = RuntimeError) -> Itera
     finally:
         path.unlink(missing_ok=True)  # before the lock goes: a waiter that opened it sees it was removed
         os.close(fd)
+
+
+def is_leftover(name: str) -> bool:
+    """Whether ``name`` is one actune gives what it leaves beside an output (``.<output>.actune-…``: a temp file or
+    folder, a lock, a swap's old folder): a folder holding only such entries holds nothing of a user's."""
+    return name.startswith(".") and f".{_MARK}" in name[1:]
 
 
 def _remove_dead_temps(out: Path) -> None:

@@ -59,6 +59,16 @@ def test_more_rounds_extend_a_run_and_redo_only_eval_and_report(tmp_path: Path) 
         load_state(layout, load_quickstart("smoke", ["rounds=1"]))
 
 
+
+def test_more_rounds_of_a_run_with_dpo_or_grpo_after_sft_are_refused(tmp_path: Path) -> None:
+    # its DPO model started from round 1's SFT model: with a round 2 it would be reported against tuned-r2, which it
+    # never started from
+    layout = Layout(tmp_path)
+    save_state(layout, load_state(layout, load_quickstart("smoke", ["rounds=1", "after_sft=[dpo]"])))
+    with pytest.raises(ConfigError, match=r"differs in: rounds\).*only --rounds may grow, without after_sft"):
+        load_state(layout, load_quickstart("smoke", ["rounds=2", "after_sft=[dpo]"]))
+
+
 def test_a_run_resumes_when_only_the_hardware_table_changed(tmp_path: Path) -> None:
     layout = Layout(tmp_path)
     state = load_state(layout, load_quickstart("smoke"))
@@ -98,5 +108,8 @@ def test_a_folder_holding_files_but_no_run_is_refused_and_left_as_it_was(tmp_pat
         load_state(Layout(tmp_path), load_quickstart("smoke"))
     assert [p.name for p in tmp_path.iterdir()] == ["report.md"]
     (tmp_path / "empty").mkdir()
+    assert load_state(Layout(tmp_path / "empty"), load_quickstart("smoke"))["done"] == {}
+    # a run SIGKILLed inside its first state save left only its temp file: the rerun goes on
+    (tmp_path / "empty" / ".quickstart-state.json.actune-0a1b2c3d.tmp").write_text("{")
     assert load_state(Layout(tmp_path / "empty"), load_quickstart("smoke"))["done"] == {}
     assert load_state(Layout(tmp_path / "new"), load_quickstart("smoke"))["done"] == {}

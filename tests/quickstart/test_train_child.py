@@ -114,6 +114,11 @@ def test_a_stopped_parent_leaves_no_training_behind_and_a_rerun_finishes_in_a_ch
     assert resumed and resumed[0].endswith(f"checkpoint-{second[-1]}"), rerun.stderr[-3000:]
     assert (tmp_path / "adapter" / "adapter_model.safetensors").is_file()
     assert rerun.stdout.splitlines()[-1] == "False False"  # trl and torch were loaded by the child only
+    # stopped after the adapter was saved, before its stage was noted done: the next run keeps it, trains nothing
+    before = (tmp_path / "adapter" / "adapter_model.safetensors").read_bytes()
+    again = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "holds this training's adapter already" in again.stderr, again.stderr[-3000:]
+    assert (tmp_path / "adapter" / "adapter_model.safetensors").read_bytes() == before
 
 
 def test_an_error_in_the_child_is_raised_as_itself(tmp_path):

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
 import torch
 from safetensors.torch import save_file
 
-from actune.train.checkpoints import complete_checkpoint, fsync_checkpoint, last_checkpoint
+from actune.train.checkpoints import (
+    RUN_FILE,
+    complete_checkpoint,
+    fsync_checkpoint,
+    last_checkpoint,
+    run_identity,
+    train_resuming,
+)
+from actune.train.common import TrainError
+from actune.train.config import TrainConfig
 
 
 def _checkpoint(root: Path, step: int, files: dict[str, str | None]) -> Path:
@@ -59,3 +70,33 @@ def test_the_durable_callback_fsyncs_the_checkpoint_the_trainer_just_saved(tmp_p
     checkpoints.durable_checkpoints().on_save(SimpleNamespace(output_dir=str(tmp_path)), SimpleNamespace(global_step=7),
                                               None)
     assert synced == [tmp_path / "checkpoint-7"]
+
+
+class _FakeTrainer:  # a FAKE trainer: records where train() was told to resume from
+    def train(self, resume_from_checkpoint=None):
+        self.resumed = resume_from_checkpoint
+        return "trained"
+
+
+def test_checkpoints_of_another_training_are_refused_by_name_not_resumed(tmp_path: Path) -> None:
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    (ds / "state.json").write_text(json.dumps({"_fingerprint": "aaa"}))
+    ckpt = tmp_path / "adapter.checkpoints"
+    first = run_identity(TrainConfig(dataset=ds, learning_rate=1e-4))
+    trainer = _FakeTrainer()
+    assert train_resuming(trainer, ckpt, print, identity=first) == "trained" and trainer.resumed is None
+    assert json.loads((ckpt / RUN_FILE).read_text()) == json.loads(json.dumps(first))
+    _checkpoint(ckpt, 4, {"trainer_state.json": "{}", "adapter_model.safetensors": None})
+    # the same run, told to go further and to run on more threads, resumes
+    again = run_identity(TrainConfig(dataset=ds, learning_rate=1e-4, max_steps=50, torch_threads=2))
+    train_resuming(trainer, ckpt, print, identity=again)
+    assert trainer.resumed == str(ckpt / "checkpoint-4")
+    # another learning rate and another dataset's content: named, nothing resumed
+    (ds / "state.json").write_text(json.dumps({"_fingerprint": "bbb"}))
+    other = run_identity(TrainConfig(dataset=ds, learning_rate=2e-4))
+    trainer.resumed = "untouched"
+    with pytest.raises(TrainError, match=r"adapter.checkpoints: its checkpoints are of another training \(differs in: "
+                                         r"learning_rate, the dataset's content\)"):
+        train_resuming(trainer, ckpt, print, identity=other)
+    assert trainer.resumed == "untouched"
