@@ -64,8 +64,10 @@ class Verdict:
 
 def titles_read(traj: Trajectory) -> list[str]:
     """The page titles the episode's observations came from, in the order first read."""
-    env_info = traj.info.get("env_info") or {}
-    return [t for t in env_info.get("titles") or [] if isinstance(t, str)]
+    env_info = traj.info.get("env_info")
+    titles = env_info.get("titles") if isinstance(env_info, dict) else None
+    # a store edited by hand or written by another tool: what is not a list of titles names no page read
+    return [t for t in titles if isinstance(t, str)] if isinstance(titles, list) else []
 
 
 def _squash(text: str) -> str:

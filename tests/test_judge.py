@@ -4,6 +4,7 @@ well-ordered -> kept; methods that read no pages are kept on correctness alone."
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import asdict
 
 import pytest
@@ -77,6 +78,8 @@ def test_titles_come_from_the_loops_observations() -> None:
                 meta={"kind": "single", "supporting_titles": ["walkman"]})
     traj = asyncio.run(run_episode(task, env, ScriptedLLM([SEARCH, FINISH]), AgentConfig()))
     assert titles_read(traj) == ["Walkman"]
+    for odd in (5, {"titles": 5}, {"titles": "Walkman"}, None):  # a store another tool wrote: no page read
+        assert titles_read(dataclasses.replace(traj, info={**traj.info, "env_info": odd})) == []
     v = judge(traj)
     assert (v.correct, v.grounded, v.kept) == (True, True, True)
     task2 = Task(id="w2", question="Who makes the Walkman?", answer="Sony",
