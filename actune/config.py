@@ -221,7 +221,7 @@ def _format_validation_error(err: ValidationError, source: str, prefix: str = ""
         else:
             msg = e["msg"]
             if "input" in e and kind not in ("missing",) and not _is_secret(e["loc"]):
-                msg += f" (got {_ECHO.repr(e['input'])})"
+                msg += f" (got {mask_url_credentials(_ECHO.repr(e['input']))})"
         lines.append(f"  {loc}: {msg}")
     if len(errors) > _MAX_ERROR_LINES:
         lines.append(f"  ... and {len(errors) - _MAX_ERROR_LINES} more")

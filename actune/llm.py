@@ -29,7 +29,7 @@ import httpx
 import openai
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
-from actune.config import ConfigError, StrictModel
+from actune.config import ConfigError, StrictModel, mask_url_credentials
 from actune.records.trajectory import SamplingRecord, Usage
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -399,6 +399,7 @@ class LLMClient:
         408), else the LLMError the caller gets (4xx: never retried). Kept: openai's classes know neither the
         context-length error nor the key's source, and its messages are not masked."""
         status, message = e.status_code, self._mask(_error_message(e.body))
+        endpoint = mask_url_credentials(endpoint)
         if status in (408, 429):
             # a hosted API's rate limit or request timeout: the request is fine, retry when told
             return _Retry(f"{endpoint}: HTTP {status}: {message}", self._retry_after_s(e.response))
@@ -418,8 +419,9 @@ class LLMClient:
         return None if asked is None else max(asked, 0.0)
 
     def _mask(self, text: str) -> str:
-        """``text`` with the key replaced by ``***`` (a server may echo what it was sent)."""
-        return text.replace(self._key, MASK) if self._key else text
+        """``text`` with the key replaced by ``***`` (a server may echo what it was sent) and any password written
+        into an endpoint's URL too (``https://***@host/v1``)."""
+        return mask_url_credentials(text.replace(self._key, MASK) if self._key else text)
 
     def _key_source(self) -> str:
         if self.config.api_key_env:

@@ -34,7 +34,7 @@ from actune.collect import (
     producer_fingerprint,
     task_file_id,
 )
-from actune.config import ConfigError, public_dump
+from actune.config import ConfigError, mask_url_credentials, public_dump
 from actune.llm import ClientConfig, read_api_key
 from actune.records.store import TrajectoryStore
 from actune.records.task_record import Task
@@ -149,8 +149,9 @@ def _run_episodes(cfg: BootstrapConfig, serve: ServeConfig, served: Serving | No
             check_serves(endpoints, model_name, "bootstrap.model", hosted_key or serve.api_key)
         restarts_before = on.server.restarts if on.server else 0
         key_note = f", key from ${cfg.api_key_env}" if cfg.api_key_env else ""
-        print(f"bootstrap: {len(todo)} episodes to run on {', '.join(endpoints)} (model {model_name!r}"
-              f"{key_note}), {cfg.concurrency} at once; run id {run_id}", file=sys.stderr, flush=True)
+        shown = mask_url_credentials(", ".join(endpoints))
+        print(f"bootstrap: {len(todo)} episodes to run on {shown} (model {model_name!r}{key_note}), "
+              f"{cfg.concurrency} at once; run id {run_id}", file=sys.stderr, flush=True)
 
         async def _collect() -> None:
             # The key: the variable bootstrap.api_key_env names (a hosted teacher), else the serve section's

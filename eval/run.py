@@ -37,7 +37,7 @@ from actune.collect import (
     producer_fingerprint,
     task_file_id,
 )
-from actune.config import ConfigError, public_dump
+from actune.config import ConfigError, mask_url_credentials, public_dump
 from actune.eval.config import EvalConfig, EvalModel, model_agent
 from actune.eval.report import ModelResult, build_report, foreign_report_file, write_report
 from actune.eval.stats import HEADLINE
@@ -484,11 +484,12 @@ def _run_group(run: _EvalRun, g: ServerGroup, busy: list[PlannedModel], n_local:
         # a server handed over was started with the adapters its own stage needed, maybe not these
         if (g.endpoints or cfg.endpoints or served) and any(p.adapter is not None for p in busy):
             for loaded in ensure_adapters(endpoints, busy, key):
-                print(f"eval: loaded adapter {loaded} into {', '.join(endpoints)}", file=sys.stderr)
+                print(f"eval: loaded adapter {loaded} into {mask_url_credentials(', '.join(endpoints))}",
+                      file=sys.stderr)
         left_here = sum(len(run.todo[p.label]) for p in busy)
         key_note = f", key from ${g.api_key_env}" if g.api_key_env else ""
         what = f"model {g.served_name!r}" if g.endpoints else f"base {g.base!r}"
-        print(f"eval: {left_here} episodes of {what} to run on {', '.join(endpoints)}"
+        print(f"eval: {left_here} episodes of {what} to run on {mask_url_credentials(', '.join(endpoints))}"
               f"{key_note}, {cfg.concurrency} at once; run id {run.run_id}", file=sys.stderr, flush=True)
         for p in busy:
             _run_model(run, p, on)

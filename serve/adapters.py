@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 
+from actune.config import mask_url_credentials
 from actune.serve.errors import AdapterError, ServeError
 
 
@@ -75,18 +76,19 @@ def check_serves(endpoints: list[str], model: str, key: str, api_key: str | None
             continue
         if names and model not in names:
             shown = ", ".join(repr(n) for n in names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-            raise ServeError(f"{url} serves {shown}, not {model!r}: set {key} to the name the server answers to "
-                             "(vLLM's --served-model-name)")
+            raise ServeError(f"{mask_url_credentials(url)} serves {shown}, not {model!r}: set {key} to the name the "
+                             "server answers to (vLLM's --served-model-name)")
 
 
 def _post(base_url: str, route: str, body: dict, api_key: str | None, timeout_s: float, what: str) -> None:
     url = f"{base_url.rstrip('/')}/{route}"
+    shown = mask_url_credentials(url)  # what errors name: never a password written into the URL
     try:
         resp = httpx.post(url, json=body, headers=_headers(api_key), timeout=timeout_s)
     except httpx.HTTPError as e:
-        raise AdapterError(f"could not {what}: {url} unreachable ({e})") from None
+        raise AdapterError(f"could not {what}: {shown} unreachable ({mask_url_credentials(str(e))})") from None
     if resp.status_code == 404 and "not found" in resp.text.lower() and "lora" not in resp.text.lower():
-        raise AdapterError(f"could not {what}: {url} does not exist; was the server started with LoRA enabled "
+        raise AdapterError(f"could not {what}: {shown} does not exist; was the server started with LoRA enabled "
                            "and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True?")
     if resp.status_code >= 400:
         raise AdapterError(f"could not {what}: server answered {resp.status_code}: {_error_message(resp)}")

@@ -498,6 +498,22 @@ def test_a_server_echoing_the_key_in_any_error_is_masked(monkeypatch):
         assert "Bearer ***" in str(e.value) and KEY not in str(e.value)
 
 
+
+def test_a_password_written_into_an_endpoints_url_is_in_no_error():
+    url = "http://alice:S3CRETPW@127.0.0.1:9/v1"  # nothing listens: a connection error
+    for status in (None, 500, 401, 400):
+        transport = None if status is None else httpx.MockTransport(lambda r, s=status: httpx.Response(s, text="no"))
+
+        async def go(t=transport):
+            async with LLMClient(ClientConfig(endpoints=[url], model="m", max_retries=0, backoff_s=0.01),
+                                 **({"transport": t} if t else {})) as client:
+                await client.complete("x")
+
+        with pytest.raises(LLMError) as e:
+            run(go())
+        assert "S3CRETPW" not in str(e.value) and "http://***@127.0.0.1:9/v1" in str(e.value), (status, e.value)
+
+
 # --- streaming (server-sent events) against FakeStreamingAPI, a FAKE server on httpx.MockTransport -----------
 
 from agent.fakes import Dropped, FakeStreamingAPI  # noqa: E402
