@@ -20,8 +20,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from actune.records.jsonl import json_problem, read_text
 
-__all__ = ["ConfigError", "RunName", "StrictModel", "load_config", "apply_overrides", "dump_yaml", "actune_home",
-           "fill_model", "is_section", "section_dict", "with_default"]
+__all__ = ["MASK", "ConfigError", "RunName", "StrictModel", "load_config", "apply_overrides", "dump_yaml",
+           "actune_home", "fill_model", "is_section", "section_dict", "with_default", "secret_flag", "mask_flag_values"]
 
 
 class ConfigError(ValueError):
@@ -266,6 +266,8 @@ _SECRET_NAME = re.compile(r"secret|passw(?:or)?d|private_?key|access_?key|creden
 _NOT_SECRET = re.compile(r"_env$|^(?:pad|eos|bos|unk|sep|cls|mask|additional_special|image|video|audio|boi|eoi|"
                          r"start|end|stop|think|max|min|num|total|prompt|completion)_tokens?$", re.IGNORECASE)
 _URL_CREDENTIALS = re.compile(r"(?<=://)[^/@\s]+@")
+MASK = "***"
+"""What every secret is written as, wherever actune prints, logs or writes it."""
 
 
 def is_secret_name(name: str) -> bool:
@@ -280,12 +282,35 @@ def mask_url_credentials(text: str) -> str:
     return _URL_CREDENTIALS.sub("***@", text)
 
 
+def secret_flag(arg: str) -> bool:
+    """Whether a command-line argument is a flag that carries a secret (``--api-key``, ``--api_key=...``,
+    ``--hf-token``): its value, the next argument or what follows ``=``, is one."""
+    return arg.startswith("--") and is_secret_name(arg[2:].split("=", 1)[0].replace("-", "_"))
+
+
+def mask_flag_values(args: list[Any]) -> list[Any]:
+    """A list of command-line arguments (``serve.extra_args``) with the value of every :func:`secret_flag` masked."""
+    out: list[Any] = []
+    for i, arg in enumerate(args):
+        after_flag = i > 0 and isinstance(args[i - 1], str) and secret_flag(args[i - 1]) and "=" not in args[i - 1]
+        if after_flag:
+            out.append(MASK)
+        elif isinstance(arg, str) and secret_flag(arg) and "=" in arg:
+            out.append(arg.split("=", 1)[0] + "=" + MASK)
+        else:
+            out.append(arg)
+    return out
+
+
 def public_dump(model: BaseModel) -> dict[str, Any]:
-    """``model.model_dump(mode="json")`` with every secret that is set written as ``***``: what may be printed,
-    logged or written to a file (run states, reports)."""
+    """``model.model_dump(mode="json")`` with every secret that is set written as ``***`` (and the value of a secret
+    flag in a list of command-line arguments, ``extra_args: [--api-key, ***]``): what may be printed, logged or
+    written to a file (run states, reports)."""
     def mask(node: Any) -> Any:
         if isinstance(node, dict):
             return {k: "***" if is_secret_name(str(k)) and v not in (None, "") else mask(v) for k, v in node.items()}
+        if isinstance(node, list) and any(isinstance(a, str) and secret_flag(a) for a in node):
+            return mask_flag_values(node)
         if isinstance(node, str):
             return mask_url_credentials(node)
         return [mask(v) for v in node] if isinstance(node, list) else node

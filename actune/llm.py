@@ -29,11 +29,10 @@ import httpx
 import openai
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
-from actune.config import ConfigError, StrictModel, mask_url_credentials
+from actune.config import MASK, ConfigError, StrictModel, mask_url_credentials
 from actune.records.trajectory import SamplingRecord, Usage
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-MASK = "***"
 
 
 def _env_name(value: str) -> str:

@@ -188,6 +188,19 @@ def test_public_dump_masks_secrets_but_not_their_variables_or_token_counts() -> 
     assert [is_secret_name(n) for n in names] == [True, True, False, False, True, False, False, True]
 
 
+
+def test_a_secret_flags_value_in_a_list_of_arguments_is_masked() -> None:
+    # serve.extra_args may carry --api-key (start_server moves it into vLLM's environment): not into a report
+    from actune.config import public_dump
+    from actune.serve.config import ServeConfig
+
+    cfg = ServeConfig(extra_args=["--max-num-seqs", "4", "--api-key", "SEK2", "--api_key=SEK5", "--hf-token", "hf_x",
+                                  "--seed", "0"])
+    assert public_dump(cfg)["extra_args"] == ["--max-num-seqs", "4", "--api-key", "***", "--api_key=***",
+                                              "--hf-token", "***", "--seed", "0"]
+    assert public_dump(ServeConfig(extra_args=["--max-num-seqs", "4"]))["extra_args"] == ["--max-num-seqs", "4"]
+
+
 def test_one_override_splitter_serves_every_command() -> None:
     from actune.config import split_override
 

@@ -165,7 +165,12 @@ def recipe_args(cfg: TrainConfig, dtype: str, ckpt_dir: Path) -> dict[str, Any]:
 
 
 def trl_args(config_class: type, ours: dict[str, Any], theirs: dict[str, Any], key: str) -> Any:
-    """``config_class(**ours)`` with the user's ``key`` settings on top, checked by TRL itself."""
+    """``config_class(**ours)`` with the user's ``key`` settings on top, checked by TRL itself. A ``hub_token``
+    among them goes to this process's ``HF_TOKEN`` instead (which the Hub client reads the same): the Trainer
+    pickles its settings into every checkpoint (``training_args.bin``), and a stopped run keeps its checkpoints."""
+    theirs = dict(theirs)
+    if token := theirs.pop("hub_token", None):
+        os.environ["HF_TOKEN"] = token
     try:
         return config_class(**{**ours, **theirs})
     except (TypeError, ValueError) as e:

@@ -97,7 +97,7 @@ def write_adapter_folder(final: Path, start: Start, spec: PromptSpec, meta: Call
     files (name -> text) written beside it; ``card``: the model cards, from the meta file; ``extras(final)``: what
     the objective adds to the adapter folder alone. On failure ``final`` is removed."""
     try:
-        # a pickle of the trainer settings (it can hold train.sft.hub_token); the meta file records the config
+        # a pickle of the trainer settings (no secret: trl_args keeps hub_token out); the meta file records the config
         (final / "training_args.bin").unlink(missing_ok=True)
         save_prompt_spec(spec, final)
         merged_dtype = _merge(final, start, spec) if merge else None

@@ -38,15 +38,20 @@ def reproduce_command(preset: str, out: object, overrides: list[str], seed: int 
     import re
     import shlex
 
-    from actune.config import is_secret_name, split_override
+    from actune.config import MASK, is_secret_name, mask_url_credentials, secret_flag, split_override
 
     def masked(o: str) -> str:
         key, value = split_override(o)
         if value is None:
-            return o
-        # a secret as the key, or inside a mapping given as the value (serve={api_key: ...})
-        inner = any(is_secret_name(w) for w in re.findall(r"(\w+)\s*:", value))
-        return f"{key}=***" if is_secret_name(key.rsplit(".", 1)[-1]) or inner else o
+            return mask_url_credentials(o)
+        # a secret as the key, inside a mapping given as the value (serve={api_key: ...}, {"api_key": ...}), or a
+        # secret flag's value in a list of arguments (serve.extra_args=[--api-key, ...])
+        names = re.findall(r"[\"']?(\w+)[\"']?\s*:", value)
+        flags = re.findall(r"--[\w-]+=?", value)
+        if (is_secret_name(key.rsplit(".", 1)[-1]) or any(is_secret_name(w) for w in names)
+                or any(secret_flag(f) for f in flags)):
+            return f"{key}={MASK}"
+        return mask_url_credentials(o)  # a password written into an endpoint's URL
 
     parts = ["actune", "quickstart", "--preset", preset]
     parts += ["--seed", str(seed)] if seed is not None else []

@@ -175,6 +175,10 @@ def test_api_key_flags_are_taken_out_whatever_their_form():
         server._without_api_key(["a", "--api-key", KEY, "second"])
     assert server._without_api_key(["a", "--api-key", "-k", "--seed", "0"]) == (["a", "--seed", "0"], "-k")
     assert server._without_api_key(["a", "--seed", "0"]) == (["a", "--seed", "0"], None)
+    # the spellings vLLM's parser takes for the same flag (underscores, an argparse prefix)
+    for form in (["--api_key", KEY], [f"--api_key={KEY}"], ["--api-ke", KEY], [f"--api-k={KEY}"]):
+        assert server._without_api_key(["a", *form, "--seed", "0"]) == (["a", "--seed", "0"], KEY), form
+    assert server._without_api_key(["a", "--api-server-count", "1"]) == (["a", "--api-server-count", "1"], None)
 
 
 def test_an_older_log_is_made_private_when_appended_to(fake, tmp_path):

@@ -160,6 +160,12 @@ def test_the_report_gives_the_command_that_reruns_the_run_with_secrets_masked(tm
     # a secret inside a mapping given as a value is masked too; a special token's name is not a secret
     assert reproduce_command("full", "o", ["serve={api_key: sk-9, port: 1}", "train.sft.eos_token=<e>"], None,
                              None) == "actune quickstart --preset full --out o 'serve=***' 'train.sft.eos_token=<e>'"
+    # as JSON, as a flag's value in vLLM's arguments, and as a password written into an endpoint's URL
+    leaky = ['serve={"api_key": "SEK1"}', "serve.extra_args=[--api-key, SEK2]", "serve.extra_args=[--api_key=SEK4]",
+             "bootstrap.endpoints=[http://u:SEK3@h/v1]", "serve.extra_args=[--max-num-seqs, 4]"]
+    assert reproduce_command("full", "o", leaky, None, None) == (
+        "actune quickstart --preset full --out o 'serve=***' 'serve.extra_args=***' 'serve.extra_args=***' "
+        "'bootstrap.endpoints=[http://***@h/v1]' 'serve.extra_args=[--max-num-seqs, 4]'")
 
 
 def test_fever_refuses_the_oracle_prompt_and_a_pilot_report_says_dev(tmp_path: Path) -> None:

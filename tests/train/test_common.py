@@ -1,10 +1,15 @@
-"""What every training objective shares (actune.train.common): the check of the folder training replaces."""
+"""What every training objective shares (actune.train.common): the check of the folder training replaces, and the
+trainer settings that keep a Hub token out of the checkpoints."""
 
 from __future__ import annotations
 
-import pytest
+import os
+import pickle
 
-from actune.train.common import TRAINING_META_FILE, TrainError, check_output_dir
+import pytest
+from trl import SFTConfig
+
+from actune.train.common import TRAINING_META_FILE, TrainError, check_output_dir, trl_args
 from actune.train.config import TrainConfig
 
 
@@ -50,3 +55,12 @@ def test_an_output_dir_that_is_holds_or_lies_in_an_input_is_refused(tmp_path):
     with pytest.raises(TrainError, match="the train.output_dir contains the input"):
         check_output_dir(_cfg(tmp_path, sft, base_model=str(sft / "merged")))
     assert (sft / "merged").is_dir()
+
+
+def test_a_hub_token_in_the_trainer_settings_reaches_the_environment_never_the_pickled_args(tmp_path, monkeypatch):
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    args = trl_args(SFTConfig, {"output_dir": str(tmp_path), "report_to": "none", "use_cpu": True},
+                    {"hub_token": "hf_SecretFromAConfig", "optim": "adamw_torch"}, "train.sft")
+    assert args.optim == "adamw_torch" and args.hub_token is None
+    assert os.environ["HF_TOKEN"] == "hf_SecretFromAConfig"
+    assert b"hf_SecretFromAConfig" not in pickle.dumps(args)  # what the Trainer saves as training_args.bin
