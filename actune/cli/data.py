@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from actune.cli.exit_codes import FAILED, OK
+from actune.cli.exit_codes import FAILED, NOTHING_DONE, OK
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,6 +37,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     fever.set_defaults(func=_prepare_fever)
 
 
+def _failed(e: Exception) -> int:
+    """One line naming the input; exit 3 when it held nothing, else 1 (:mod:`actune.cli.exit_codes`)."""
+    from actune.tasks.prepare import NothingToPrepare
+
+    print(f"actune data: {e}", file=sys.stderr)
+    return NOTHING_DONE if isinstance(e, NothingToPrepare) else FAILED
+
+
 def _prepare_hotpotqa(args: argparse.Namespace) -> int:
     from actune.tasks.prepare import prepare_hotpotqa
     from actune.tasks.sources import TaskFileError
@@ -44,8 +52,7 @@ def _prepare_hotpotqa(args: argparse.Namespace) -> int:
     try:
         s = prepare_hotpotqa(args.train, args.dev, args.out, abstracts=args.abstracts)
     except TaskFileError as e:
-        print(f"actune data: {e}", file=sys.stderr)
-        return FAILED
+        return _failed(e)
     print(f"wrote {args.out}: train {s.records['train']} and dev {s.records['dev']} questions, {s.pages} pages "
           f"({s.abstract_pages} from the abstracts dump; {s.conflicting_titles} context titles met with two texts: "
           "the first kept); run the preset with "
@@ -60,8 +67,7 @@ def _prepare_fever(args: argparse.Namespace) -> int:
     try:
         s = prepare_fever(args.claims, args.wiki_pages, args.out)
     except TaskFileError as e:
-        print(f"actune data: {e}", file=sys.stderr)
-        return FAILED
+        return _failed(e)
     labels = ", ".join(f"{n} {label}" for label, n in sorted(s.labels.items()))
     print(f"wrote {args.out}: {sum(s.labels.values())} claims ({labels}), {s.pages} pages "
           f"({s.missing_evidence_pages} evidence pages not in the dump); run the preset with fever.data_dir={args.out}")

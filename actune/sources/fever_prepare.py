@@ -32,7 +32,7 @@ from actune.records.atomic_write import atomic_write_text, atomic_writer
 from actune.records.jsonl import iter_jsonl_objects
 from actune.runtime.provenance import provenance
 from actune.tasks.fever import fever_task, fever_text, fever_title
-from actune.tasks.prepare import PREPARED_FILE, file_digest, prepared_folder
+from actune.tasks.prepare import PREPARED_FILE, NothingToPrepare, file_digest, prepared_folder
 from actune.tasks.sources import TaskFileError
 
 __all__ = ["FeverPrepareSummary", "prepare_fever", "wiki_page_files"]
@@ -137,6 +137,8 @@ def prepare_fever(claims: str | Path, wiki_pages: str | Path, out: str | Path) -
         summary = FeverPrepareSummary(inputs={"claims": file_digest(claims),
                                               "wiki_pages": [file_digest(p) for p in files]})
         evidence, subjects = _write_claims(claims, tmp / "paper_dev.jsonl", summary)
+        if not summary.labels:  # nothing is published: no claim is no preset's data
+            raise NothingToPrepare(f"{claims}: no claims")
         summary.pages, found = _write_pages(files, tmp / "wiki_pages.jsonl", evidence, subjects)
         summary.missing_evidence_pages = len(evidence - found)
         atomic_write_text(tmp / PREPARED_FILE, json.dumps({**asdict(summary), "provenance": provenance()}, indent=2)

@@ -39,7 +39,8 @@ from actune.runtime.provenance import provenance
 from actune.tasks.sources import TaskFileError
 from actune.tasks.wiki_abstracts import iter_abstracts
 
-__all__ = ["PREPARED_FILE", "PrepareSummary", "file_digest", "iter_json_array", "prepare_hotpotqa", "prepared_folder"]
+__all__ = ["NothingToPrepare", "PREPARED_FILE", "PrepareSummary", "file_digest", "iter_json_array", "prepare_hotpotqa",
+           "prepared_folder"]
 
 PREPARED_FILE = "prepared.json"
 OUTPUT_FILES = ("train_with_context.jsonl", "dev_with_context.jsonl", "wiki_paragraphs.jsonl", PREPARED_FILE)
@@ -60,6 +61,10 @@ class PrepareSummary:
     """Of them, pages from the Wikipedia-abstracts dump (``--abstracts``; the rest are the records' context)."""
     conflicting_titles: int = 0
     """Titles whose paragraph differed between records (the first one met is kept)."""
+
+
+class NothingToPrepare(TaskFileError):
+    """An input held no record: nothing is written, and the command exits 3 (nothing done)."""
 
 
 def iter_json_array(path: Path) -> Iterator[Any]:
@@ -210,6 +215,8 @@ def prepare_hotpotqa(train: str | Path, dev: str | Path, out: str | Path,
         for split, src in sources.items():
             summary.inputs[split] = file_digest(src)
             summary.records[split] = _write_split(src, tmp / f"{split}_with_context.jsonl", pages, summary)
+            if not summary.records[split]:  # nothing is published: an empty split is no preset's data
+                raise NothingToPrepare(f"{src}: no records (HotpotQA's {split} file is one JSON array of them)")
         summary.pages, summary.abstract_pages = _write_corpus(tmp / "wiki_paragraphs.jsonl", pages, abstracts)
         atomic_write_text(tmp / PREPARED_FILE, json.dumps({**asdict(summary), "provenance": provenance()}, indent=2)
                           + "\n")

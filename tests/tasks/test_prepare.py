@@ -155,3 +155,14 @@ def test_an_official_file_that_is_not_utf8_is_named_and_nothing_is_written(tmp_p
     with pytest.raises(TaskFileError, match=r"hotpot_dev.json: not UTF-8 text \(byte 0xfc\); save the file as UTF-8"):
         prepare_hotpotqa(train, dev, out)
     assert list(out.iterdir()) == []
+
+
+def test_an_empty_split_writes_nothing_and_exits_3(tmp_path: Path, capsys) -> None:
+    from actune.cli import main
+
+    train, dev = _official(tmp_path)
+    train.write_text("[]")
+    out = tmp_path / "hotpotqa"
+    assert main(["data", "prepare", "hotpotqa", "--train", str(train), "--dev", str(dev), "--out", str(out)]) == 3
+    assert f"{train}: no records (HotpotQA's train file" in capsys.readouterr().err
+    assert list(out.iterdir()) == []
