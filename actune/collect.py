@@ -123,11 +123,12 @@ class CollectError(RuntimeError):
 
 
 def not_stored(n: int, written: str) -> CollectError:
-    """The error a stage raises when it ends with ``n`` episodes never stored (their failures logged as they
-    happened), after writing what covers the others (``written``: "the report"): the run is not done, and the
-    same command runs them."""
-    return CollectError(f"{n} episodes not stored (each failure is logged above: a model server that did not "
-                        f"answer, most often); {written} covers the others; the same command runs these")
+    """The error a stage raises when it ends with ``n`` episodes its model server failed (:attr:`CollectResult.
+    server_errors`: not stored, each logged as it happened), after writing what covers the others (``written``: "the
+    report"): the run is not done, and the same command runs them. An episode that raised for another reason (an
+    environment's error, a request refused) is not counted: a rerun would fail it again."""
+    return CollectError(f"{n} episodes not stored: the model server failed them (each is logged above); {written} "
+                        "covers the others; the same command runs these")
 
 
 class ServerFailedError(RuntimeError):

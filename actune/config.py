@@ -21,7 +21,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 from actune.records.jsonl import json_problem, read_text
 
 __all__ = ["MASK", "ConfigError", "RunName", "StrictModel", "load_config", "apply_overrides", "dump_yaml",
-           "actune_home", "fill_model", "is_section", "section_dict", "with_default", "secret_flag", "mask_flag_values"]
+           "actune_home", "fill_model", "is_section", "section_dict", "with_default", "api_key_flag", "secret_flag",
+           "mask_flag_values"]
 
 
 class ConfigError(ValueError):
@@ -282,10 +283,17 @@ def mask_url_credentials(text: str) -> str:
     return _URL_CREDENTIALS.sub("***@", text)
 
 
+def api_key_flag(flag: str) -> bool:
+    """``--api-key`` as vLLM's parser reads it: dashes or underscores (``--api_key``), or a prefix argparse takes for
+    it (``--api-ke``; ``--api-k`` at least: shorter ones are prefixes of other flags too)."""
+    name = flag.split("=", 1)[0].replace("_", "-")
+    return len(name) >= len("--api-k") and "--api-key".startswith(name)
+
+
 def secret_flag(arg: str) -> bool:
-    """Whether a command-line argument is a flag that carries a secret (``--api-key``, ``--api_key=...``,
-    ``--hf-token``): its value, the next argument or what follows ``=``, is one."""
-    return arg.startswith("--") and is_secret_name(arg[2:].split("=", 1)[0].replace("-", "_"))
+    """Whether a command-line argument is a flag that carries a secret (``--api-key`` in every spelling
+    :func:`api_key_flag` knows, ``--hf-token``): its value, the next argument or what follows ``=``, is one."""
+    return arg.startswith("--") and (api_key_flag(arg) or is_secret_name(arg[2:].split("=", 1)[0].replace("-", "_")))
 
 
 def mask_flag_values(args: list[Any]) -> list[Any]:
@@ -310,7 +318,7 @@ def public_dump(model: BaseModel) -> dict[str, Any]:
         if isinstance(node, dict):
             return {k: "***" if is_secret_name(str(k)) and v not in (None, "") else mask(v) for k, v in node.items()}
         if isinstance(node, list) and any(isinstance(a, str) and secret_flag(a) for a in node):
-            return mask_flag_values(node)
+            return [mask(v) for v in mask_flag_values(node)]
         if isinstance(node, str):
             return mask_url_credentials(node)
         return [mask(v) for v in node] if isinstance(node, list) else node

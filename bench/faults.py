@@ -670,7 +670,8 @@ def _missing_training_set(name: str, out: Path, config: Path, stages: dict[str, 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="runs/bench-faults", help="working folder (replaced)")
+    ap.add_argument("--out", default="runs/bench-faults",
+                    help="working folder (emptied when an earlier bench made it; any other is refused)")
     ap.add_argument("--seed", type=int, default=0, help="kill points, world and sampling seed")
     ap.add_argument("--points", type=_positive, help="kill points per stage (default 5; --quick 2)")
     ap.add_argument("--quick", action="store_true", help="2 points a stage and fewer tasks and steps")

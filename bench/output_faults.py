@@ -252,7 +252,8 @@ def bench(work: Path, seed: int, points: int, only: Callable[[str], bool] = lamb
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="runs/bench-output-faults", help="working folder (replaced)")
+    ap.add_argument("--out", default="runs/bench-output-faults",
+                    help="working folder (emptied when an earlier bench made it; any other is refused)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--points", type=int, default=20, help="kill points and disk caps, each, an output")
     ap.add_argument("--json", help="write the figures here (default <out>/output-faults.json)")

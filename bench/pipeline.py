@@ -287,7 +287,8 @@ def _child(code: str) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="runs/bench-pipeline", help="working folder (replaced)")
+    ap.add_argument("--out", default="runs/bench-pipeline",
+                    help="working folder (emptied when an earlier bench made it; any other is refused)")
     ap.add_argument("--world", help="a world folder (default: the full preset's world, generated)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--episodes", type=int, default=96, help="loop and bootstrap episodes (training questions)")

@@ -26,6 +26,7 @@ import actune.llm
 from actune.bootstrap.config import BootstrapConfig
 from actune.bootstrap.summary import foreign_summary, format_summary, summarize, summary_path, write_summary
 from actune.collect import (
+    CollectResult,
     collect,
     load_unique_tasks,
     make_run_id,
@@ -92,11 +93,10 @@ def run_bootstrap(cfg: BootstrapConfig, serve: ServeConfig, *, name: str = "run"
         if not todo or store.kept >= cfg.target_correct:
             print("bootstrap: nothing to do (all episodes done or target reached)", file=sys.stderr)
         else:
-            interrupted, restarts = _run_episodes(cfg, serve, served, store, todo,
-                                                  total=len(tasks) * cfg.attempts_per_task, run_id=run_id,
-                                                  fingerprint=fingerprint, show_progress=show_progress)
-            if store.kept < cfg.target_correct:  # short of the target with episodes never stored: not done
-                lost = len(pending_episodes(tasks, cfg.attempts_per_task, store, cfg.agent.method))
+            interrupted, restarts, lost = _run_episodes(cfg, serve, served, store, todo,
+                                                        total=len(tasks) * cfg.attempts_per_task, run_id=run_id,
+                                                        fingerprint=fingerprint, show_progress=show_progress)
+            lost = lost if store.kept < cfg.target_correct else 0  # short of the target, episodes the server failed
 
     # 5. summary
     summary = summarize(cfg.store, tasks=len(tasks), attempts_per_task=cfg.attempts_per_task,
@@ -135,8 +135,9 @@ def _say_store_state(cfg: BootstrapConfig, store: TrajectoryStore, fingerprint: 
 
 def _run_episodes(cfg: BootstrapConfig, serve: ServeConfig, served: Serving | None, store: TrajectoryStore,
                   todo: list[tuple[Task, int]], *, total: int, run_id: str, fingerprint: dict[str, Any],
-                  show_progress: bool) -> tuple[bool, int]:
-    """Steps 3 and 4: a server, and the episodes left on it; returns (interrupted, server restarts)."""
+                  show_progress: bool) -> tuple[bool, int, int]:
+    """Steps 3 and 4: a server, and the episodes left on it; returns (interrupted, server restarts, episodes the
+    server failed: not stored)."""
     model_name = served_name(cfg, serve)
     serve = serve.for_wire(cfg.agent.wire)
     # a hosted teacher's key first: a missing variable fails before anything starts
@@ -153,7 +154,7 @@ def _run_episodes(cfg: BootstrapConfig, serve: ServeConfig, served: Serving | No
         print(f"bootstrap: {len(todo)} episodes to run on {shown} (model {model_name!r}{key_note}), "
               f"{cfg.concurrency} at once; run id {run_id}", file=sys.stderr, flush=True)
 
-        async def _collect() -> None:
+        async def _collect() -> CollectResult:
             # The key: the variable bootstrap.api_key_env names (a hosted teacher), else the serve section's
             # (a keyed server, started here or not, refuses requests without it)
             client = ClientConfig(endpoints=endpoints, model=model_name, max_concurrency=cfg.concurrency,
@@ -165,17 +166,17 @@ def _run_episodes(cfg: BootstrapConfig, serve: ServeConfig, served: Serving | No
                 # methods' and tasks' episodes)
                 with Progress(total, total - len(todo), store.kept, cfg.target_correct,
                               enabled=show_progress) as progress:
-                    await collect(todo, lambda: actune.envs.factory.make_env(cfg.env), llm, cfg.agent, store,
+                    return await collect(todo, lambda: actune.envs.factory.make_env(cfg.env), llm, cfg.agent, store,
                                   concurrency=min(cfg.concurrency, len(todo)),
                                   target_correct=cfg.target_correct, require_grounded=cfg.require_grounded,
                                   model=ModelRecord(name=model_name), run_id=run_id, progress=progress,
                                   max_failed=cfg.max_failed_episodes, fingerprint=fingerprint,
                                   server=on.server)
 
-        interrupted = False
+        interrupted, lost = False, 0
         try:
-            asyncio.run(_collect())
+            lost = asyncio.run(_collect()).server_errors
         except KeyboardInterrupt:
             interrupted = True  # what finished is stored; the summary still tells
         restarts = on.server.restarts - restarts_before if on.server else 0
-    return interrupted, restarts
+    return interrupted, restarts, lost

@@ -29,6 +29,7 @@ import actune.llm
 from actune.agent.config import AgentConfig
 from actune.agent.prompt_spec import PROMPT_SPEC_FILE, find_prompt_spec, load_prompt_spec
 from actune.collect import (
+    CollectResult,
     collect,
     load_unique_tasks,
     make_run_id,
@@ -366,6 +367,8 @@ class _EvalRun:
     """Label -> what produces its records (:func:`actune.collect.producer_fingerprint`)."""
     todo: dict[str, list[tuple[Task, int]]]
     """Label -> its (task, attempt) pairs not stored yet."""
+    server_lost: int = 0
+    """Episodes of this run the model server failed (not stored: the same command runs them)."""
 
 
 def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_progress: bool = True,
@@ -387,9 +390,8 @@ def run_eval(cfg: EvalConfig, serve: ServeConfig, *, name: str = "run", show_pro
     report = _report(run, name, interrupted, restarts)
     if interrupted:
         raise KeyboardInterrupt
-    lost = sum(len(v) for v in _pending(run.cfg, run.tasks, run.plans).values())
-    if lost:  # each failure was logged as it happened: the report covers the rest, the rerun runs these
-        raise not_stored(lost, "the report")
+    if run.server_lost:  # each logged as it happened: the report covers the rest, the rerun runs these
+        raise not_stored(run.server_lost, "the report")
     return report
 
 
@@ -428,11 +430,6 @@ def _episodes_left(cfg: EvalConfig, tasks: list[Task], plans: list[PlannedModel]
         if path.exists():
             for note in _check_producer(read_state(path), path, p, fingerprints[p.label], cfg):
                 print(f"eval {p.label}: {note}", file=sys.stderr)
-    return _pending(cfg, tasks, plans)
-
-
-def _pending(cfg: EvalConfig, tasks: list[Task], plans: list[PlannedModel]) -> dict[str, list[tuple[Task, int]]]:
-    """Label -> the pairs its store lacks."""
     todo: dict[str, list[tuple[Task, int]]] = {}
     for p in plans:
         with TrajectoryStore.open(store_path(cfg, p.label)) as store:
@@ -506,11 +503,11 @@ def _run_model(run: _EvalRun, p: PlannedModel, on: Serving) -> None:
     with TrajectoryStore.open(store_path(run.cfg, p.label)) as store:
         # again under the lock: another process may have written since; warned above
         _check_producer(store.state, store.path, p, run.fingerprints[p.label], run.cfg)
-        asyncio.run(_collect_model(run, p, on, _NotingStore(store, notes), left))
+        run.server_lost += asyncio.run(_collect_model(run, p, on, _NotingStore(store, notes), left)).server_errors
 
 
 async def _collect_model(run: _EvalRun, p: PlannedModel, on: Serving, store: _NotingStore,
-                         left: list[tuple[Task, int]]) -> None:
+                         left: list[tuple[Task, int]]) -> CollectResult:
     cfg = run.cfg
     # the key from the variable it names (its own endpoints' or eval.endpoints'); else none for its own
     # endpoints (the serve section's key is for our servers, never sent elsewhere), else the serve section's
@@ -525,7 +522,7 @@ async def _collect_model(run: _EvalRun, p: PlannedModel, on: Serving, store: _No
         with Progress(total, total - len(left), store.kept, total, enabled=run.show_progress,
                       label=f"eval {p.label}", kept_word="solved",
                       rate_word="solve rate") as progress:
-            await collect(left, lambda: actune.envs.factory.make_env(cfg.env), llm, p.agent, store,
+            return await collect(left, lambda: actune.envs.factory.make_env(cfg.env), llm, p.agent, store,
                           concurrency=min(cfg.concurrency, len(left)),
                           target_correct=store.kept + len(left) + 1,  # never reached: run them all
                           model=p.record, run_id=run.run_id, progress=progress,

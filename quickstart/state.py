@@ -49,21 +49,27 @@ def load_state(layout: Layout, cfg: QuickstartConfig) -> dict[str, Any]:
         if not keys:  # the same run as stored by an older actune
             state["config"] = config
             return state
-        if _extends(keys, old, config):
+        if _extends(keys, old, config, state.get("done") or {}):
             state["done"] = {k: v for k, v in state["done"].items() if not k.startswith(_redone(keys))}
             state["config"] = config
             return state
         raise ConfigError(f"{layout.out} holds a quickstart run with other settings (differs in: "
                           f"{', '.join(keys)}); use another --out, or the same preset, seed and overrides to resume "
-                          "(only --rounds may grow, without after_sft, and formats change)")
+                          "(only --rounds may grow, not once after_sft has begun, and formats change)")
     return state
 
 
-def _extends(keys: list[str], old: dict[str, Any], config: dict[str, Any]) -> bool:
+_FROM_LAST_ROUND = ("explore ", "pairs ", "train dpo", "train grpo")
+"""The stages of ``after_sft`` (:mod:`actune.quickstart.objectives`), which start from the last round's model."""
+
+
+def _extends(keys: list[str], old: dict[str, Any], config: dict[str, Any], done: dict[str, Any]) -> bool:
     """Whether a config differing from the stored one in ``keys`` extends its run: more rounds (round r reads only
     rounds < r) or other ``formats`` (each format's stages are its own, on round 1's store), nothing else. Not more
-    rounds of a run with ``after_sft``: its DPO and GRPO models start from the last round's, which would change."""
-    more_rounds = "rounds" in keys and config["rounds"] > old.get("rounds", 0) and not config.get("after_sft")
+    rounds once ``after_sft`` has begun (a stage of :data:`_FROM_LAST_ROUND` done): its DPO and GRPO models started
+    from the last round's model, which would change."""
+    begun = any(name.startswith(_FROM_LAST_ROUND) for name in done)
+    more_rounds = "rounds" in keys and config["rounds"] > old.get("rounds", 0) and not begun
     return set(keys) <= {"rounds", "formats"} and ("rounds" not in keys or more_rounds)
 
 

@@ -30,7 +30,7 @@ from typing import BinaryIO
 
 import httpx
 
-from actune.config import MASK, actune_home
+from actune.config import MASK, actune_home, api_key_flag
 from actune.runtime.model_files import ModelError, prepare_model
 from actune.serve.adapters import validate_adapter_dir
 from actune.serve.config import ServeConfig
@@ -359,13 +359,6 @@ def mask(text: str, secret: str | None) -> str:
     return text.replace(secret, MASK) if secret else text
 
 
-def _is_api_key_flag(flag: str) -> bool:
-    """``--api-key`` as vLLM's parser reads it: dashes or underscores (``--api_key``), or a prefix argparse takes for
-    it (``--api-ke``; ``--api-k`` at least: shorter ones are prefixes of other flags too)."""
-    name = flag.replace("_", "-")
-    return len(name) >= len("--api-k") and "--api-key".startswith(name)
-
-
 def _without_api_key(argv: list[str]) -> tuple[list[str], str | None]:
     """``argv`` without its ``--api-key`` flags (from api_key or extra_args), and the key they carried.
 
@@ -376,14 +369,14 @@ def _without_api_key(argv: list[str]) -> tuple[list[str], str | None]:
     while i < len(argv):
         arg = argv[i]
         flag, eq, value = arg.partition("=")
-        if _is_api_key_flag(flag) and not eq and i + 1 < len(argv):
+        if api_key_flag(flag) and not eq and i + 1 < len(argv):
             # The first value is taken whatever it looks like (a key may start with "-"); vLLM accepts more.
             keys.append(argv[i + 1])
             i += 2
             while i < len(argv) and not argv[i].startswith("-"):
                 keys.append(argv[i])
                 i += 1
-        elif _is_api_key_flag(flag) and eq:
+        elif api_key_flag(flag) and eq:
             keys.append(value)
             i += 1
         else:

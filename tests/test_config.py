@@ -195,9 +195,10 @@ def test_a_secret_flags_value_in_a_list_of_arguments_is_masked() -> None:
     from actune.serve.config import ServeConfig
 
     cfg = ServeConfig(extra_args=["--max-num-seqs", "4", "--api-key", "SEK2", "--api_key=SEK5", "--hf-token", "hf_x",
-                                  "--seed", "0"])
+                                  "--api-ke", "SEK6", "--x", "http://u:pw@h/", "--seed", "0"])
     assert public_dump(cfg)["extra_args"] == ["--max-num-seqs", "4", "--api-key", "***", "--api_key=***",
-                                              "--hf-token", "***", "--seed", "0"]
+                                              "--hf-token", "***", "--api-ke", "***", "--x", "http://***@h/",
+                                              "--seed", "0"]
     assert public_dump(ServeConfig(extra_args=["--max-num-seqs", "4"]))["extra_args"] == ["--max-num-seqs", "4"]
 
 

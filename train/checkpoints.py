@@ -99,8 +99,10 @@ def run_identity(cfg: TrainConfig) -> dict[str, Any]:
         content = json.loads(state.read_text(encoding="utf-8")) if state is not None else None
     except (OSError, ValueError):
         content = None
-    return {"config": {k: v for k, v in public_dump(cfg).items() if k not in _NOT_LEARNT},
-            "dataset": content.get("_fingerprint") if isinstance(content, dict) else None}
+    config = {k: v for k, v in public_dump(cfg).items() if k not in _NOT_LEARNT}
+    if os.path.lexists(cfg.base_model):  # a local folder, however its path is written (runs/x, ./runs/x, /abs)
+        config["base_model"] = os.path.realpath(cfg.base_model)
+    return {"config": config, "dataset": content.get("_fingerprint") if isinstance(content, dict) else None}
 
 
 def trained_already(identity: dict[str, Any], out: Path) -> bool:

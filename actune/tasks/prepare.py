@@ -121,25 +121,33 @@ def file_digest(path: Path) -> dict[str, Any]:
     return {"path": str(path), "bytes": path.stat().st_size, "sha256": h.hexdigest()}
 
 
+_TEMP_PREFIX = ".prepare."
+"""How the temporary folder a prepare writes in (inside ``out``) is named."""
+
+
 @contextmanager
 def prepared_folder(out: Path, names: tuple[str, ...]) -> Iterator[Path]:
     """A temporary folder inside ``out`` to write ``names`` in; when the block ends without an error they are
     moved into ``out`` in that order (``prepared.json`` last: a folder holding it holds the rest), and the temporary
     folder is removed either way, so a failed or killed run leaves the outputs as they were. A file of ``names``
     already in ``out`` is replaced only where ``out`` holds ``prepared.json`` (an earlier prepare wrote it), else
-    :class:`TaskFileError` before anything is read: the user's own file of that name stays."""
-    if not (out / PREPARED_FILE).is_file():
+    :class:`TaskFileError` before anything is read: the user's own file of that name stays. (Or where a temporary
+    folder of an earlier prepare is still in ``out``: killed while it moved its files in, before ``prepared.json``.)"""
+    if not (out / PREPARED_FILE).is_file() and not any(out.glob(f"{_TEMP_PREFIX}*")):
         for name in names:
             if os.path.lexists(out / name):
                 raise TaskFileError(f"{out / name}: exists and is not an earlier output of actune data prepare (no "
                                     f"{PREPARED_FILE} in {out}); choose another --out, or move the file away")
     out.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".prepare.", dir=out))
+    tmp = Path(tempfile.mkdtemp(prefix=_TEMP_PREFIX, dir=out))
     try:
         yield tmp
         for name in names:
             os.replace(tmp / name, out / name)
         fsync_dir(out)
+        for stale in out.glob(f"{_TEMP_PREFIX}*"):  # a killed prepare's, whose files this complete one replaced
+            if stale != tmp:
+                shutil.rmtree(stale, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -224,5 +224,5 @@ def test_a_run_short_of_its_target_with_episodes_never_stored_is_not_done(tmp_pa
                    f"  env: {{corpus: {world / 'corpus.jsonl'}, index_dir: {tmp_path / 'index'}}}\n")
     assert main(["bootstrap", str(cfg), "--no-progress"]) == 1
     err = capsys.readouterr().err
-    assert "actune bootstrap: 3 episodes not stored (each failure is logged above" in err
+    assert "actune bootstrap: 3 episodes not stored: the model server failed them" in err
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["episodes"] == 0

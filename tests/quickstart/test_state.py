@@ -64,8 +64,14 @@ def test_more_rounds_of_a_run_with_dpo_or_grpo_after_sft_are_refused(tmp_path: P
     # its DPO model started from round 1's SFT model: with a round 2 it would be reported against tuned-r2, which it
     # never started from
     layout = Layout(tmp_path)
-    save_state(layout, load_state(layout, load_quickstart("smoke", ["rounds=1", "after_sft=[dpo]"])))
-    with pytest.raises(ConfigError, match=r"differs in: rounds\).*only --rounds may grow, without after_sft"):
+    state = load_state(layout, load_quickstart("smoke", ["rounds=1", "after_sft=[dpo]"]))
+    state["done"] = {"world": {"wall_s": 1.0}, "train react round 1": {"wall_s": 1.0}}
+    save_state(layout, state)
+    # before DPO began, more rounds extend the run as for any other
+    assert load_state(layout, load_quickstart("smoke", ["rounds=2", "after_sft=[dpo]"]))["config"]["rounds"] == 2
+    state["done"]["explore react"] = {"wall_s": 1.0}
+    save_state(layout, state)
+    with pytest.raises(ConfigError, match=r"differs in: rounds\).*only --rounds may grow, not once after_sft has"):
         load_state(layout, load_quickstart("smoke", ["rounds=2", "after_sft=[dpo]"]))
 
 

@@ -116,3 +116,9 @@ def test_a_file_it_did_not_write_is_never_replaced_and_its_own_earlier_output_is
         "paper_dev.jsonl"]
     assert main(argv[:-1] + [str(tmp_path / "fresh")]) == 0
     assert main(argv[:-1] + [str(tmp_path / "fresh")]) == 0  # its own earlier output, prepared.json beside it
+    # killed while it moved its files in: one moved, prepared.json not yet, its temporary folder still there
+    killed = tmp_path / "killed"
+    (killed / ".prepare.abcd1234").mkdir(parents=True)
+    (killed / "paper_dev.jsonl").write_text("half a publish\n")
+    assert main(argv[:-1] + [str(killed)]) == 0 and (killed / "prepared.json").is_file()
+    assert sorted(p.name for p in killed.iterdir()) == ["paper_dev.jsonl", "prepared.json", "wiki_pages.jsonl"]

@@ -92,6 +92,11 @@ def test_checkpoints_of_another_training_are_refused_by_name_not_resumed(tmp_pat
     again = run_identity(TrainConfig(dataset=ds, learning_rate=1e-4, max_steps=50, torch_threads=2))
     train_resuming(trainer, ckpt, print, identity=again)
     assert trainer.resumed == str(ckpt / "checkpoint-4")
+    # the start model's folder written another way is the same folder
+    (tmp_path / "sft" / "merged").mkdir(parents=True)
+    relative = run_identity(TrainConfig(dataset=ds, base_model=str(tmp_path / "sft" / "merged")))
+    dotted = run_identity(TrainConfig(dataset=ds, base_model=str(tmp_path / "sft" / "." / "merged")))
+    assert relative == dotted
     # another learning rate and another dataset's content: named, nothing resumed
     (ds / "state.json").write_text(json.dumps({"_fingerprint": "bbb"}))
     other = run_identity(TrainConfig(dataset=ds, learning_rate=2e-4))
