@@ -632,14 +632,17 @@ async def distill_errors(stores: Sequence[str | Path], out: str | Path, cfg: Dis
                         for d in unreadable],
         "summary": {k: v for k, v in asdict(summary).items() if k not in ("stores", "out")},
     }
-    out = Path(out)
+    _write_catalog(Path(out), catalog)
+    return summary
+
+
+def _write_catalog(out: Path, catalog: dict[str, Any]) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, json.dumps(catalog, indent=2, ensure_ascii=False) + "\n")
     try:
         load_catalog(out)  # what PreFlect will do with it: fail here, not in the first episode
     except CatalogError as e:
         raise DistillError(f"the written catalog does not load: {e}") from None
-    return summary
 
 
 def _distinct(cats: list[Category]) -> list[Category]:

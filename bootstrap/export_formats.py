@@ -106,7 +106,8 @@ def _is_own_file(out: Path) -> bool:
         files = [f.get("path") for c in meta.get("configs") or [] for f in c.get("data_files") or []]
     except (OSError, UnicodeDecodeError, ValueError, AttributeError, TypeError, yaml.YAMLError):  # someone else's
         return False
-    return str(meta.get("pretty_name") or "").startswith("actune ") and files == [out.name]
+    # a card of an older actune names no data file: its pretty_name alone says it is an export's
+    return str(meta.get("pretty_name") or "").startswith("actune ") and files in ([], [out.name])
 
 
 def _json_line(record: dict[str, Any]) -> str:
