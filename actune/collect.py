@@ -124,7 +124,7 @@ class CollectError(RuntimeError):
 
 def not_stored(n: int, written: str) -> CollectError:
     """The error a stage raises when it ends with ``n`` episodes its model server failed (:attr:`CollectResult.
-    server_errors`: not stored, each logged as it happened), after writing what covers the others (``written``: "the
+    server_lost`: not stored, each logged as it happened), after writing what covers the others (``written``: "the
     report"): the run is not done, and the same command runs them. An episode that raised for another reason (an
     environment's error, a request refused) is not counted: a rerun would fail it again."""
     return CollectError(f"{n} episodes not stored: the model server failed them (each is logged above); {written} "
@@ -160,6 +160,8 @@ class CollectResult:
     """Episodes that raised or whose model server failed (not written; a rerun retries them)."""
     server_errors: int = 0
     """Of those, episodes ended by a server that kept failing (after the client's own retries)."""
+    server_lost: int = 0
+    """Episodes a server error left to a rerun (not run again in this call): not stored."""
     retried: int = 0
     """Episodes run again in this call after a server error."""
     restarts: int = 0
@@ -335,6 +337,7 @@ class _Collection:
         self.result.failed += 1
         self.result.server_errors += 1
         retry = tries < self.server_retries
+        self.result.server_lost += not retry
         self.log(f"{self.stage}: episode (task {task.id!r}, attempt {attempt}) lost its model server: "
                  f"{traj.info.get('error', '')}; not stored, "
                  + ("run again after a pause" if retry else "a rerun retries it"))

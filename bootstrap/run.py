@@ -175,7 +175,7 @@ def _run_episodes(cfg: BootstrapConfig, serve: ServeConfig, served: Serving | No
 
         interrupted, lost = False, 0
         try:
-            lost = asyncio.run(_collect()).server_errors
+            lost = asyncio.run(_collect()).server_lost
         except KeyboardInterrupt:
             interrupted = True  # what finished is stored; the summary still tells
         restarts = on.server.restarts - restarts_before if on.server else 0

@@ -503,7 +503,7 @@ def _run_model(run: _EvalRun, p: PlannedModel, on: Serving) -> None:
     with TrajectoryStore.open(store_path(run.cfg, p.label)) as store:
         # again under the lock: another process may have written since; warned above
         _check_producer(store.state, store.path, p, run.fingerprints[p.label], run.cfg)
-        run.server_lost += asyncio.run(_collect_model(run, p, on, _NotingStore(store, notes), left)).server_errors
+        run.server_lost += asyncio.run(_collect_model(run, p, on, _NotingStore(store, notes), left)).server_lost
 
 
 async def _collect_model(run: _EvalRun, p: PlannedModel, on: Serving, store: _NotingStore,

@@ -211,6 +211,7 @@ def test_a_server_error_is_retried_and_never_stored(tmp_path: Path) -> None:
 
     res = asyncio.run(go(walkman_tasks()[:2], 5))
     assert (res.written, res.failed, res.server_errors, res.retried) == (2, 1, 1, 1)
+    assert res.server_lost == 0  # run again in this call and stored: not left to a rerun
     assert messages == ["bootstrap: episode (task 't0', attempt 0) lost its model server: connection refused; "
                         "not stored, run again after a pause"]
     records = list(read_trajectories(path))
