@@ -280,7 +280,7 @@ def is_secret_name(name: str) -> bool:
 
 def mask_url_credentials(text: str) -> str:
     """``https://user:pass@host/v1`` -> ``https://***@host/v1``: credentials written into a URL."""
-    return _URL_CREDENTIALS.sub("***@", text)
+    return _URL_CREDENTIALS.sub(f"{MASK}@", text)
 
 
 def api_key_flag(flag: str) -> bool:
@@ -316,7 +316,7 @@ def public_dump(model: BaseModel) -> dict[str, Any]:
     written to a file (run states, reports)."""
     def mask(node: Any) -> Any:
         if isinstance(node, dict):
-            return {k: "***" if is_secret_name(str(k)) and v not in (None, "") else mask(v) for k, v in node.items()}
+            return {k: MASK if is_secret_name(str(k)) and v not in (None, "") else mask(v) for k, v in node.items()}
         if isinstance(node, list) and any(isinstance(a, str) and secret_flag(a) for a in node):
             return [mask(v) for v in mask_flag_values(node)]
         if isinstance(node, str):

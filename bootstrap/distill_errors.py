@@ -30,6 +30,7 @@ from actune.envs.titles import normalize_title
 from actune.judge import Verdict, titles_read, verdict_of
 from actune.llm import Completion, Sampling
 from actune.records.atomic_write import atomic_write_text, check_output
+from actune.records.jsonl import json_object
 from actune.records.trajectory import Trajectory, TrajectoryFormatError, read_trajectory_lines
 
 __all__ = ["DistillConfig", "DistillError", "NothingToDistill", "DistillSummary", "Diagnosis", "EpisodeRef",
@@ -550,10 +551,7 @@ _SOURCE_PREFIX = "actune distill-errors"
 
 
 def _is_catalog_we_wrote(path: Path) -> bool:
-    try:
-        source = json.loads(path.read_text(encoding="utf-8")).get("source", "")
-    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
-        return False
+    source = (json_object(path) or {}).get("source")
     return isinstance(source, str) and source.startswith(_SOURCE_PREFIX)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from actune.agent.reflection_parts import reflection_part_problems
 from actune.judge import verdict_of
 from actune.records.atomic_write import atomic_write_text
+from actune.records.jsonl import json_object
 from actune.records.trajectory import read_trajectories
 
 __all__ = ["summarize", "write_summary", "format_summary", "summary_path", "foreign_summary"]
@@ -30,11 +31,8 @@ def foreign_summary(store: str | Path) -> Path | None:
     path = summary_path(store)
     if not os.path.lexists(path):
         return None
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return path
-    return None if isinstance(summary, dict) and {"by_kind", "finish_reasons"} <= summary.keys() else path
+    summary = json_object(path)
+    return None if summary is not None and {"by_kind", "finish_reasons"} <= summary.keys() else path
 
 
 def _zero() -> dict[str, int]:

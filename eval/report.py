@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from actune.eval.failures import FAILURE_MODES, failure_counts
 from actune.eval.stats import HEADLINE, PAIRED_METRICS, cost_per_episode, metric_names, model_stats, paired_comparison
 from actune.records.atomic_write import atomic_write_png, atomic_write_text
+from actune.records.jsonl import json_object
 from actune.records.trajectory import Trajectory
 from actune.runtime.provenance import provenance_markdown
 from actune.world.phrasings import report_groups
@@ -372,12 +373,9 @@ def foreign_report_file(out_dir: str | Path) -> Path | None:
     """The first of :data:`REPORT_FILES` in ``out_dir`` that no eval wrote, or None: an eval's ``report.json`` (written
     first) is a JSON object with ``title`` and ``models``; without it, any of the three is someone else's."""
     out = Path(out_dir)
-    try:
-        report = json.loads((out / REPORT_FILES[0]).read_text(encoding="utf-8"))
-        if isinstance(report, dict) and {"title", "models"} <= report.keys():
-            return None
-    except (OSError, UnicodeDecodeError, ValueError):
-        pass
+    report = json_object(out / REPORT_FILES[0])
+    if report is not None and {"title", "models"} <= report.keys():
+        return None
     return next((out / n for n in REPORT_FILES if (out / n).exists() or (out / n).is_symlink()), None)
 
 

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from actune.config import public_dump
 from actune.records.atomic_write import atomic_write_text
+from actune.records.jsonl import json_object
 from actune.train.common import TrainError
 from actune.train.config import TrainConfig
 
@@ -94,26 +95,19 @@ trains, how it is watched and how fast it runs (the same gradients), not what it
 def run_identity(cfg: TrainConfig) -> dict[str, Any]:
     """What makes two trainings the same run: the settings that shape what is learnt (the public dump of ``cfg``) and
     the dataset's content as ``datasets`` fingerprints it (``state.json``; GRPO trains on no dataset)."""
-    state = None if cfg.objective == "grpo" else Path(cfg.dataset) / "state.json"
-    try:
-        content = json.loads(state.read_text(encoding="utf-8")) if state is not None else None
-    except (OSError, ValueError):
-        content = None
+    content = None if cfg.objective == "grpo" else json_object(Path(cfg.dataset) / "state.json")
     config = {k: v for k, v in public_dump(cfg).items() if k not in _NOT_LEARNT}
     if os.path.lexists(cfg.base_model):  # a local folder, however its path is written (runs/x, ./runs/x, /abs)
         config["base_model"] = os.path.realpath(cfg.base_model)
-    return {"config": config, "dataset": content.get("_fingerprint") if isinstance(content, dict) else None}
+    return {"config": config, "dataset": content.get("_fingerprint") if content is not None else None}
 
 
 def trained_already(identity: dict[str, Any], out: Path) -> bool:
     """Whether ``out`` holds the adapter of the training ``identity`` names (its ``training_meta.json`` records the
     same): a run stopped after the adapter was swapped in, before its caller noted the stage done, needs no training
     again (its checkpoints are gone with the swap)."""
-    try:
-        meta = json.loads((out / "training_meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(meta, dict) and meta.get("run") == json.loads(json.dumps(identity))
+    meta = json_object(out / "training_meta.json")
+    return meta is not None and meta.get("run") == json.loads(json.dumps(identity))
 
 
 def train_resuming(trainer: Any, ckpt_dir: Path, say: Callable[[str], None], what: str = "train",

@@ -27,7 +27,7 @@ from huggingface_hub import ModelCardData
 from actune.agent.method_registry import step_format
 from actune.agent.prompt_spec import PROMPT_SPEC_FILE, PromptSpec, load_prompt_spec
 from actune.records.atomic_write import atomic_write_text
-from actune.records.jsonl import read_json
+from actune.records.jsonl import json_object, read_json
 from actune.runtime.model_files import KNOWN_MODELS, MANIFEST
 from actune.runtime.provenance import provenance_markdown
 from actune.train.card_eval import ReportError, eval_section, model_index
@@ -85,20 +85,12 @@ def _export_summary(meta: dict[str, Any]) -> dict[str, Any] | None:
         return None
 
 
-def _json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def _trainer_state(folder: Path) -> dict[str, Any] | None:
     """The Trainer's ``trainer_state.json``: the folder's own, else its last ``checkpoint-N/``'s."""
     steps = {p: p.parent.name.removeprefix("checkpoint-") for p in folder.glob(f"checkpoint-*/{_TRAINER_STATE}")}
     checkpoints = sorted((p for p, n in steps.items() if n.isdigit()), key=lambda p: int(steps[p]), reverse=True)
     for path in [folder / _TRAINER_STATE, *checkpoints]:
-        if (state := _json(path)) is not None:
+        if (state := json_object(path)) is not None:
             return state
     return None
 
@@ -106,7 +98,7 @@ def _trainer_state(folder: Path) -> dict[str, Any] | None:
 def _meta_from_adapter_files(folder: Path) -> dict[str, Any]:
     """What an adapter folder without ``training_meta.json`` says of its training, in ``training_meta.json``'s
     keys: the base model and LoRA settings of ``adapter_config.json``, the losses of ``trainer_state.json``."""
-    adapter = _json(folder / _ADAPTER_CONFIG)
+    adapter = json_object(folder / _ADAPTER_CONFIG)
     if adapter is None:
         raise CardError(f"{folder}: neither {TRAINING_META_FILE} nor a readable {_ADAPTER_CONFIG}: nothing to write "
                         "a card from")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 __all__ = ["JSON_ERRORS", "MAX_LINE_BYTES", "json_problem", "is_torn", "read_text", "read_json", "iter_jsonl_objects",
-           "iter_appended", "shown_bytes"]
+           "iter_appended", "shown_bytes", "json_object"]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,16 @@ def read_text(path: str | Path, error: type[Exception] = ValueError) -> str:
     """The whole file as UTF-8 text; bytes that are not UTF-8 raise ``error`` naming the file and line."""
     path = Path(path)
     return _decode(path.read_bytes(), path, error)
+
+
+def json_object(path: str | Path) -> dict[str, Any] | None:
+    """The JSON object a file holds, or None when it is missing, unreadable, not JSON or not an object: how a command
+    tells its own earlier output (which it wrote as such an object) from anything else at that path."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def read_json(path: str | Path, error: type[Exception], what: str) -> Any:
