@@ -23,14 +23,16 @@ import random
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Annotated, Any, AsyncIterator, Callable
+from typing import TYPE_CHECKING, Annotated, Any, AsyncIterator, Callable
 
 import httpx
-import openai
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from actune.config import MASK, ConfigError, StrictModel, mask_url_credentials
 from actune.records.trajectory import SamplingRecord, Usage
+
+if TYPE_CHECKING:
+    import openai
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -198,6 +200,8 @@ class LLMClient:
         timeout = httpx.Timeout(config.timeout_s, connect=min(config.timeout_s, 10.0))
         limits = httpx.Limits(max_connections=config.max_concurrency,
                               max_keepalive_connections=config.max_concurrency)
+        import openai
+
         # one openai client for every request and endpoint (a request names its endpoint's full URL); max_retries=0:
         # the loop in _post retries, as openai's own (0.5 s doubling to 8 s, one endpoint) cannot follow RetryPolicy
         self._openai = openai.AsyncOpenAI(
@@ -372,6 +376,8 @@ class LLMClient:
         """One try at ``endpoint``: the answer, or a :class:`_Retry` for a failure worth another try, or the
         :class:`LLMError` of a refusal. Raised ``from None``: openai's error text may hold what the server echoed
         of the key."""
+        import openai
+
         reader = _ChunkReader(path == "/chat/completions", on_delta)
         try:
             if body.get("stream"):
@@ -454,6 +460,8 @@ class _ChunkReader:
         self.pieces: list[str] = []
 
     async def read(self, chunks: AsyncIterator[Any]) -> dict[str, Any]:
+        import openai
+
         try:
             async for chunk in chunks:
                 self._take(chunk)

@@ -411,6 +411,8 @@ HEAVY_MODULES: dict[str, str] = {
     "safetensors": "the training extras (not a base dependency): only checkpoint reading needs it",
     "matplotlib": "about 0.5 s; only the reports that draw a figure need it",
     "scipy": "optional: the exact McNemar test falls back to its own binomial sum without it",
+    "openai": "about 0.75 s (its typed API); only a client that sends requests needs it, not a command's --help, "
+              "config show or any command that stops on bad input",
     "bm25s": "about 0.15 s with numba and llvmlite; only a local corpus's index needs it",
     "huggingface_hub": "its Hub client and downloads (HfApi, snapshot_download) add about 0.1 s; only pushes and "
                        "model downloads need them (the card data classes are imported at the top where used)",
