@@ -11,12 +11,13 @@ import difflib
 import os
 import re
 import reprlib
+import types
 import typing
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from actune.records.jsonl import json_problem, read_text
 
@@ -30,9 +31,32 @@ class ConfigError(ValueError):
 
 
 class StrictModel(BaseModel):
-    """Base for every config: unknown keys are errors and field docstrings become descriptions."""
+    """Base for every config: unknown keys are errors, a true/false is no number, and field docstrings become
+    descriptions."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_assignment=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        # pydantic's lax mode reads true as 1 (serve.port=true, max_steps: yes); strict mode everywhere would also
+        # refuse a path or a number written as a string, which YAML and key=value overrides give
+        if isinstance(value, bool) and info.field_name is not None:
+            leaves = _leaf_types(cls.model_fields[info.field_name].annotation)
+            if leaves & {int, float} and not leaves & {bool, Any}:
+                raise ValueError(f"a number, not {str(value).lower()}")
+        return value
+
+
+def _leaf_types(annotation: Any) -> set[Any]:
+    """The types a field's annotation accepts at its top level: ``int | None`` and ``Annotated[int, ...]`` give
+    ``{int, NoneType}``; a list or a mapping is itself one leaf (its items are not looked into)."""
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return _leaf_types(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return set().union(*(_leaf_types(arg) for arg in typing.get_args(annotation)))
+    return {annotation}
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -70,7 +94,9 @@ def _parse_override(item: str) -> tuple[list[str], Any]:
         raise ConfigError(f"override {key!r}=... has an empty key")  # the value is never echoed: it may be a secret
     # YAML scalars give the natural types: 32 -> int, true -> bool, [a, b] -> list, null -> None.
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = yaml.load(raw, Loader=_UniqueKeyLoader) if raw.strip() else ""  # noqa: S506 - a SafeLoader
+    except _KeyWrittenTwice as e:  # the key alone: the value may be a secret
+        raise ConfigError(f"override {key}={{...}}: {e.problem.split(' (lines')[0]}") from None
     except yaml.YAMLError:
         value = raw
     except (ValueError, RecursionError) as e:  # an integer past 4,300 digits, nesting, a tag that fails (!!int x)
@@ -107,6 +133,10 @@ def _deep_copy(data: Any) -> Any:
     return data
 
 
+class _KeyWrittenTwice(yaml.constructor.ConstructorError):
+    """A mapping that writes one key twice (:class:`_UniqueKeyLoader`)."""
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
     """PyYAML's safe loader, but a key written twice in one mapping is an error: PyYAML keeps the last silently,
     so a user who edits the first ``learning_rate:`` of two would train with the other."""
@@ -118,13 +148,54 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 continue  # a merge key (``<<: *base``) and non-string keys: PyYAML's own rules
             key, line = key_node.value, key_node.start_mark.line + 1
             if key in seen:
-                raise yaml.constructor.ConstructorError(
+                raise _KeyWrittenTwice(
                     None, None, f"key {key!r} written twice (lines {seen[key]} and {line})", key_node.start_mark)
             seen[key] = line
         return super().construct_mapping(node, deep=deep)
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
+    """The mapping a config file holds (see :func:`read_yaml_lines`)."""
+    return read_yaml_lines(path)[0]
+
+
+def _load_with_lines(text: str) -> tuple[Any, dict[tuple, int]]:
+    # yaml.load's own steps, keeping the node tree: it knows the line of every key
+    loader = _UniqueKeyLoader(text)
+    try:
+        node = loader.get_single_node()
+        return (None if node is None else loader.construct_document(node)), _key_lines(node)
+    finally:
+        loader.dispose()
+
+
+def _key_lines(root: yaml.Node | None) -> dict[tuple, int]:
+    """The line of each key path (and list item) a file writes; a node reached again through an alias is not walked
+    again, so nested aliases cost no more than their text."""
+    lines: dict[tuple, int] = {}
+    seen: set[int] = set()
+    todo: list[tuple[tuple, yaml.Node | None]] = [((), root)]
+    while todo:
+        path, node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            children = [((*path, key.value), key, value) for key, value in node.value
+                        if isinstance(key, yaml.ScalarNode)]
+        elif isinstance(node, yaml.SequenceNode):
+            children = [((*path, i), item, item) for i, item in enumerate(node.value)]
+        else:
+            continue
+        for child, at, value in children:
+            lines.setdefault(child, at.start_mark.line + 1)
+            todo.append((child, value))
+    return lines
+
+
+def read_yaml_lines(path: Path) -> tuple[dict[str, Any], dict[tuple, int]]:
+    """The mapping a config file holds, and the line of each key path in it (errors name it); a named
+    :class:`ConfigError` for a file that is missing, unreadable, not YAML, not a mapping or too large."""
     try:
         text = read_text(path, ConfigError)
     except FileNotFoundError:
@@ -134,7 +205,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
     except OSError as e:  # a symlink loop, no permission: the file cannot be read, which no room would cure
         raise ConfigError(f"{path}: cannot read the config: {e.strerror or e}") from None
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader
+        data, lines = _load_with_lines(text)
     except (ValueError, RecursionError) as e:  # an integer past 4,300 digits, thousands of nested brackets
         raise ConfigError(f"{path}: invalid YAML: {json_problem(e)[1]}") from None
     except yaml.YAMLError as e:
@@ -152,7 +223,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
     if size > MAX_CONFIG_BYTES:
         raise ConfigError(f"{path}: expands to more than {MAX_CONFIG_BYTES:,} bytes of text (a long string behind "
                           "YAML aliases?); a config is read whole and printed whole, so it must stay small")
-    return data
+    return data, lines
 
 
 MAX_CONFIG_VALUES = 100_000
@@ -208,8 +279,17 @@ def _did_you_mean(model: type[BaseModel] | None, loc: tuple) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
+def _line_of(loc: tuple, key_lines: dict[tuple, int]) -> str:
+    """`` [line N]``: where the file writes ``loc`` or, for a key it lacks, the nearest section it writes; nothing
+    where an override set it (line 0)."""
+    for end in range(len(loc), 0, -1):
+        if loc[:end] in key_lines:
+            return f" [line {key_lines[loc[:end]]}]" if key_lines[loc[:end]] else ""
+    return ""
+
+
 def _format_validation_error(err: ValidationError, source: str, prefix: str = "",
-                             model: type[BaseModel] | None = None) -> str:
+                             model: type[BaseModel] | None = None, key_lines: dict[tuple, int] | None = None) -> str:
     lines = []
     errors = err.errors()
     for e in errors[:_MAX_ERROR_LINES]:
@@ -223,7 +303,7 @@ def _format_validation_error(err: ValidationError, source: str, prefix: str = ""
             msg = e["msg"]
             if "input" in e and kind not in ("missing",) and not _is_secret(e["loc"]):
                 msg += f" (got {mask_url_credentials(_ECHO.repr(e['input']))})"
-        lines.append(f"  {loc}: {msg}")
+        lines.append(f"  {loc}: {msg}{_line_of(tuple(e['loc']), key_lines or {})}")
     if len(errors) > _MAX_ERROR_LINES:
         lines.append(f"  ... and {len(errors) - _MAX_ERROR_LINES} more")
     return f"{source}: invalid config\n" + "\n".join(lines)
@@ -243,20 +323,24 @@ def load_config(
     name the full key path (``serve.port``). A file without the key is read whole.
     Raises :class:`ConfigError` naming the file and every bad key path.
     """
-    data: dict[str, Any] = read_yaml(Path(path)) if path is not None else {}
+    data, key_lines = read_yaml_lines(Path(path)) if path is not None else ({}, {})
     overrides = list(overrides or [])
     prefix = ""
     if section is not None and isinstance(data.get(section), dict):
         data, prefix = data[section], f"{section}."
         overrides = [o.removeprefix(prefix) for o in overrides]
+        key_lines = {k[1:]: line for k, line in key_lines.items() if k[:1] == (section,)}
     data = apply_overrides(data, overrides)
+    for item in overrides:  # a value an override set is not the file's: no line of the file names it (0)
+        key = tuple(split_override(item)[0].split("."))
+        key_lines = {**{k: line for k, line in key_lines.items() if k[:len(key)] != key}, key: 0}
     source = str(path) if path is not None else "command-line overrides"
     if overrides and path is not None:
         source += " (with overrides)"
     try:
         return cls.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(_format_validation_error(e, source, prefix, cls)) from None
+        raise ConfigError(_format_validation_error(e, source, prefix, cls, key_lines)) from None
 
 
 # By pattern, not by exact name (issue #47: a plug-in's env.options held secret_key, aws_secret_access_key,

@@ -47,8 +47,36 @@ def test_an_unknown_key_suggests_the_closest_known_one_of_its_own_section_only(t
     with pytest.raises(ConfigError) as e:
         load_config(Outer, write(tmp_path, "model: m\nstep: 3\ncolour: red\ninner:\n  nmes: [a]\n  steps: 1\n"))
     assert sorted(str(e.value).splitlines()[1:]) == [
-        "  colour: unknown key", "  inner.nmes: unknown key (did you mean names?)", "  inner.steps: unknown key",
-        "  step: unknown key (did you mean steps?)"]
+        "  colour: unknown key [line 3]", "  inner.nmes: unknown key (did you mean names?) [line 5]",
+        "  inner.steps: unknown key [line 6]", "  step: unknown key (did you mean steps?) [line 2]"]
+
+
+def test_an_error_names_the_line_the_file_writes_and_none_for_a_value_an_override_set(tmp_path):
+    p = write(tmp_path, "model: m\ninner:\n  rate: fast\n  names:\n    - a\n    - [b]\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(Outer, p)
+    assert [line.split(":")[0] + line[line.rfind(" ["):] for line in str(e.value).splitlines()[1:]] == [
+        "  inner.rate [line 3]", "  inner.names.1 [line 6]"]
+    with pytest.raises(ConfigError) as e:  # the file's line would name a value that is not the one refused
+        load_config(Outer, p, ["inner.rate=slow", "inner.names=[a]"])
+    assert str(e.value).splitlines()[1] == "  inner.rate: Input should be a valid number, unable to parse string as a " \
+                                           "number (got 'slow')"
+    with pytest.raises(ConfigError, match=r"  model: required value is missing$"):  # the top level has no line
+        load_config(Outer, write(tmp_path, "steps: 3\n"))
+
+
+def test_true_or_false_is_no_number(tmp_path):
+    class Flags(StrictModel):
+        port: int | None = None
+        rate: float = 0.1
+        on: bool | int = 0
+
+    for override in ("port=true", "rate=false"):
+        with pytest.raises(ConfigError, match=r": Value error, a number, not (true|false)"):
+            load_config(Flags, overrides=[override])
+    assert load_config(Flags, overrides=["on=true", "port=0"]).model_dump() == {"port": 0, "rate": 0.1, "on": True}
+    with pytest.raises(ConfigError, match=r"  steps: Value error, a number, not true \(got True\) \[line 2\]"):
+        load_config(Outer, write(tmp_path, "model: m\nsteps: yes\n"))
 
 
 def test_wrong_type_names_key_and_value(tmp_path):
@@ -103,6 +131,13 @@ def test_an_empty_config_file_is_refused_and_an_explicit_empty_mapping_is_every_
     with pytest.raises(ConfigError, match=r"c.yaml: holds no settings; to run with every default, write \{\} in it"):
         load_config(Outer, write(tmp_path, "# only a comment\n"), ["model=m"])
     assert load_config(Outer, write(tmp_path, "{}\n"), ["model=m"]).steps == 10
+
+
+def test_a_key_written_twice_in_an_overrides_mapping_is_an_error_that_shows_no_value():
+    with pytest.raises(ConfigError, match=r"^override inner=\{\.\.\.\}: key 'rate' written twice$") as e:
+        apply_overrides({}, ["inner={rate: 0.5, names: [a], rate: 0.7}"])
+    assert "0.7" not in str(e.value)
+    assert apply_overrides({}, ["inner={rate: 0.5, names: [rate]}"]) == {"inner": {"rate": 0.5, "names": ["rate"]}}
 
 
 def test_override_errors():

@@ -50,7 +50,7 @@ def tools_adapter(embedded_model, tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("tools-adapter")
     export_dataset(write_store(tmp / "store.jsonl"), tmp / "ds", "tools")
-    train(tiny_config(tmp, embedded_model, wire_format="tools", eval_fraction=0, max_steps=24, learning_rate=3e-3,
+    train(tiny_config(tmp, embedded_model, wire_format="tools", eval_fraction=0, max_steps=12, learning_rate=6e-3,
                       max_length=512), log=lambda line: None)
     return tmp / "adapter"
 

@@ -58,7 +58,7 @@ def test_an_unknown_sft_key_fails_naming_it(tmp_path):
     with pytest.raises(ConfigError) as e:
         load_config(RunConfig, path)
     assert str(e.value) == (f"{path}: invalid config\n"
-                            "  train.sft.report_tox: not a field of trl.SFTConfig (got 'tensorboard')")
+                            "  train.sft.report_tox: not a field of trl.SFTConfig (got 'tensorboard') [line 3]")
 
 
 def test_an_sft_value_of_the_wrong_type_and_a_negative_max_steps_fail_before_training():
