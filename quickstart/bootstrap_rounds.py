@@ -26,7 +26,16 @@ from actune.tasks.loading import load_tasks
 if TYPE_CHECKING:
     from actune.serve.server import Serving
 
-__all__ = ["round1_work", "bootstrap_round1", "solved_tasks", "bootstrap_later_round"]
+__all__ = ["round1_work", "bootstrap_round1", "solved_tasks", "bootstrap_later_round", "all_stored"]
+
+
+def all_stored(store: Path, method: str, tasks: TaskConfig, attempts: int) -> bool:
+    """Whether ``store`` holds ``attempts`` episodes of ``method`` on every task of ``tasks``: a resumed stage
+    with none left to run starts no server (a minute on a CPU, more for a large model on a GPU)."""
+    if not store.exists() or not store.stat().st_size:
+        return False
+    done = read_state(store).done
+    return all((t.id, method, a) in done for t in load_tasks(tasks) for a in range(attempts))
 
 
 def _run_bootstrap(run: RunContext, bootstrap: BootstrapConfig, serve: ServeConfig, run_id: str,
@@ -44,13 +53,9 @@ def round1_work(run: RunContext) -> list[tuple[str, int, BootstrapConfig]]:
         for i, p in enumerate(cfg.passes):
             target = max(1, math.ceil(p.share * cfg.bootstrap.target_correct))
             tasks = run.tasks("train", where={"kind": p.kind} if p.kind else {}, limit=p.limit)
-            if state is not None:
-                if state.kept >= target:
-                    continue
-                ids = [t.id for t in load_tasks(tasks)]
-                if all((tid, method, a) in state.done for a in range(cfg.bootstrap.attempts_per_task)
-                       for tid in ids):
-                    continue
+            if state is not None and (state.kept >= target
+                                      or all_stored(store, method, tasks, cfg.bootstrap.attempts_per_task)):
+                continue
             agent = run.agent(cfg.bootstrap.agent, method,
                               exemplar_kinds=[p.kind] if p.kind and p.type_matched else None)
             boot = cfg.bootstrap.model_copy(update={
@@ -110,10 +115,16 @@ def bootstrap_later_round(run: RunContext, r: int) -> None:
         if n_tasks == 0:
             run.log(f"bootstrap {method} round {r}: every training task is solved; nothing to do")
             continue
+        tasks = TaskConfig(format="custom", path=str(tasks_file), split="train")
+        label = round_model_label(run, method, r - 1)
+        if all_stored(run.layout.store(method, r), method, tasks, cfg.round_attempts):  # a resumed round
+            run.log(f"bootstrap {method} round {r}: every episode is stored; the eval stage runs what is left of "
+                    f"{label}'s")
+            continue
         model, adapter = run.tuned_model(method, r - 1)
         spec = load_prompt_spec(adapter or Path(model))
         # served and asked for as the eval stage names it, so its eval episodes run on this server too
-        serve, request_model = eval_serving(run, method, round_model_label(run, method, r - 1))
+        serve, request_model = eval_serving(run, method, label)
         agent = spec.apply(run.agent(cfg.bootstrap.agent, method, temperature=cfg.round_temperature))
         run.log(f"bootstrap {method} round {r}: {n_tasks} unsolved training tasks x {cfg.round_attempts} "
                 f"attempts with the round-{r - 1} model ({spec.regime}, {spec.wire})")
@@ -121,8 +132,7 @@ def bootstrap_later_round(run: RunContext, r: int) -> None:
             boot = cfg.bootstrap.model_copy(update={
                 "store": run.layout.store(method, r), "endpoints": served.endpoints, "model": request_model,
                 "attempts_per_task": cfg.round_attempts, "target_correct": n_tasks * cfg.round_attempts,
-                "env": run.env(cfg.bootstrap.env),
-                "tasks": TaskConfig(format="custom", path=str(tasks_file), split="train"), "agent": agent,
+                "env": run.env(cfg.bootstrap.env), "tasks": tasks, "agent": agent,
             })
             _run_bootstrap(run, boot, serve, run_id, served)
-            eval_on(run, served, method, [round_model_label(run, method, r - 1)], run_id)
+            eval_on(run, served, method, [label], run_id)
