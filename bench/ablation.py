@@ -34,6 +34,7 @@ from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.fine_tune import export_round
 from actune.quickstart.layout import Layout
 from actune.quickstart.round_inputs import export_stores, round_train_config
+from actune.runtime.stop_signals import run_script
 
 ARMS = {"mix_methods": {False: "tuned-own", True: "tuned-mixed"},
         "round_start": {"base": "tuned-from-base", "previous": "tuned-from-previous"}}
@@ -156,4 +157,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -22,6 +22,7 @@ from actune.envs.config import EnvConfig
 from actune.envs.factory import make_env
 from actune.llm import ClientConfig, LLMClient
 from actune.records.task_record import Task
+from actune.runtime.stop_signals import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_TASKS = [
@@ -105,4 +106,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -27,6 +27,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from train_speed import step_clock  # noqa: E402
 
+from actune.runtime.stop_signals import run_script
+
 TARGET = 2.5
 
 
@@ -141,4 +143,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

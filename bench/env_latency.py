@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from actune.runtime.stop_signals import run_script
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_CORPUS = REPO.parent / "shared" / "data" / "hotpotqa" / "wiki_paragraphs.jsonl"
 
@@ -213,4 +215,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

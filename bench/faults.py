@@ -63,6 +63,7 @@ from output_faults import bench as bench_outputs
 from output_faults import format_table as format_output_table
 
 from actune.records.atomic_write import fresh_work_folder
+from actune.runtime.stop_signals import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "smollm2-135m"
@@ -757,4 +758,4 @@ def _skipped(unit: str, why: str) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

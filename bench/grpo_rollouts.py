@@ -31,6 +31,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pipeline import dev_mode, replay_episodes, reset_prefix_cache  # noqa: E402
 
+from actune.runtime.stop_signals import run_script
+
 TARGET = 0.8
 
 
@@ -137,4 +139,4 @@ def _records(path: Path) -> list:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

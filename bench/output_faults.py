@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from actune.records.atomic_write import fresh_work_folder
+from actune.runtime.stop_signals import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 ACTUNE = [sys.executable, "-m", "actune"]
@@ -272,4 +273,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

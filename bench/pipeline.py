@@ -63,6 +63,7 @@ from actune.records.atomic_write import fresh_work_folder
 from actune.records.store import TrajectoryStore
 from actune.records.trajectory import Trajectory, read_trajectories
 from actune.runtime.cpu_features import describe_cpu
+from actune.runtime.stop_signals import run_script
 from actune.tasks.config import TaskConfig
 from actune.tasks.loading import load_tasks
 
@@ -468,4 +469,4 @@ def format_table(f: dict[str, Any], concurrency: int) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -30,6 +30,7 @@ from rank_sweep import load_run_config
 
 from actune.quickstart.estimate import RATES, episode_cost, serving_seconds
 from actune.quickstart.layout import STATE_FILE, Layout
+from actune.runtime.stop_signals import run_script
 
 
 def _episodes(store: Path) -> int:
@@ -137,4 +138,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_script(main)

@@ -25,6 +25,7 @@ from typing import Any
 from actune.quickstart.config import QuickstartConfig
 from actune.quickstart.layout import STATE_FILE, Layout, served_tuned_model
 from actune.quickstart.state import stored_config_as_current
+from actune.runtime.stop_signals import run_script
 from actune.tasks.config import TaskConfig
 
 
@@ -180,4 +181,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

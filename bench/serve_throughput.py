@@ -24,6 +24,7 @@ import time
 import httpx
 
 from actune.llm import ClientConfig, LLMClient, Sampling
+from actune.runtime.stop_signals import run_script
 
 PARAGRAPH = (
     "The river delta was mapped in detail by surveyors who walked its channels for three dry seasons. "
@@ -134,4 +135,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -214,4 +214,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # here, not at the top: bench/train_gpu.py imports this module on a GPU machine without actune installed
+    from actune.runtime.stop_signals import run_script
+
+    run_script(main)

@@ -29,6 +29,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from actune.agent.method_registry import interactive_methods
+from actune.runtime.stop_signals import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 KINDS = ("single", "bridge", "comparison")
@@ -197,4 +198,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

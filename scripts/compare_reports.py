@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from actune.runtime.stop_signals import run_script
+
 # keys whose values are timings or where a run ran, not what it found: by their last part, or anywhere under these
 TIMING_KEYS = {"wall_s", "finished", "started", "elapsed_s", "minutes", "tok_s", "gen_tok_s", "eta_s", "command",
                "reproduce"}
@@ -92,4 +94,4 @@ def main(first: Path, second: Path) -> int:
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit(__doc__)
-    sys.exit(main(Path(sys.argv[1]), Path(sys.argv[2])))
+    run_script(lambda: main(Path(sys.argv[1]), Path(sys.argv[2])))

@@ -9,6 +9,7 @@ import sys
 
 from actune.eval.stats import PAIRED_METRICS, paired_comparison
 from actune.records.trajectory import read_trajectory_lines
+from actune.runtime.stop_signals import run_script
 
 
 def main(a_path: str, b_path: str) -> None:
@@ -21,4 +22,6 @@ def main(a_path: str, b_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    if len(sys.argv) < 3 or "--help" in sys.argv or "-h" in sys.argv:
+        sys.exit(__doc__)  # its usage, exit 1
+    run_script(lambda: main(sys.argv[1], sys.argv[2]))

@@ -20,6 +20,7 @@ from pathlib import Path
 from actune.bootstrap.gold_paths import searches_seen
 from actune.eval.stats import correct_grounded, first_attempts, mcnemar_exact
 from actune.records.trajectory import Trajectory, read_trajectories
+from actune.runtime.stop_signals import run_script
 from actune.tasks.metrics import normalize_answer
 
 _SIMILAR = re.compile(r"Similar: \[(.*)\]")
@@ -95,4 +96,6 @@ def main(a: str, b: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    if len(sys.argv) < 3 or "--help" in sys.argv or "-h" in sys.argv:
+        sys.exit(__doc__)  # its usage, exit 1
+    run_script(lambda: main(*sys.argv[1:3]))

@@ -28,6 +28,7 @@ from pathlib import Path
 from actune.config import public_dump
 from actune.quickstart.config import hardware_kind, load_quickstart
 from actune.quickstart.state import comparable
+from actune.runtime.stop_signals import run_script
 
 
 def moved_model(store: Path, src: Path, dst: Path) -> None:
@@ -73,4 +74,6 @@ if __name__ == "__main__":
     retrain = "--retrain" in args
     preset = next((a.split("=", 1)[1] for a in args if a.startswith("--preset=")), "full")
     args = [a for a in args if a != "--retrain" and not a.startswith("--preset=")]
-    main(Path(args[0]), Path(args[1]), args[2:], retrain, preset)
+    if len(args) < 2 or "--help" in args or "-h" in args:
+        sys.exit(__doc__)  # its usage, exit 1
+    run_script(lambda: main(Path(args[0]), Path(args[1]), args[2:], retrain, preset))

@@ -31,6 +31,7 @@ from actune.agent.render import PromptContext, render_text, trajectory_prompt_co
 from actune.envs.wiki_env import LOOKUP_PREFIX
 from actune.records.trajectory import Trajectory, read_trajectories
 from actune.runtime.progress import Progress
+from actune.runtime.stop_signals import run_script
 from actune.tasks.metrics import exact_match, normalize_answer
 from actune.text import split_sentences, word_tokens
 
@@ -206,4 +207,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

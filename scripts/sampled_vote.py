@@ -26,6 +26,7 @@ from actune.quickstart.context import RunContext
 from actune.quickstart.evaluation import eval_config
 from actune.quickstart.layout import Layout
 from actune.records.trajectory import Trajectory, read_trajectories
+from actune.runtime.stop_signals import run_script
 
 
 def sample(preset: str, run_dir: Path, out: Path, k: int, temperature: float, rnd: int) -> tuple[Path, str]:
@@ -85,4 +86,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -21,6 +21,7 @@ from pathlib import Path
 from actune.config import public_dump
 from actune.quickstart.config import hardware_kind, load_quickstart
 from actune.quickstart.state import comparable, stored_config_as_current
+from actune.runtime.stop_signals import run_script
 
 
 def main(preset: str, src: Path, dst: Path, overrides: list[str]) -> None:
@@ -44,4 +45,6 @@ def main(preset: str, src: Path, dst: Path, overrides: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4:])
+    if len(sys.argv) < 4 or "--help" in sys.argv or "-h" in sys.argv:
+        sys.exit(__doc__)  # its usage, exit 1
+    run_script(lambda: main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4:]))

@@ -17,12 +17,13 @@ so stopping a server is never cut short half-way.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["stop_signals_as_interrupt"]
+__all__ = ["run_script", "stop_signals_as_interrupt"]
 
 
 @contextmanager
@@ -50,3 +51,17 @@ def stop_signals_as_interrupt() -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+def run_script(main: Callable[[], int | str | None]) -> None:
+    """Exit with what ``main`` returns, as ``sys.exit(main())`` does, for the ``bench/`` and ``scripts/`` programs: a
+    stop signal unwinds ``main`` like Ctrl-C (servers it started stop; ``subprocess.run`` kills its child, whose own
+    server guard then stops that child's server) and exits 130 with one line, as actune's commands do. Without
+    it a bench sent SIGTERM died at once and left its children running."""
+    try:
+        with stop_signals_as_interrupt():
+            code = main()
+    except KeyboardInterrupt:
+        print(f"{sys.argv[0]}: interrupted", file=sys.stderr)
+        sys.exit(130)
+    sys.exit(code)

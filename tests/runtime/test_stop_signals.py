@@ -68,3 +68,53 @@ def test_every_command_stopped_by_sigterm_exits_130(tmp_path):
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "interrupted" in err
+
+
+def test_a_script_stopped_by_sigterm_stops_its_child_and_exits_130(tmp_path):
+    """What the bench/ and scripts/ programs run under (``run_script``): a SIGTERM unwinds main, the child it waits
+    on is stopped with it, and the exit is 130 with one line; before, the script died at once and its child ran on."""
+    import subprocess
+    import sys
+    import time
+
+    child_pid = tmp_path / "child.pid"
+    script = tmp_path / "bench_like.py"
+    child = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(600)"
+    script.write_text(
+        "import subprocess, sys\n"
+        "from actune.runtime.stop_signals import run_script\n"
+        "def main():\n"
+        f"    subprocess.run([sys.executable, '-c', {child!r}, sys.argv[1]])\n"
+        "    return 0\n"
+        "run_script(main)\n")
+    proc = subprocess.Popen([sys.executable, str(script), str(child_pid)], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (child_pid.exists() and child_pid.read_text()) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[1]
+        time.sleep(0.05)
+    pid = int(child_pid.read_text())
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.strip().endswith("bench_like.py: interrupted"), err
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        state = (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split() or ["?"])[0]
+        if state == "Z":  # reaped by init once its parent is gone
+            break
+        time.sleep(0.05)
+    assert not Path(f"/proc/{pid}").exists() or state == "Z", "the script's child outlived it"
+
+
+def test_every_bench_and_script_program_runs_under_run_script():
+    import ast
+
+    repo = Path(__file__).resolve().parents[2]
+    # train_gpu.py runs on a GPU machine where actune may not be installed, and starts no child
+    programs = [p for p in sorted([*repo.glob("bench/*.py"), *repo.glob("scripts/*.py")]) if p.name != "train_gpu.py"]
+    missing = []
+    for path in programs:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        mains = [n for n in tree.body if isinstance(n, ast.If) and "__main__" in ast.unparse(n.test)]
+        if mains and "run_script(" not in ast.unparse(mains[0]):
+            missing.append(path.name)
+    assert len(programs) >= 15 and missing == []
