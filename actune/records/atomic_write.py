@@ -46,9 +46,11 @@ only names with it, never a user's own ``.<name>.old`` or ``.<name>.lock``."""
 
 
 def _create_temp(path: Path) -> tuple[int, Path]:
-    """Create and open a new, uniquely named temporary file next to ``path``."""
+    """Create and open a new, uniquely named temporary file next to ``path``, named with this process's id (see
+    :func:`_remove_temps_of_dead_writers`)."""
+    _remove_temps_of_dead_writers(path)
     for _ in range(100):
-        tmp = path.with_name(f".{path.name}.{_MARK}{os.urandom(4).hex()}.tmp")
+        tmp = path.with_name(f".{path.name}.{_MARK}p{os.getpid()}-{os.urandom(4).hex()}.tmp")
         try:
             # Mode 0o666 goes through the umask like any open(..., "w"); mkstemp's 0o600 would not.
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
@@ -56,6 +58,32 @@ def _create_temp(path: Path) -> tuple[int, Path]:
             continue
         return fd, tmp
     raise FileExistsError(f"{path.parent}: could not create a unique temporary file for {path.name}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _remove_temps_of_dead_writers(path: Path) -> None:
+    """Remove the temporary files a writer of ``path`` killed mid-write (SIGKILL, a power cut) left beside it: most
+    single files are written under no lock, so a temp file's own process id tells a dead writer's from a live
+    one's. A reused id keeps a dead one's file until that process ends too."""
+    dead = re.compile(rf"\.{re.escape(path.name)}\.{re.escape(_MARK)}p([0-9]+)-[0-9a-f]{{8}}\.tmp")
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return  # the write itself names the folder's problem
+    for entry in entries:
+        match = dead.fullmatch(entry.name)
+        if match and not _alive(int(match[1])) and not entry.is_dir(follow_symlinks=False):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
 
 
 def fsync_dir(folder: Path) -> None:
@@ -281,7 +309,7 @@ def _remove_dead_temps(out: Path) -> None:
     :func:`atomic_writer`'s files. Called holding ``out``'s lock, under which alone they are made, so none of them
     belongs to a live writer."""
     name, mark = re.escape(out.name), re.escape(_MARK)
-    dead = re.compile(rf"\.{name}\.{mark}(?:[a-z0-9_]{{8}}|[0-9a-f]{{8}}\.tmp)")
+    dead = re.compile(rf"\.{name}\.{mark}(?:[a-z0-9_]{{8}}|(?:p[0-9]+-)?[0-9a-f]{{8}}\.tmp)")
     for entry in os.scandir(out.parent):
         if dead.fullmatch(entry.name):
             if entry.is_dir(follow_symlinks=False):

@@ -303,8 +303,9 @@ def test_the_next_writer_of_an_output_removes_what_a_killed_one_left_beside_it(t
     out = tmp_path / "ds"
     dead_folder = atomic_write.temp_folder_beside(out)
     (dead_folder / "data.arrow").write_text("half")
-    dead_file = tmp_path / ".ds.actune-0a1b2c3d.tmp"
+    dead_file, dead_named = tmp_path / ".ds.actune-0a1b2c3d.tmp", tmp_path / f".ds.actune-p{os.getpid()}-0a1b2c3d.tmp"
     dead_file.write_text("half")
+    dead_named.write_text("half")  # under the lock: whatever process it names
     others = [tmp_path / ".ds.actune-swap-old", tmp_path / ".dsx.actune-0a1b2c3d.tmp", tmp_path / "notes.txt",
               tmp_path / ".other.abcdefgh", tmp_path / ".ds.previous", tmp_path / ".ds.0a1b2c3d.tmp",
               tmp_path / ".ds.lock"]
@@ -313,8 +314,27 @@ def test_the_next_writer_of_an_output_removes_what_a_killed_one_left_beside_it(t
     (tmp_path / ".ds.original").mkdir()
     others.append(tmp_path / ".ds.original")
     with atomic_write.output_lock(out):
-        assert not dead_folder.exists() and not dead_file.exists()
+        assert not dead_folder.exists() and not dead_file.exists() and not dead_named.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in others)
+
+
+def test_a_single_file_write_removes_the_temp_file_a_killed_writer_left_and_no_live_writers(tmp_path: Path) -> None:
+    """Single files are written under no lock: a temp file names its writer's process, and the next write of the
+    same file removes those of writers that are gone (a SIGKILL mid-write), never a live writer's or a user's."""
+    import subprocess
+    import sys
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    dead = tmp_path / f".report.json.actune-p{int(gone.stdout)}-0a1b2c3d.tmp"
+    live = tmp_path / f".report.json.actune-p{os.getpid()}-0a1b2c3d.tmp"
+    kept = [live, tmp_path / ".report.json.actune-0a1b2c3d.tmp", tmp_path / f".other.json.actune-p{int(gone.stdout)}"
+            f"-0a1b2c3d.tmp", tmp_path / ".report.json.tmp"]
+    for p in (dead, *kept):
+        p.write_text("half")
+    atomic_write_text(tmp_path / "report.json", "{}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in (*kept, tmp_path / "report.json"))
+    assert live.read_text() == "half"
 
 
 def test_a_full_disk_names_the_output_it_could_not_write(tmp_path, monkeypatch):
