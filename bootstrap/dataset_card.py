@@ -145,6 +145,29 @@ def _origin_text(summary: ExportSummary) -> str:
     return "; ".join(f"{n} {_ORIGIN_WORDS[o]}" for o, n in origins.items())
 
 
+def _judge_lines(summary: ExportSummary) -> list[str]:
+    """The card's judge section: the rules, and how many kept records each judged."""
+    lines = [
+        "An episode was kept when it was **correct** (the task metric's flag on the final answer against the gold "
+        "answer) and **grounded**: it was shown what holds the answer (at the evidence level, where the task names "
+        "its supporting sentences, every sentence of one evidence set appeared in the episode's observations; at "
+        "the page level, where it names only supporting pages, every one of them was opened), with no step-order "
+        "problem. Methods that read no pages (standard, CoT, CoT-SC) cannot be grounded and are kept on "
+        "correctness alone; a task naming no supporting pages counts as grounded (unchecked).",
+    ]
+    if judge := summary.judge:
+        levels = ""
+        if "grounded_evidence" in judge:  # exports of an older actune did not count the levels
+            page = judge["grounding_required"] - judge["grounded_evidence"] - judge["grounding_unchecked"]
+            levels = f"{judge['grounded_evidence']} at the evidence level, {page} at the page level; "
+        lines += ["", f"Of the {judge['kept']} kept records in the stores: {judge['grounding_required']} judged "
+                  f"correct and grounded ({levels}for {judge['grounding_unchecked']} of them the task names no "
+                  f"supporting page, so grounding was not checked), {judge['grounding_not_required']} judged on "
+                  "correctness with grounding not required, "
+                  f"{judge['grounding_not_applicable']} from methods that read no pages."]
+    return lines
+
+
 def dataset_card(summary: ExportSummary, rows: Sequence[dict[str, Any]], *, fmt: str, data_files: str,
                  settings: dict[str, Any] | None = None, unmasked: int = 0) -> str:
     """The card text (YAML front matter + Markdown body) of an export.
@@ -190,22 +213,7 @@ def dataset_card(summary: ExportSummary, rows: Sequence[dict[str, Any]], *, fmt:
     ]
     if settings:
         lines += ["", "Export settings: " + ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in settings.items()) + "."]
-    lines += [
-        "",
-        "## Judge",
-        "",
-        "An episode was kept when it was **correct** (the task metric's flag on the final answer against the gold "
-        "answer) and **grounded** (every supporting page the task names was among the pages the episode actually "
-        "read; for FEVER, any one evidence set read in full), with no step-order problem. Methods that read no "
-        "pages (standard, CoT, CoT-SC) cannot be grounded and are kept on correctness alone; a task naming no "
-        "supporting pages counts as grounded (unchecked).",
-    ]
-    if judge := summary.judge:
-        lines += ["", f"Of the {judge['kept']} kept records in the stores: {judge['grounding_required']} judged "
-                  f"correct and grounded (for {judge['grounding_unchecked']} of them the task names no supporting "
-                  f"page, so grounding was not checked), {judge['grounding_not_required']} judged on correctness "
-                  "with grounding not required, "
-                  f"{judge['grounding_not_applicable']} from methods that read no pages."]
+    lines += ["", "## Judge", "", *_judge_lines(summary)]
     lines += [
         "",
         "## Step format",
@@ -224,3 +232,4 @@ def dataset_card(summary: ExportSummary, rows: Sequence[dict[str, Any]], *, fmt:
         lines += ["", f"Metadata columns: {_COLUMNS}."]
     lines += ["", "## Load it", "", _load_section(fmt, data_files), "", *provenance_markdown(provenance())]
     return "\n".join(lines)
+

@@ -121,11 +121,11 @@ def kept_records(store: str | Path) -> list[Trajectory]:
 
 
 def judge_counts(kept: Iterable[Trajectory]) -> dict[str, int]:
-    """How the ``kept`` records were judged: kept, kept with grounding required, kept on correctness alone
-    (grounding not required, or not applicable to the method), and kept without a grounding check (the task names
-    no supporting pages)."""
-    out = Counter({"kept": 0, "grounding_required": 0, "grounding_not_required": 0, "grounding_not_applicable": 0,
-                   "grounding_unchecked": 0})
+    """How the ``kept`` records were judged: kept, kept with grounding required (of them, grounded at the evidence
+    level: the supporting sentences shown), kept on correctness alone (grounding not required, or not applicable to
+    the method), and kept without a grounding check (the task names no supporting pages)."""
+    out = Counter({"kept": 0, "grounding_required": 0, "grounded_evidence": 0, "grounding_not_required": 0,
+                   "grounding_not_applicable": 0, "grounding_unchecked": 0})
     for v in filter(None, map(verdict_of, kept)):
         out["kept"] += 1
         if not v.grounding_applies:
@@ -133,6 +133,7 @@ def judge_counts(kept: Iterable[Trajectory]) -> dict[str, int]:
         elif v.require_grounded:
             out["grounding_required"] += 1
             out["grounding_unchecked"] += int(not v.grounding_checked)
+            out["grounded_evidence"] += int(v.grounding_checked and v.grounding_level == "evidence")
         else:
             out["grounding_not_required"] += 1
     return dict(out)

@@ -1,7 +1,7 @@
 """Preference pairs from trajectory stores: a kept episode against a failed one of the same task, method and prompt.
 
     rows, summary = pair_rows(["react/round1/trajectories.jsonl"])
-    summary = export_pairs(stores, "react/round1/pairs")      # a datasets folder + pairs_summary.json
+    summary = export_pairs(stores, "react/round1/pairs")      # a datasets folder, pairs_summary.json, its card
 
 Every bootstrap store holds the failed episodes of the tasks it also solved; SFT never learns from them. A pair
 puts the i-th kept episode of a (task, method, prompt) against its i-th failed one, up to ``max_pairs_per_task``.
@@ -28,14 +28,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from huggingface_hub import DatasetCardData
+
 from actune.agent.render import episode_segments
+from actune.bootstrap.dataset_card import CARD_FILE, size_category
 from actune.bootstrap.export import ExportError, claim_folder, judged_lines
 from actune.records.atomic_write import replace_folder, temp_folder_beside
 from actune.records.trajectory import Step, Trajectory
-from actune.runtime.provenance import provenance
+from actune.runtime.provenance import provenance, provenance_markdown
 
-__all__ = ["PAIRS_SUMMARY_FILE", "PairSummary", "export_pairs", "pair_example", "pair_rows", "shared_steps",
-           "sometimes_solved"]
+__all__ = ["PAIRS_SUMMARY_FILE", "PairSummary", "export_pairs", "pair_example", "pair_rows", "pairs_card",
+           "shared_steps", "sometimes_solved"]
 
 PAIRS_SUMMARY_FILE = "pairs_summary.json"
 NOT_THE_MODELS_FAULT = ("server_error", "context_overflow")
@@ -152,8 +155,45 @@ def _write_pairs(stores: list[str | Path], out: Path, max_pairs_per_task: int) -
         Dataset.from_list(rows).save_to_disk(str(tmp))
         written = {**summary.to_dict(), "provenance": provenance()}
         (tmp / PAIRS_SUMMARY_FILE).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
+        (tmp / CARD_FILE).write_text(pairs_card(summary, rows), encoding="utf-8")
         replace_folder(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return summary
+
+
+def pairs_card(summary: PairSummary, rows: Sequence[dict[str, Any]]) -> str:
+    """The card of a DPO pairs export (:func:`actune.bootstrap.preference_pairs.export_pairs`): the Hub loads its
+    arrow files as the ``train`` split; the body says what a pair is, where the pairs came from and how to load
+    them."""
+    methods = sorted({str(r["method"]) for r in rows})
+    front = DatasetCardData(
+        pretty_name=f"actune {', '.join(methods)} preference pairs", language=["en"],
+        task_categories=["text-generation"], tags=["agent", *methods, "actune", "preference", "dpo"],
+        size_categories=[size_category(summary.pairs)],
+        configs=[{"config_name": "default", "data_files": [{"split": "train", "path": "data-*.arrow"}]}],
+    ).to_yaml()
+    unpaired = ", ".join(f"{k} {n}" for k, n in summary.unpaired.items()) or "none"
+    return "\n".join([
+        f"---\n{front}\n---", "", f"# actune {', '.join(methods)} preference pairs", "",
+        f"{summary.pairs} preference pairs over {summary.tasks} tasks for DPO: each puts an episode actune's judge "
+        "kept against a failed one of the same task, method and prompt (a failure the server or the context "
+        "length caused is never a rejected side). Where the two episodes open with the same steps, the pair starts "
+        f"where they part: the shared steps join the prompt ({summary.cut_at_shared_prefix} pairs).", "",
+        "## Source", "", "Trajectory stores (in order): " + ", ".join(f"`{s}`" for s in summary.stores) + ".",
+        f"Groups without a pair: {unpaired} (`no_failed`: every episode kept, `no_kept`: none kept, "
+        "`no_divergence`: one episode is the other's opening).", "",
+        "## Columns", "",
+        "`prompt`, `chosen`, `rejected`: TRL's standard preference strings (a trainer that reads only these puts "
+        "loss on the observations inside a completion); `prompt_segments`, `chosen_segments`, "
+        "`rejected_segments`: the same text as segments with a `train` flag (observations never carry loss; on the "
+        "rejected side every step the model wrote does), which `actune train train.objective=dpo` reads; "
+        "`task_id`, `method`, `question`, `chosen_episode`, `rejected_episode`, `shared_steps`.", "",
+        "## Load it", "",
+        "A `datasets` folder (`Dataset.save_to_disk`): `data-*.arrow`, `dataset_info.json`, `state.json`, plus "
+        "`pairs_summary.json` and this card.\n\n```python\nfrom datasets import load_from_disk, load_dataset\n"
+        "ds = load_from_disk(\"path/to/this/folder\")                 # a local copy\n"
+        "ds = load_dataset(\"org/name\", split=\"train\")               # from the Hub (the arrow files)\n```", "",
+        *provenance_markdown(provenance()),
+    ])

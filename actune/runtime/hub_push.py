@@ -41,8 +41,9 @@ HUB_NAME_KEYS: dict[str, tuple[str, str]] = {"adapter": (ADAPTER_MARKER, "base_m
                                               "model": (MODEL_MARKER, "_name_or_path")}
 """Per kind, the file and key that name the model it was made from: uploaded naming the card's Hub id."""
 
-Kind = Literal["export", "export_file", "adapter", "model"]
-REPO_TYPE: dict[str, str] = {"export": "dataset", "export_file": "dataset", "adapter": "model", "model": "model"}
+Kind = Literal["export", "export_file", "pairs", "adapter", "model"]
+REPO_TYPE: dict[str, str] = {"export": "dataset", "export_file": "dataset", "pairs": "dataset", "adapter": "model",
+                             "model": "model"}
 _REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -55,7 +56,7 @@ class PushResult:
     """What :func:`push` sent, and where."""
 
     kind: str
-    """``export``, ``export_file``, ``adapter`` or ``model`` (:func:`detect_kind`)."""
+    """``export``, ``export_file``, ``pairs`` (DPO pairs), ``adapter`` or ``model`` (:func:`detect_kind`)."""
     repo_type: str
     repo_id: str
     revision: str
@@ -87,8 +88,7 @@ def detect_kind(path: str | Path) -> Kind:
     if (p / EXPORT_MARKER).is_file():
         return "export"
     if (p / PAIRS_MARKER).is_file():
-        raise PushError(f"{p}: a DPO pairs export, which carries no dataset card yet: actune push does not upload it; "
-                        "push the trajectories' export (actune export without train.objective=dpo) or the adapter")
+        return "pairs"
     if (p / ADAPTER_MARKER).is_file():
         return "adapter"
     if (p / MODEL_MARKER).is_file() and any(f.suffix in WEIGHT_SUFFIXES for f in p.iterdir()):
@@ -102,6 +102,8 @@ def _check_card(card: Path, kind: str, what: Path) -> dict[str, Any]:
     from huggingface_hub import metadata_load
 
     redo = ("re-export it with `actune export`" if kind.startswith("export") else
+            "export the pairs again (`actune export ... train.objective=dpo`, or the quickstart's pairs stage)"
+            if kind == "pairs" else
             f"write actune's card with `actune card {what}` (from the folder's own files)")
     if not card.is_file():
         raise PushError(f"{what}: no card ({card} is missing); {redo}")

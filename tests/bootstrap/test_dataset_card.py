@@ -48,6 +48,31 @@ def test_the_export_folder_carries_a_hub_dataset_card(tmp_path):
     assert hub_view.num_rows == 2 and hub_view["episode_id"] == load_from_disk(str(tmp_path / "ds"))["episode_id"]
 
 
+def test_the_card_says_what_grounded_checked_and_counts_each_level(tmp_path):
+    import dataclasses
+
+    from actune.bootstrap.dataset_card import dataset_card
+    from actune.bootstrap.export import judge_counts
+    from actune.judge import Verdict, record_verdict
+    from actune.records.trajectory import TaskRecord, Trajectory
+
+    def kept(level: str, checked: bool = True) -> Trajectory:
+        t = Trajectory(task=TaskRecord("t", "q?", "a"), method="react", prediction="a", correct=True,
+                       finish_reason="answered")
+        return record_verdict(t, Verdict(correct=True, grounded=True, kept=True, grounding_checked=checked,
+                                         grounding_level=level))
+
+    counts = judge_counts([kept("evidence"), kept("evidence"), kept("page"), kept("page", checked=False)])
+    assert counts == {"kept": 4, "grounding_required": 4, "grounded_evidence": 2, "grounding_not_required": 0,
+                      "grounding_not_applicable": 0, "grounding_unchecked": 1}
+    summary = export_dataset(make_store(tmp_path / "s.jsonl"), tmp_path / "ds", "text")
+    text = dataset_card(dataclasses.replace(summary, judge=counts), [], fmt="actune", data_files="data-*.arrow")
+    assert ("Of the 4 kept records in the stores: 4 judged correct and grounded (2 at the evidence level, 1 at the "
+            "page level; for 1 of them the task names no supporting page") in text
+    assert "every sentence of one evidence set appeared in the episode's observations" in text
+    assert "every supporting page the task names was among the pages" not in text  # the page-level rule of old
+
+
 @pytest.mark.parametrize("fmt,loss", [("openai", "`weight`: 1 (trained) or 0"),
                                       ("sharegpt", "including 1 that actune would not train"),
                                       ("alpaca", "trains on them (4 observation or unreadable-action segments")])

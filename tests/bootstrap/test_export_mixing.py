@@ -242,7 +242,7 @@ def test_two_stores_exported_together(tmp_path):
     expected = {"steps_method": "react", "wire": "text", "stores": [str(react_store), str(cot_store)],
                 "methods": {"react": {"kept": 2, **zero, "exported": 2}, "cot": {"kept": 2, **zero, "exported": 2}},
                 "exported": 4, "tasks": 3, "by_store": {str(react_store): 2, str(cot_store): 2},
-                "judge": {"kept": 4, "grounding_required": 2, "grounding_not_required": 0,
+                "judge": {"kept": 4, "grounding_required": 2, "grounded_evidence": 0, "grounding_not_required": 0,
                           "grounding_not_applicable": 2, "grounding_unchecked": 2},
                 "origins": {"bootstrapped": 4}}
     assert summary.to_dict() == expected

@@ -72,6 +72,7 @@ def test_export_pairs_writes_a_dataset_with_its_summary(tmp_path: Path) -> None:
     ds = load_from_disk(str(tmp_path / "pairs"))
     assert len(ds) == summary.pairs == 1 and {"prompt", "chosen", "rejected", "chosen_segments"} <= set(ds.column_names)
     assert (tmp_path / "pairs" / "pairs_summary.json").is_file()
+    _the_card_loads_as_the_hub_would_and_pushes(tmp_path / "pairs", ds)
     # rerun: its own folder is replaced; a folder it did not write, or its input's, is refused
     assert export_pairs(tmp_path / "s.jsonl", tmp_path / "pairs").pairs == 1
     mine = tmp_path / "mine"
@@ -83,3 +84,30 @@ def test_export_pairs_writes_a_dataset_with_its_summary(tmp_path: Path) -> None:
         export_pairs(tmp_path / "s.jsonl", tmp_path)
     assert (mine / "notes.txt").read_text() == "keep me" and (tmp_path / "s.jsonl").is_file()
     assert export_pairs(tmp_path / "s.jsonl", mine, overwrite=True).pairs == 1
+
+
+def _the_card_loads_as_the_hub_would_and_pushes(folder: Path, ds) -> None:
+    import shutil
+
+    from datasets import load_dataset
+    from huggingface_hub import DatasetCard
+    from runtime.test_hub_push import FakeHfApi, factory
+
+    from actune.runtime.hub_push import push
+
+    card = DatasetCard.load(folder / "README.md")
+    assert card.data.to_dict()["configs"] == [{"config_name": "default",
+                                               "data_files": [{"split": "train", "path": "data-*.arrow"}]}]
+    assert {"preference", "dpo", "react", "actune"} <= set(card.data.to_dict()["tags"])
+    assert card.text.splitlines()[1] == "# actune react preference pairs"
+    assert "1 preference pairs over 1 tasks for DPO" in card.text and "Groups without a pair: none" in card.text
+    repo = folder.parent / "hub-view"
+    repo.mkdir()
+    for f in folder.iterdir():
+        if f.name == "README.md" or f.suffix == ".arrow":
+            shutil.copyfile(f, repo / f.name)
+    assert load_dataset(str(repo), split="train")["chosen"] == ds["chosen"]
+    api = FakeHfApi()
+    result = push(folder, "org/pairs", api_factory=factory(api))
+    assert result.kind == "pairs" and api.calls[0][1]["repo_type"] == "dataset"
+    assert {"README.md", "pairs_summary.json"} <= set(api.uploaded)

@@ -126,8 +126,8 @@ def test_folders_that_cannot_be_pushed_are_refused_before_the_hub_is_asked(tmp_p
     with pytest.raises(PushError, match="expected org/name"):
         push(adapter_folder(tmp_path / "a"), "no slash", api_factory=calls)
     pairs = make_folder(tmp_path / "pairs", {"pairs_summary.json": "{}", "data-00000-of-00001.arrow": "x"})
-    with pytest.raises(PushError, match=r"pairs: a DPO pairs export, which carries no dataset card yet"):
-        push(pairs, "org/name", api_factory=calls)
+    with pytest.raises(PushError, match=r"pairs: no card \(.*README.md is missing\); export the pairs again"):
+        push(pairs, "org/name", api_factory=calls)  # one of an actune from before pairs had a card
     assert api.calls == []
 
 
