@@ -171,7 +171,7 @@ def _load_with_lines(text: str) -> tuple[Any, dict[tuple, int]]:
 
 def _key_lines(root: yaml.Node | None) -> dict[tuple, int]:
     """The line of each key path (and list item) a file writes; a node reached again through an alias is not walked
-    again, so nested aliases cost no more than their text."""
+    again, so nested aliases cost no more than their text (the anchor, written first, keeps its lines)."""
     lines: dict[tuple, int] = {}
     seen: set[int] = set()
     todo: list[tuple[tuple, yaml.Node | None]] = [((), root)]
@@ -187,9 +187,9 @@ def _key_lines(root: yaml.Node | None) -> dict[tuple, int]:
             children = [((*path, i), item, item) for i, item in enumerate(node.value)]
         else:
             continue
-        for child, at, value in children:
-            lines.setdefault(child, at.start_mark.line + 1)
-            todo.append((child, value))
+        for child, at, _ in children:  # a merge (<<) puts its keys first: a key the mapping writes itself wins
+            lines[child] = at.start_mark.line + 1
+        todo.extend((child, value) for child, _, value in reversed(children))  # document order: an anchor's own
     return lines
 
 
@@ -282,7 +282,7 @@ def _did_you_mean(model: type[BaseModel] | None, loc: tuple) -> str:
 def _line_of(loc: tuple, key_lines: dict[tuple, int]) -> str:
     """`` [line N]``: where the file writes ``loc`` or, for a key it lacks, the nearest section it writes; nothing
     where an override set it (line 0)."""
-    for end in range(len(loc), 0, -1):
+    for end in range(len(loc), -1, -1):  # () is the section's own line where a run config's section was read
         if loc[:end] in key_lines:
             return f" [line {key_lines[loc[:end]]}]" if key_lines[loc[:end]] else ""
     return ""

@@ -111,18 +111,22 @@ def _run(cmd: list[str], log: Path, *, kill_after: float | None = None, fsize: i
     start, seen = time.monotonic(), None
     with log.open("ab") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=REPO, preexec_fn=cap)
-        while proc.poll() is None:
-            now = time.monotonic() - start
-            if seen is None and watch is not None and watch():
-                seen = now
-            if kill_after is not None and now >= kill_after:
-                proc.send_signal(signal.SIGKILL)
-                proc.wait()
-                break
-            if now > timeout:
+        try:
+            while proc.poll() is None:
+                now = time.monotonic() - start
+                if seen is None and watch is not None and watch():
+                    seen = now
+                if kill_after is not None and now >= kill_after:
+                    proc.send_signal(signal.SIGKILL)
+                    proc.wait()
+                    break
+                if now > timeout:
+                    raise TimeoutError(f"{cmd} ran past {timeout} s")
+                time.sleep(0.005)
+        finally:  # a timeout, or the bench stopped (run_script): the child goes with it
+            if proc.poll() is None:
                 proc.kill()
-                raise TimeoutError(f"{cmd} ran past {timeout} s")
-            time.sleep(0.005)
+                proc.wait()
     return proc.returncode, time.monotonic() - start, seen
 
 

@@ -232,4 +232,3 @@ def dataset_card(summary: ExportSummary, rows: Sequence[dict[str, Any]], *, fmt:
         lines += ["", f"Metadata columns: {_COLUMNS}."]
     lines += ["", "## Load it", "", _load_section(fmt, data_files), "", *provenance_markdown(provenance())]
     return "\n".join(lines)
-

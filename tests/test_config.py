@@ -65,6 +65,21 @@ def test_an_error_names_the_line_the_file_writes_and_none_for_a_value_an_overrid
         load_config(Outer, write(tmp_path, "steps: 3\n"))
 
 
+def test_lines_follow_anchors_merge_keys_and_a_run_configs_section(tmp_path):
+    class Run(StrictModel):
+        base: Inner = Field(default_factory=Inner)
+        other: Inner = Field(default_factory=Inner)
+        again: Inner = Field(default_factory=Inner)
+
+    p = write(tmp_path, "base: &b\n  rate: fast\n  names: [a]\nother:\n  <<: *b\n  rate: slow\nagain: *b\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(Run, p)
+    assert sorted(line.split(":")[0] + line[line.rfind(" ["):] for line in str(e.value).splitlines()[1:]) == [
+        "  again.rate [line 7]", "  base.rate [line 2]", "  other.rate [line 6]"]  # an alias: its own line
+    with pytest.raises(ConfigError, match=r"  serve.model: required value is missing \[line 2\]$"):
+        load_config(Outer, write(tmp_path, "name: x\nserve:\n  steps: 3\n"), section="serve")
+
+
 def test_true_or_false_is_no_number(tmp_path):
     class Flags(StrictModel):
         port: int | None = None

@@ -30,6 +30,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -65,9 +66,14 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:  # another user's process
+    except (PermissionError, OverflowError):  # another user's process; no pid at all: not ours to remove
         return True
     return True
+
+
+DEAD_TEMP_AGE_S = 600
+"""How old a dead writer's temp file must be before the next write removes it: a writer on another host or in another
+container that shares the folder has a process id this one cannot see, and an export runs for minutes, not ten."""
 
 
 def _remove_temps_of_dead_writers(path: Path) -> None:
@@ -83,7 +89,8 @@ def _remove_temps_of_dead_writers(path: Path) -> None:
         match = dead.fullmatch(entry.name)
         if match and not _alive(int(match[1])) and not entry.is_dir(follow_symlinks=False):
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(entry.path)
+                if time.time() - entry.stat(follow_symlinks=False).st_mtime >= DEAD_TEMP_AGE_S:
+                    os.unlink(entry.path)
 
 
 def fsync_dir(folder: Path) -> None:

@@ -1,13 +1,14 @@
-"""Upload what actune wrote to the Hugging Face Hub: an adapter folder, a merged model folder, an export.
+"""Upload what actune wrote to the Hugging Face Hub: an adapter folder, a merged model folder, an export, DPO pairs.
 
     result = push("runs/adapter", "org/name", private=True)        # ``actune push runs/adapter --repo org/name``
 
-What is pushed is told from the files (:func:`detect_kind`): an export folder or file goes to a dataset repo, an
-adapter or model folder to a model repo, whose uploaded config names the card's Hub ``base_model`` instead of the
-local folder it was loaded from, so the repo loads from the Hub. Each must carry its card (``README.md`` with YAML
-metadata; ``actune card PATH`` writes one), else it is refused. The repo is created if missing and the files go
-up in one commit. The token is ``huggingface_hub``'s own (``HF_TOKEN`` or the stored login), never an argument,
-and is masked in every error; ``api_factory`` lets tests run the same code against a fake.
+What is pushed is told from the files (:func:`detect_kind`): an export folder or file or a DPO pairs folder goes to
+a dataset repo, an adapter or model folder to a model repo, whose uploaded config names the card's Hub
+``base_model`` instead of the local folder it was loaded from, so the repo loads from the Hub. Each must carry its
+card (``README.md`` with YAML metadata; ``actune card PATH`` writes one), else it is refused. The repo is created if
+missing and the files go up in one commit. The token is ``huggingface_hub``'s own (``HF_TOKEN`` or the stored
+login), never an argument, and is masked in every error; ``api_factory`` lets tests run the same code against a
+fake.
 
 The rules in full: docs/modules.md, actune.runtime.hub_push.
 """
@@ -93,8 +94,8 @@ def detect_kind(path: str | Path) -> Kind:
         return "adapter"
     if (p / MODEL_MARKER).is_file() and any(f.suffix in WEIGHT_SUFFIXES for f in p.iterdir()):
         return "model"
-    raise PushError(f"{p}: neither an export ({EXPORT_MARKER}), an adapter ({ADAPTER_MARKER}) nor a model "
-                    f"folder ({MODEL_MARKER} and weights): nothing actune knows how to push")
+    raise PushError(f"{p}: neither an export ({EXPORT_MARKER}), an adapter ({ADAPTER_MARKER}), a model folder "
+                    f"({MODEL_MARKER} and weights) nor DPO pairs ({PAIRS_MARKER}): nothing actune knows how to push")
 
 
 def _check_card(card: Path, kind: str, what: Path) -> dict[str, Any]:

@@ -330,8 +330,13 @@ def test_a_single_file_write_removes_the_temp_file_a_killed_writer_left_and_no_l
     live = tmp_path / f".report.json.actune-p{os.getpid()}-0a1b2c3d.tmp"
     kept = [live, tmp_path / ".report.json.actune-0a1b2c3d.tmp", tmp_path / f".other.json.actune-p{int(gone.stdout)}"
             f"-0a1b2c3d.tmp", tmp_path / ".report.json.tmp"]
+    young = tmp_path / f".report.json.actune-p{int(gone.stdout)}-1a1b2c3d.tmp"  # another host's live writer, maybe
+    no_pid = tmp_path / ".report.json.actune-p99999999999999999999-0a1b2c3d.tmp"
+    kept += [young, no_pid]
     for p in (dead, *kept):
         p.write_text("half")
+    for p in (dead, no_pid):
+        os.utime(p, (1, 1))  # older than DEAD_TEMP_AGE_S
     atomic_write_text(tmp_path / "report.json", "{}")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in (*kept, tmp_path / "report.json"))
     assert live.read_text() == "half"
