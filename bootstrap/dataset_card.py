@@ -25,7 +25,7 @@ from actune.bootstrap.config import ExportConfig
 from actune.bootstrap.export_summary import ExportSummary
 from actune.runtime.provenance import provenance, provenance_markdown
 
-__all__ = ["CARD_FILE", "card_settings", "dataset_card", "size_category"]
+__all__ = ["CARD_FILE", "card_settings", "card_yaml", "dataset_card", "saved_folder_text", "size_category"]
 
 CARD_FILE = "README.md"
 
@@ -97,15 +97,27 @@ def card_settings(config: ExportConfig | None) -> dict[str, Any]:
     return (config or ExportConfig()).model_dump(mode="json", exclude={"stores"})
 
 
-def _front_matter(summary: ExportSummary, data_files: str, fmt: str) -> DatasetCardData:
+def card_yaml(pretty_name: str, tags: list[str], examples: int, data_files: str) -> str:
+    """A card's YAML front matter, what the Hub reads: its name, tags and size, and ``configs`` naming the data files
+    of the ``train`` split (a trajectories export's card and a DPO pairs export's)."""
     return DatasetCardData(
-        pretty_name=f"actune {summary.steps_method} agent trajectories" + ("" if fmt == "actune" else f" ({fmt})"),
+        pretty_name=pretty_name,
         language=["en"],
         task_categories=["text-generation"],
-        tags=["agent", summary.steps_method, "actune", "trajectories"],
-        size_categories=[size_category(summary.exported)],
+        tags=tags,
+        size_categories=[size_category(examples)],
         configs=[{"config_name": "default", "data_files": [{"split": "train", "path": data_files}]}],
-    )
+    ).to_yaml()
+
+
+def saved_folder_text(summary_file: str) -> str:
+    """How to load a ``Dataset.save_to_disk`` folder that holds ``summary_file`` (in Markdown) and its card."""
+    return ("A `datasets` folder (`Dataset.save_to_disk`): `data-*.arrow`, `dataset_info.json`, `state.json`, "
+            f"plus {summary_file} and this card.\n\n"
+            "```python\nfrom datasets import load_from_disk, load_dataset\n"
+            "ds = load_from_disk(\"path/to/this/folder\")                 # a local copy\n"
+            "ds = load_dataset(\"org/name\", split=\"train\")               # from the Hub (the arrow files)\n"
+            "```")
 
 
 def _counts_table(summary: ExportSummary) -> str:
@@ -120,12 +132,8 @@ def _counts_table(summary: ExportSummary) -> str:
 
 def _load_section(fmt: str, data_files: str) -> str:
     if fmt == "actune":
-        return ("A `datasets` folder (`Dataset.save_to_disk`): `data-*.arrow`, `dataset_info.json`, `state.json`, "
-                "plus `export_summary.json` (what each filter removed, per source method) and this card.\n\n"
-                "```python\nfrom datasets import load_from_disk, load_dataset\n"
-                "ds = load_from_disk(\"path/to/this/folder\")                 # a local copy\n"
-                "ds = load_dataset(\"org/name\", split=\"train\")               # from the Hub (the arrow files)\n"
-                "```\n\n`actune train CONFIG train.dataset=path/to/this/folder` trains on the local folder.")
+        return (saved_folder_text("`export_summary.json` (what each filter removed, per source method)")
+                + "\n\n`actune train CONFIG train.dataset=path/to/this/folder` trains on the local folder.")
     return (f"One JSON object a line: `{data_files}` (the `{fmt}` layout), and this card.\n\n"
             "```python\nfrom datasets import load_dataset\n"
             f"ds = load_dataset(\"json\", data_files=\"{data_files}\", split=\"train\")  # a local copy\n"
@@ -178,7 +186,8 @@ def dataset_card(summary: ExportSummary, rows: Sequence[dict[str, Any]], *, fmt:
     the judge counts are ``summary.judge`` (read with the examples); ``settings``: the export's filter settings
     (``ExportConfig`` fields); ``unmasked``: turns the format trains although actune would
     not (from :func:`~actune.bootstrap.export_formats.export_file`)."""
-    front = _front_matter(summary, data_files, fmt).to_yaml()
+    front = card_yaml(f"actune {summary.steps_method} agent trajectories" + ("" if fmt == "actune" else f" ({fmt})"),
+                      ["agent", summary.steps_method, "actune", "trajectories"], summary.exported, data_files)
     fmt_of = step_format(summary.steps_method)
     name, steps_text = ((fmt_of.title, fmt_of.card_steps) if fmt_of is not None and fmt_of.card_steps
                         else (summary.steps_method, f"{summary.steps_method} steps"))

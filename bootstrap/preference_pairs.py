@@ -28,10 +28,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import DatasetCardData
-
 from actune.agent.render import episode_segments
-from actune.bootstrap.dataset_card import CARD_FILE, size_category
+from actune.bootstrap.dataset_card import CARD_FILE, card_yaml, saved_folder_text
 from actune.bootstrap.export import ExportError, claim_folder, judged_lines
 from actune.records.atomic_write import replace_folder, temp_folder_beside
 from actune.records.trajectory import Step, Trajectory
@@ -168,12 +166,8 @@ def pairs_card(summary: PairSummary, rows: Sequence[dict[str, Any]]) -> str:
     arrow files as the ``train`` split; the body says what a pair is, where the pairs came from and how to load
     them."""
     methods = sorted({str(r["method"]) for r in rows})
-    front = DatasetCardData(
-        pretty_name=f"actune {', '.join(methods)} preference pairs", language=["en"],
-        task_categories=["text-generation"], tags=["agent", *methods, "actune", "preference", "dpo"],
-        size_categories=[size_category(summary.pairs)],
-        configs=[{"config_name": "default", "data_files": [{"split": "train", "path": "data-*.arrow"}]}],
-    ).to_yaml()
+    front = card_yaml(f"actune {', '.join(methods)} preference pairs",
+                      ["agent", *methods, "actune", "preference", "dpo"], summary.pairs, "data-*.arrow")
     unpaired = ", ".join(f"{k} {n}" for k, n in summary.unpaired.items()) or "none"
     return "\n".join([
         f"---\n{front}\n---", "", f"# actune {', '.join(methods)} preference pairs", "",
@@ -191,9 +185,6 @@ def pairs_card(summary: PairSummary, rows: Sequence[dict[str, Any]]) -> str:
         "rejected side every step the model wrote does), which `actune train train.objective=dpo` reads; "
         "`task_id`, `method`, `question`, `chosen_episode`, `rejected_episode`, `shared_steps`.", "",
         "## Load it", "",
-        "A `datasets` folder (`Dataset.save_to_disk`): `data-*.arrow`, `dataset_info.json`, `state.json`, plus "
-        "`pairs_summary.json` and this card.\n\n```python\nfrom datasets import load_from_disk, load_dataset\n"
-        "ds = load_from_disk(\"path/to/this/folder\")                 # a local copy\n"
-        "ds = load_dataset(\"org/name\", split=\"train\")               # from the Hub (the arrow files)\n```", "",
+        saved_folder_text("`pairs_summary.json`"), "",
         *provenance_markdown(provenance()),
     ])
