@@ -16,7 +16,7 @@ from actune.collect import make_run_id
 from actune.judge import verdict_of
 from actune.quickstart.context import RunContext
 from actune.quickstart.evaluation import eval_on, eval_serving, prompted_labels, round_model_label
-from actune.records.store import read_state
+from actune.records.store import StoreState, read_state
 from actune.records.trajectory import read_trajectories
 from actune.serve.config import ServeConfig
 from actune.serve.server import serving
@@ -26,16 +26,20 @@ from actune.tasks.loading import load_tasks
 if TYPE_CHECKING:
     from actune.serve.server import Serving
 
-__all__ = ["round1_work", "bootstrap_round1", "solved_tasks", "bootstrap_later_round", "all_stored"]
+__all__ = ["round1_work", "bootstrap_round1", "solved_tasks", "bootstrap_later_round", "stored_state", "all_stored"]
 
 
-def all_stored(store: Path, method: str, tasks: TaskConfig, attempts: int) -> bool:
-    """Whether ``store`` holds ``attempts`` episodes of ``method`` on every task of ``tasks``: a resumed stage
-    with none left to run starts no server (a minute on a CPU, more for a large model on a GPU)."""
-    if not store.exists() or not store.stat().st_size:
-        return False
-    done = read_state(store).done
-    return all((t.id, method, a) in done for t in load_tasks(tasks) for a in range(attempts))
+def stored_state(store: Path) -> StoreState | None:
+    """What ``store`` holds, or None for a store no stage has begun."""
+    return read_state(store) if store.exists() and store.stat().st_size else None
+
+
+def all_stored(state: StoreState | None, method: str, tasks: TaskConfig, attempts: int) -> bool:
+    """Whether a store (``state``: :func:`stored_state`) holds ``attempts`` episodes of ``method`` on every task of
+    ``tasks``: a resumed stage with none left to run starts no server (a minute on a CPU, more for a large model on a
+    GPU)."""
+    return state is not None and all((t.id, method, a) in state.done for t in load_tasks(tasks)
+                                     for a in range(attempts))
 
 
 def _run_bootstrap(run: RunContext, bootstrap: BootstrapConfig, serve: ServeConfig, run_id: str,
@@ -49,12 +53,12 @@ def round1_work(run: RunContext) -> list[tuple[str, int, BootstrapConfig]]:
     work = []
     for method in cfg.methods:
         store = run.layout.store(method, 1)
-        state = read_state(store) if store.exists() and store.stat().st_size else None
+        state = stored_state(store)
         for i, p in enumerate(cfg.passes):
             target = max(1, math.ceil(p.share * cfg.bootstrap.target_correct))
             tasks = run.tasks("train", where={"kind": p.kind} if p.kind else {}, limit=p.limit)
-            if state is not None and (state.kept >= target
-                                      or all_stored(store, method, tasks, cfg.bootstrap.attempts_per_task)):
+            if state is not None and state.kept >= target or all_stored(state, method, tasks,
+                                                                         cfg.bootstrap.attempts_per_task):
                 continue
             agent = run.agent(cfg.bootstrap.agent, method,
                               exemplar_kinds=[p.kind] if p.kind and p.type_matched else None)
@@ -117,7 +121,7 @@ def bootstrap_later_round(run: RunContext, r: int) -> None:
             continue
         tasks = TaskConfig(format="custom", path=str(tasks_file), split="train")
         label = round_model_label(run, method, r - 1)
-        if all_stored(run.layout.store(method, r), method, tasks, cfg.round_attempts):  # a resumed round
+        if all_stored(stored_state(run.layout.store(method, r)), method, tasks, cfg.round_attempts):  # resumed
             run.log(f"bootstrap {method} round {r}: every episode is stored; the eval stage runs what is left of "
                     f"{label}'s")
             continue

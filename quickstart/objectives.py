@@ -20,7 +20,7 @@ from actune.bootstrap.preference_pairs import export_pairs, sometimes_solved
 from actune.bootstrap.run import run_bootstrap
 from actune.collect import make_run_id
 from actune.config import ConfigError
-from actune.quickstart.bootstrap_rounds import all_stored
+from actune.quickstart.bootstrap_rounds import all_stored, stored_state
 from actune.quickstart.context import RunContext
 from actune.quickstart.estimate import StageEstimate
 from actune.quickstart.evaluation import eval_on, eval_serving, round_model_label
@@ -59,7 +59,7 @@ def explore(run: RunContext, method: str) -> None:
     store; the SFT model's eval episodes run on the same server."""
     cfg, ex = run.cfg, run.cfg.explore
     sft = round_model_label(run, method, cfg.rounds)  # the SFT model the objectives start from: the last round's
-    if all_stored(run.layout.explore_store(method), method, run.tasks("train"), ex.attempts):  # a resumed stage
+    if all_stored(stored_state(run.layout.explore_store(method)), method, run.tasks("train"), ex.attempts):  # resumed
         run.log(f"explore {method}: every episode is stored; the eval stage runs what is left of {sft}'s")
         return
     spec = load_prompt_spec(_sft_folder(run, method))
