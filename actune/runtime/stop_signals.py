@@ -63,5 +63,5 @@ def run_script(main: Callable[[], int | str | None]) -> None:
             code = main()
     except KeyboardInterrupt:
         print(f"{sys.argv[0]}: interrupted", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(130)  # actune.cli.exit_codes.INTERRUPTED: the runtime may not import the CLI (test_architecture.py)
     sys.exit(code)
